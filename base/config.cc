@@ -1,0 +1,159 @@
+#include "base/config.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+
+#include "base/check.h"
+
+extern char** environ;
+
+namespace ringo::base {
+namespace {
+
+const std::vector<EnvVarInfo>& Table() {
+  static const std::vector<EnvVarInfo>* const kTable = new std::vector<EnvVarInfo>{
+      // Ringo's own.
+      {"RINGO_DEBUG", "enum", "WARN", "Log level: NONE, WARN, INFO or TRACE."},
+      {"RINGO_DEBUG_FILE", "string", "",
+       "Write the log to this file instead of stderr; %h is replaced by the host name, %p by "
+       "the process id."},
+      {"RINGO_TIMEOUT_MS", "int", "300000",
+       "Deadline in milliseconds of every wait on a peer (bootstrap and data); a wait that "
+       "passes it fails with ringoTimeout naming the peer."},
+      {"RINGO_COMM_ID", "string", "",
+       "host:port of the rendezvous root; rank 0 listens there and ringoGetUniqueId names it."},
+      {"RINGO_SOCKET_IFNAME", "string", "",
+       "Network interfaces for bootstrap sockets: a prefix list (eth,ib), ^ to exclude, = for "
+       "exact names. Default: the first non-loopback interface that is up, else loopback."},
+      {"RINGO_SLOT_BYTES", "int", "0",
+       "Bytes per FIFO slot (a multiple of 64, at least 64); 0 lets the planner choose. Small "
+       "values make small counts take the multi-chunk paths (used by the tests)."},
+      {"RINGO_NCHANNELS", "int", "0",
+       "Rings run side by side (threads per rank on the host); 0 lets the planner choose."},
+      {"RINGO_SPIN_COUNT", "int", "-1",
+       "Polls of a FIFO counter before a waiting rank sleeps on a futex; -1 chooses from the "
+       "number of local ranks and cores."},
+      {"RINGO_CHECK", "bool", "0",
+       "Reserved: exchanging each operation's signature to catch mismatched calls."},
+      // Launchers, read by the tools to find rank, size and rendezvous.
+      {"RANK", "int", "", "torchrun: global rank."},
+      {"WORLD_SIZE", "int", "", "torchrun: number of ranks."},
+      {"LOCAL_RANK", "int", "", "torchrun: rank on this host."},
+      {"MASTER_ADDR", "string", "", "torchrun: rendezvous host (Ringo uses MASTER_PORT+1)."},
+      {"MASTER_PORT", "int", "", "torchrun: rendezvous port."},
+      {"OMPI_COMM_WORLD_RANK", "int", "", "Open MPI: global rank."},
+      {"OMPI_COMM_WORLD_SIZE", "int", "", "Open MPI: number of ranks."},
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "int", "", "Open MPI: rank on this host."},
+      {"OMPI_COMM_WORLD_LOCAL_SIZE", "int", "", "Open MPI: ranks on this host."},
+      {"PMIX_NAMESPACE", "string", "", "Open MPI (PMIx): the job's name, unique per launch."},
+      {"SLURM_PROCID", "int", "", "Slurm: global rank."},
+      {"SLURM_NTASKS", "int", "", "Slurm: number of ranks."},
+      {"SLURM_LOCALID", "int", "", "Slurm: rank on this host."},
+      {"SLURM_NNODES", "int", "", "Slurm: number of hosts."},
+      {"SLURM_JOB_ID", "string", "", "Slurm: job id."},
+      {"SLURM_STEP_ID", "string", "", "Slurm: step id."},
+  };
+  return *kTable;
+}
+
+bool ParseInt(const std::string& text, int64_t* out) {
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == nullptr || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+Config* Load() {
+  auto* config = new Config();
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const EnvVarInfo& var : Table()) {
+    auto it = env.find(var.name);
+    if (it != env.end()) config->raw[var.name] = it->second;
+  }
+  std::string errors;
+  auto int_var = [&](const char* name, int64_t* out, int64_t min_value) {
+    auto v = config->Get(name);
+    if (!v) return;
+    int64_t parsed = 0;
+    if (!ParseInt(*v, &parsed) || parsed < min_value) {
+      errors += std::string(errors.empty() ? "" : "; ") + name + "='" + *v +
+                "' is not an integer >= " + std::to_string(min_value);
+      return;
+    }
+    *out = parsed;
+  };
+  if (auto level = config->Get("RINGO_DEBUG")) {
+    if (*level == "NONE") config->log_level = LogLevel::kNone;
+    else if (*level == "WARN") config->log_level = LogLevel::kWarn;
+    else if (*level == "INFO") config->log_level = LogLevel::kInfo;
+    else if (*level == "TRACE") config->log_level = LogLevel::kTrace;
+    else errors += "RINGO_DEBUG='" + *level + "' is not NONE, WARN, INFO or TRACE";
+  }
+  config->log_file = config->Get("RINGO_DEBUG_FILE").value_or("");
+  int_var("RINGO_TIMEOUT_MS", &config->timeout_ms, 1);
+  config->comm_id = config->Get("RINGO_COMM_ID").value_or("");
+  config->socket_ifname = config->Get("RINGO_SOCKET_IFNAME").value_or("");
+  int_var("RINGO_SLOT_BYTES", &config->slot_bytes, 0);
+  if (config->slot_bytes != 0 && (config->slot_bytes < 64 || config->slot_bytes % 64 != 0)) {
+    errors += std::string(errors.empty() ? "" : "; ") + "RINGO_SLOT_BYTES=" +
+              std::to_string(config->slot_bytes) + " is not a multiple of 64 of at least 64";
+    config->slot_bytes = 0;
+  }
+  int_var("RINGO_NCHANNELS", &config->nchannels, 0);
+  int_var("RINGO_SPIN_COUNT", &config->spin_count, -1);
+  if (auto v = config->Get("RINGO_CHECK")) config->check = (*v == "1");
+  if (!errors.empty()) config->parse_status = InvalidArgument("bad environment: " + errors);
+  return config;
+}
+
+std::atomic<Config*> g_config{nullptr};
+std::mutex g_config_mu;
+
+}  // namespace
+
+const std::vector<EnvVarInfo>& DeclaredEnvVars() { return Table(); }
+
+std::optional<std::string> Config::Get(const std::string& name) const {
+  bool declared = false;
+  for (const EnvVarInfo& var : Table()) declared = declared || name == var.name;
+  RINGO_CHECK(declared, "environment variable " + name + " is not declared in base/config.cc");
+  auto it = raw.find(name);
+  if (it == raw.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<int64_t> Config::GetInt(const std::string& name) const {
+  auto v = Get(name);
+  int64_t out = 0;
+  if (!v || !ParseInt(*v, &out)) return std::nullopt;
+  return out;
+}
+
+const Config& GetConfig() {
+  Config* c = g_config.load(std::memory_order_acquire);
+  if (c != nullptr) return *c;
+  std::lock_guard<std::mutex> lock(g_config_mu);
+  c = g_config.load(std::memory_order_relaxed);
+  if (c == nullptr) {
+    c = Load();
+    g_config.store(c, std::memory_order_release);
+  }
+  return *c;
+}
+
+void ReloadConfigForTesting() {
+  std::lock_guard<std::mutex> lock(g_config_mu);
+  g_config.store(Load(), std::memory_order_release);  // the old snapshot is kept alive
+}
+
+}  // namespace ringo::base

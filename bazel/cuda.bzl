@@ -1,0 +1,62 @@
+"""cuda_library: compiles .cu files with nvcc into a cc_library.
+
+nvcc runs in a genrule (Bazel 4 has no CUDA rules); each .cu becomes one
+position-independent object, so nvcc builds files in parallel. Objects target
+sm_90 (H100/H200) and sm_80 with PTX for newer chips.
+"""
+
+load("@rules_cc//cc:defs.bzl", "cc_library")
+
+NVCC = "/usr/local/cuda/bin/nvcc"
+
+CUDA_ARCH_FLAGS = [
+    "-gencode=arch=compute_90,code=sm_90",
+    "-gencode=arch=compute_80,code=sm_80",
+    "-gencode=arch=compute_80,code=compute_80",
+]
+
+def cuda_library(name, srcs, hdrs = [], device_hdrs = [], deps = [], copts = [], visibility = None, **kwargs):
+    """A cc_library whose srcs are .cu files compiled by nvcc.
+
+    Args:
+      name: target name.
+      srcs: .cu sources; each compiles to one object.
+      hdrs: headers the sources and dependants include.
+      device_hdrs: header files or filegroups of other packages the .cu files include.
+      deps: cc_library targets the resulting library links with.
+      copts: extra nvcc flags.
+      visibility: as for cc_library.
+      **kwargs: passed to the cc_library.
+    """
+    objs = []
+    for src in srcs:
+        obj = name + "_" + src.replace("/", "_").replace(".cu", ".o")
+        native.genrule(
+            name = obj + "_nvcc",
+            srcs = [src] + hdrs + device_hdrs,
+            outs = [obj],
+            cmd = " ".join([
+                NVCC,
+                "-std=c++17",
+                "-O3",
+                "-lineinfo",
+                "--expt-relaxed-constexpr",
+                "-Xcompiler=-fPIC,-fvisibility=hidden",
+                "-I.",
+                "-I$(GENDIR)",
+                "-isystem /usr/local/cuda/include",
+            ] + CUDA_ARCH_FLAGS + copts + [
+                "-c $(location " + src + ")",
+                "-o $@",
+            ]),
+        )
+        objs.append(obj)
+    cc_library(
+        name = name,
+        srcs = objs,
+        hdrs = hdrs,
+        deps = deps + ["@cuda//:cudart_static"],
+        visibility = visibility,
+        alwayslink = True,
+        **kwargs
+    )

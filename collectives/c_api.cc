@@ -1,0 +1,231 @@
+// The extern "C" boundary: every public function runs its body in Guard(),
+// which catches everything, maps a Status to ringoResult_t and keeps the
+// message for ringoGetLastError. Arguments are validated here, before any
+// work, so a rejected call leaves the communicator as it was.
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/config.h"
+#include "base/cuda.h"
+#include "base/device/dtype.h"
+#include "base/logging.h"
+#include "collectives/communicator.h"
+#include "collectives/internal/boundary.h"
+#include "ringo/ringo.h"
+#include "transport/bootstrap.h"
+
+using ringo::base::Status;
+using ringo::base::StatusOr;
+using ringo::collectives::Communicator;
+using ringo::collectives::internal::Guard;
+using ringo::collectives::internal::Register;
+using ringo::collectives::internal::Resolve;
+using ringo::collectives::internal::ResolveReady;
+using ringo::collectives::internal::Unregister;
+
+namespace {
+
+namespace base = ringo::base;
+namespace transport = ringo::transport;
+using ringo::collectives::CommOptions;
+
+static_assert(sizeof(ringoUniqueId) == ringo::transport::kUniqueIdBytes, "unique id size");
+static_assert(ringoTimeout == static_cast<int>(base::Code::kTimeout), "result codes match");
+static_assert(ringoBfloat16 == static_cast<int>(base::DataType::kBFloat16), "datatypes match");
+static_assert(ringoAvg == static_cast<int>(base::RedOp::kAvg), "ops match");
+
+// Which memory a new communicator uses. GPU collectives are not in this build.
+StatusOr<int> ResolveDeviceKind(int kind) {
+  if (kind != RINGO_DEVICE_AUTO && kind != RINGO_DEVICE_HOST && kind != RINGO_DEVICE_CUDA) {
+    return base::InvalidArgument("config->device_kind " + std::to_string(kind) + " is not a ringoDeviceKind_t");
+  }
+  if (kind == RINGO_DEVICE_CUDA) {
+    return base::InvalidUsage("RINGO_DEVICE_CUDA: GPU communicators are not available in this build");
+  }
+  if (kind == RINGO_DEVICE_AUTO) {
+    const base::CudaProbe& probe = base::ProbeCuda();
+    if (probe.device_count == 0) {
+      RINGO_LOG(INFO) << "no usable GPU (" << probe.reason << "): using host memory";
+    } else {
+      RINGO_LOG(WARN) << probe.device_count
+                      << " GPU(s) visible, but GPU collectives are not in this build: using host memory";
+    }
+  }
+  return static_cast<int>(RINGO_DEVICE_HOST);
+}
+
+}  // namespace
+
+extern "C" {
+
+ringoResult_t ringoGetVersion(int* version) {
+  return Guard("ringoGetVersion", nullptr, [&]() -> Status {
+    if (version == nullptr) return base::InvalidArgument("version is NULL");
+    *version = RINGO_VERSION_CODE;
+    return Status();
+  });
+}
+
+ringoResult_t ringoGetUniqueId(ringoUniqueId* unique_id) {
+  return Guard("ringoGetUniqueId", nullptr, [&]() -> Status {
+    if (unique_id == nullptr) return base::InvalidArgument("unique_id is NULL");
+    const base::Config& config = base::GetConfig();
+    RETURN_IF_ERROR(config.parse_status);
+    ASSIGN_OR_RETURN(auto id, transport::CreateUniqueId(config.comm_id, config.socket_ifname, config.timeout_ms));
+    id.Encode(unique_id->internal);
+    return Status();
+  });
+}
+
+ringoResult_t ringoCommInitRankConfig(ringoComm_t* comm, int nranks, ringoUniqueId unique_id, int rank,
+                                      const ringoConfig_t* config) {
+  return Guard("ringoCommInitRankConfig", nullptr, [&]() -> Status {
+    if (comm == nullptr) return base::InvalidArgument("comm is NULL");
+    *comm = nullptr;
+    if (nranks < 1) return base::InvalidArgument("nranks " + std::to_string(nranks) + " is not positive");
+    if (rank < 0 || rank >= nranks) {
+      return base::InvalidArgument("rank " + std::to_string(rank) + " is not in [0, " + std::to_string(nranks) + ")");
+    }
+    ringoConfig_t cfg = RINGO_CONFIG_INITIALIZER;
+    if (config != nullptr) {
+      if (config->size < sizeof(ringoConfig_t)) {
+        return base::InvalidArgument("config->size " + std::to_string(config->size) +
+                                     " is smaller than sizeof(ringoConfig_t); use RINGO_CONFIG_INITIALIZER");
+      }
+      std::memcpy(&cfg, config, sizeof(cfg));
+    }
+    if (cfg.blocking != 0 && cfg.blocking != 1) return base::InvalidArgument("config->blocking must be 0 or 1");
+    if (cfg.timeout_ms < 0) return base::InvalidArgument("config->timeout_ms is negative");
+    RETURN_IF_ERROR(ResolveDeviceKind(cfg.device_kind).status());
+    ASSIGN_OR_RETURN(transport::UniqueId id, transport::UniqueId::Decode(unique_id.internal));
+    CommOptions options;
+    options.timeout_ms = cfg.timeout_ms;
+    auto* handle = Register(new ringoComm());
+    auto init = [id, nranks, rank, options]() { return Communicator::InitRank(id, nranks, rank, options); };
+    if (cfg.blocking) {
+      auto made = init();
+      if (!made.ok()) {
+        Unregister(handle);
+        delete handle;
+        return made.status();
+      }
+      handle->Set(std::move(made).value());
+      *comm = handle;
+      return Status();
+    }
+    handle->StartInit(init);
+    *comm = handle;
+    return Status(base::Code::kInProgress, "initialization continues in the background");
+  });
+}
+
+ringoResult_t ringoCommInitRank(ringoComm_t* comm, int nranks, ringoUniqueId unique_id, int rank) {
+  return ringoCommInitRankConfig(comm, nranks, unique_id, rank, nullptr);
+}
+
+ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist) {
+  return Guard("ringoCommInitAll", nullptr, [&]() -> Status {
+    if (comms == nullptr) return base::InvalidArgument("comms is NULL");
+    if (ndev < 1) return base::InvalidArgument("ndev " + std::to_string(ndev) + " is not positive");
+    for (int i = 0; devlist != nullptr && i < ndev; ++i) {
+      if (devlist[i] < 0) return base::InvalidArgument("devlist[" + std::to_string(i) + "] is negative");
+    }
+    RETURN_IF_ERROR(ResolveDeviceKind(RINGO_DEVICE_AUTO).status());
+    ASSIGN_OR_RETURN(auto made, Communicator::InitAll(ndev, CommOptions()));
+    for (int i = 0; i < ndev; ++i) {
+      auto* handle = new ringoComm();
+      handle->Set(std::move(made[i]));
+      comms[i] = Register(handle);
+    }
+    return Status();
+  });
+}
+
+ringoResult_t ringoCommFinalize(ringoComm_t comm) {
+  return Guard("ringoCommFinalize", comm, [&]() -> Status {
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    return c->Finalize();
+  });
+}
+
+ringoResult_t ringoCommDestroy(ringoComm_t comm) {
+  return Guard("ringoCommDestroy", nullptr, [&]() -> Status {
+    RETURN_IF_ERROR(Resolve(comm).status());
+    Unregister(comm);
+    delete comm;  // joins a background init first
+    return Status();
+  });
+}
+
+ringoResult_t ringoCommAbort(ringoComm_t comm) {
+  return Guard("ringoCommAbort", nullptr, [&]() -> Status {
+    ASSIGN_OR_RETURN(Communicator * c, Resolve(comm));
+    Unregister(comm);
+    if (c != nullptr) c->Abort();
+    delete comm;
+    return Status();
+  });
+}
+
+ringoResult_t ringoCommGetAsyncError(ringoComm_t comm, ringoResult_t* async_error) {
+  return Guard("ringoCommGetAsyncError", comm, [&]() -> Status {
+    if (async_error == nullptr) return base::InvalidArgument("async_error is NULL");
+    RETURN_IF_ERROR(Resolve(comm).status());
+    *async_error = static_cast<ringoResult_t>(comm->AsyncError().code());
+    return Status();
+  });
+}
+
+ringoResult_t ringoCommCount(const ringoComm_t comm, int* count) {
+  return Guard("ringoCommCount", comm, [&]() -> Status {
+    if (count == nullptr) return base::InvalidArgument("count is NULL");
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    *count = c->nranks();
+    return Status();
+  });
+}
+
+ringoResult_t ringoCommUserRank(const ringoComm_t comm, int* rank) {
+  return Guard("ringoCommUserRank", comm, [&]() -> Status {
+    if (rank == nullptr) return base::InvalidArgument("rank is NULL");
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    *rank = c->rank();
+    return Status();
+  });
+}
+
+ringoResult_t ringoCommCuDevice(const ringoComm_t comm, int* device) {
+  return Guard("ringoCommCuDevice", comm, [&]() -> Status {
+    if (device == nullptr) return base::InvalidArgument("device is NULL");
+    RETURN_IF_ERROR(ResolveReady(comm).status());
+    *device = -1;  // host memory
+    return Status();
+  });
+}
+
+const char* ringoGetErrorString(ringoResult_t result) {
+  switch (result) {
+    case ringoSuccess: return "no error";
+    case ringoUnhandledCudaError: return "unhandled cuda error";
+    case ringoSystemError: return "unhandled system error (a system call failed)";
+    case ringoInternalError: return "internal error (a bug in Ringo)";
+    case ringoInvalidArgument: return "invalid argument";
+    case ringoInvalidUsage: return "invalid usage";
+    case ringoRemoteError: return "remote process exited or there was a network error";
+    case ringoInProgress: return "operation in progress";
+    case ringoTimeout: return "timeout: a peer made no progress within RINGO_TIMEOUT_MS";
+    default: return "unknown result code";
+  }
+}
+
+const char* ringoGetLastError(ringoComm_t comm) {
+  if (comm != nullptr && ringo::collectives::internal::IsLive(comm)) return comm->LastError();
+  return ringo::collectives::internal::ThreadLastError();
+}
+
+}  // extern "C"

@@ -1,0 +1,217 @@
+#include "collectives/communicator.h"
+
+#include <unistd.h>
+
+#include <numeric>
+#include <thread>
+
+#include "base/check.h"
+#include "base/logging.h"
+
+namespace ringo::collectives {
+
+using base::Status;
+using base::StatusOr;
+
+namespace {
+
+int Cores() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+int64_t TimeoutMs(const base::Config& config, const CommOptions& options) {
+  return options.timeout_ms > 0 ? options.timeout_ms : config.timeout_ms;
+}
+
+}  // namespace
+
+Communicator::Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options)
+    : rank_(rank), nranks_(nranks), config_(config), timeout_ms_(TimeoutMs(config, options)) {}
+
+Communicator::~Communicator() {
+  {
+    std::lock_guard<std::mutex> lock(job_mu_);
+    stop_ = true;
+  }
+  job_cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::UniqueId& id, int nranks, int rank,
+                                                               const CommOptions& options) {
+  const base::Config& config = base::GetConfig();
+  RETURN_IF_ERROR(config.parse_status);
+  std::unique_ptr<Communicator> comm(new Communicator(rank, nranks, config, options));
+  if (id.root_started_by_rank0 && rank == 0) {
+    RETURN_IF_ERROR(transport::StartRootForRank0(id, comm->timeout_ms_));
+  }
+  ASSIGN_OR_RETURN(auto bootstrap, transport::Bootstrap::Connect(id, rank, nranks, comm->timeout_ms_));
+
+  // Round 1: who is where, and rank 0's settings for the shared geometry.
+  transport::PeerInfo mine = transport::LocalPeerInfo(rank, -1);
+  mine.nchannels = static_cast<int32_t>(config.nchannels);
+  mine.slot_bytes = config.slot_bytes;
+  std::vector<transport::PeerInfo> peers(nranks);
+  RETURN_IF_ERROR(bootstrap->AllGather(&mine, sizeof(mine), peers.data()));
+  for (int r = 0; r < nranks; ++r) {
+    if (peers[r].rank != r) return base::Internal("bootstrap returned peers out of order");
+  }
+  int local_ranks = 0;
+  for (const auto& p : peers) local_ranks += p.host_hash == mine.host_hash ? 1 : 0;
+  base::Config shared = config;  // rank 0's channel and slot settings apply to all
+  shared.nchannels = peers[0].nchannels;
+  shared.slot_bytes = peers[0].slot_bytes;
+  comm->geometry_ = ChooseGeometry(shared, nranks, local_ranks, Cores());
+  comm->geometry_.spin_count = ChooseGeometry(config, nranks, local_ranks, Cores()).spin_count;
+
+  transport::RingSpec spec;
+  spec.nranks = nranks;
+  spec.order.resize(nranks);
+  std::iota(spec.order.begin(), spec.order.end(), 0);
+  spec.nchannels = comm->geometry_.nchannels;
+  spec.slot_bytes = static_cast<size_t>(comm->geometry_.slot_bytes);
+  std::vector<transport::ChannelLinks> links;
+  if (nranks > 1) {
+    ASSIGN_OR_RETURN(links, transport::ConnectRing(*bootstrap, id.nonce, rank, spec, peers));
+  }
+  comm->Start(std::move(links), spec.order, local_ranks);
+  return comm;
+}
+
+StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAll(int nranks, const CommOptions& options) {
+  const base::Config& config = base::GetConfig();
+  RETURN_IF_ERROR(config.parse_status);
+  transport::RingSpec spec;
+  spec.nranks = nranks;
+  spec.order.resize(nranks);
+  std::iota(spec.order.begin(), spec.order.end(), 0);
+  const CommGeometry geometry = ChooseGeometry(config, nranks, nranks, Cores());
+  spec.nchannels = geometry.nchannels;
+  spec.slot_bytes = static_cast<size_t>(geometry.slot_bytes);
+  std::vector<std::vector<transport::ChannelLinks>> links;
+  if (nranks > 1) links = transport::ConnectRingInProcess(spec);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < nranks; ++r) {
+    std::unique_ptr<Communicator> comm(new Communicator(r, nranks, config, options));
+    comm->geometry_ = geometry;
+    comm->Start(nranks > 1 ? std::move(links[r]) : std::vector<transport::ChannelLinks>(), spec.order, nranks);
+    comms.push_back(std::move(comm));
+  }
+  return comms;
+}
+
+void Communicator::Start(std::vector<transport::ChannelLinks> links, const std::vector<int>& order,
+                         int local_ranks) {
+  links_ = std::move(links);
+  order_ = order;
+  for (int p = 0; p < nranks_; ++p) {
+    if (order_[p] == rank_) pos_ = p;
+  }
+  job_status_.assign(geometry_.nchannels, Status());
+  for (int c = 1; c < static_cast<int>(links_.size()); ++c) {
+    workers_.emplace_back([this, c] { WorkerLoop(c); });
+  }
+  RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: host memory, " << geometry_.nchannels
+                  << " channel(s), slot " << geometry_.slot_bytes << " B, spin " << geometry_.spin_count
+                  << ", " << local_ranks << " local rank(s), timeout " << timeout_ms_ << " ms";
+}
+
+void Communicator::WorkerLoop(int channel) {
+  uint64_t seen = 0;
+  while (true) {
+    const kernels::CollArgs* args;
+    CollPlan plan;
+    {
+      std::unique_lock<std::mutex> lock(job_mu_);
+      job_cv_.wait(lock, [&] { return stop_ || job_gen_ != seen; });
+      if (stop_) return;
+      seen = job_gen_;
+      if (channel >= job_plan_.nchannels) continue;
+      args = job_args_;
+      plan = job_plan_;
+    }
+    Status st = RunChannel(channel, *args, plan);
+    std::lock_guard<std::mutex> lock(job_mu_);
+    job_status_[channel] = st;
+    if (--job_pending_ == 0) done_cv_.notify_all();
+  }
+}
+
+Status Communicator::RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan) {
+  kernels::RingPlace place{rank_, nranks_, pos_, &order_};
+  kernels::ChannelPlan cp{plan.nchannels, channel, plan.slice_bytes};
+  kernels::ChannelEnds ends;
+  if (!links_.empty()) {
+    ends.recv = links_[channel].recv.get();
+    ends.send = links_[channel].send.get();
+  }
+  ends.wait.local_abort = &abort_;
+  ends.wait.timeout_ms = timeout_ms_;
+  ends.wait.spin_count = geometry_.spin_count;
+  ends.wait.self_rank = rank_;
+  ends.wait.channel = channel;
+  Status st = kernels::RunHostChannel(args, place, cp, ends);
+  if (!st.ok()) Fail(st);
+  return st;
+}
+
+void Communicator::Fail(const Status& st) {
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (!async_error_.ok()) return;
+    async_error_ = st;
+  }
+  RINGO_LOG(WARN) << "rank " << rank_ << ": " << st.ToString();
+  abort_.store(true);  // stops sibling channels
+  for (auto& l : links_) {
+    transport::AbortFifo(l.recv->header());  // tells both neighbours
+    transport::AbortFifo(l.send->header());
+  }
+}
+
+Status Communicator::Run(const kernels::CollArgs& args) {
+  std::lock_guard<std::mutex> run_lock(run_mu_);
+  if (finalized_) return base::InvalidUsage("the communicator was finalized");
+  Status failed = AsyncError();
+  if (!failed.ok()) return failed.WithContext("the communicator failed earlier; abort or destroy it");
+  if (abort_.load()) return base::InvalidUsage("the communicator was aborted");
+  const CollPlan plan = PlanCollective(args, nranks_, geometry_);
+  if (plan.nchannels > 1) {
+    std::lock_guard<std::mutex> lock(job_mu_);
+    job_args_ = &args;
+    job_plan_ = plan;
+    job_pending_ = plan.nchannels - 1;
+    ++job_gen_;
+  }
+  if (plan.nchannels > 1) job_cv_.notify_all();
+  Status st = RunChannel(0, args, plan);
+  if (plan.nchannels > 1) {
+    std::unique_lock<std::mutex> lock(job_mu_);
+    done_cv_.wait(lock, [&] { return job_pending_ == 0; });
+  }
+  Status first = AsyncError();  // the first failure of any channel, in time order
+  return first.ok() ? st : first;
+}
+
+Status Communicator::Finalize() {
+  std::lock_guard<std::mutex> run_lock(run_mu_);
+  finalized_ = true;  // host collectives finish inside Run(): nothing is pending
+  return AsyncError();
+}
+
+void Communicator::Abort() {
+  abort_.store(true);
+  for (auto& l : links_) {
+    transport::AbortFifo(l.recv->header());
+    transport::AbortFifo(l.send->header());
+  }
+  std::lock_guard<std::mutex> run_lock(run_mu_);  // waits for a running collective to return
+}
+
+Status Communicator::AsyncError() const {
+  std::lock_guard<std::mutex> lock(error_mu_);
+  return async_error_;
+}
+
+}  // namespace ringo::collectives

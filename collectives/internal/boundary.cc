@@ -1,0 +1,109 @@
+#include "collectives/internal/boundary.h"
+
+#include <unordered_set>
+
+#include "base/logging.h"
+
+using ringo::base::Status;
+using ringo::base::StatusOr;
+using ringo::collectives::Communicator;
+
+namespace {
+thread_local std::string t_last_error;
+thread_local std::string t_comm_error_copy;
+std::mutex g_live_mu;
+std::unordered_set<ringoComm*>* g_live = new std::unordered_set<ringoComm*>();  // GUARDED_BY(g_live_mu)
+}  // namespace
+
+ringoComm::~ringoComm() {
+  if (init_thread_.joinable()) init_thread_.join();
+}
+
+Communicator* ringoComm::Get() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return impl_.get();
+}
+
+void ringoComm::Set(std::unique_ptr<Communicator> impl) {
+  std::lock_guard<std::mutex> lock(mu_);
+  impl_ = std::move(impl);
+}
+
+void ringoComm::StartInit(std::function<StatusOr<std::unique_ptr<Communicator>>()> init) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    init_running_ = true;
+  }
+  init_thread_ = std::thread([this, init = std::move(init)] {
+    auto made = init();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (made.ok()) impl_ = std::move(made).value();
+    else init_status_ = made.status();
+    init_running_ = false;
+  });
+}
+
+Status ringoComm::AsyncError() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (init_running_) return Status(ringo::base::Code::kInProgress, "initialization in progress");
+  if (!init_status_.ok()) return init_status_;
+  return impl_ ? impl_->AsyncError() : Status();
+}
+
+void ringoComm::SetLastError(const std::string& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_error_ = message;
+}
+
+const char* ringoComm::LastError() {
+  std::lock_guard<std::mutex> lock(mu_);
+  t_comm_error_copy = last_error_;
+  return t_comm_error_copy.c_str();
+}
+
+namespace ringo::collectives::internal {
+
+ringoResult_t Finish(ringoComm* comm, const char* fn, const Status& st) {
+  if (st.ok()) return ringoSuccess;
+  std::string msg = std::string(fn) + ": " + st.message();
+  t_last_error = msg;
+  if (comm != nullptr && IsLive(comm)) comm->SetLastError(msg);
+  if (st.code() != base::Code::kInProgress) RINGO_LOG(INFO) << msg;
+  return static_cast<ringoResult_t>(st.code());
+}
+
+ringoComm* Register(ringoComm* comm) {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  g_live->insert(comm);
+  return comm;
+}
+
+void Unregister(ringoComm* comm) {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  g_live->erase(comm);
+}
+
+bool IsLive(ringoComm* comm) {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  return g_live->count(comm) != 0;
+}
+
+StatusOr<Communicator*> Resolve(ringoComm* comm) {
+  if (comm == nullptr) return base::InvalidArgument("comm is NULL");
+  if (!IsLive(comm)) return base::InvalidArgument("comm is not a live communicator (destroyed, aborted or never created)");
+  return comm->Get();
+}
+
+StatusOr<Communicator*> ResolveReady(ringoComm* comm) {
+  ASSIGN_OR_RETURN(Communicator * c, Resolve(comm));
+  if (c == nullptr) {
+    Status st = comm->AsyncError();
+    if (!st.ok() && st.code() != base::Code::kInProgress) return st.WithContext("initialization failed");
+    return base::InvalidUsage("initialization is still in progress; poll ringoCommGetAsyncError");
+  }
+  return c;
+}
+
+const char* ThreadLastError() { return t_last_error.c_str(); }
+
+}  // namespace ringo::collectives::internal

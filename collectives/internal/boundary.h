@@ -1,0 +1,66 @@
+// Helpers of the extern "C" boundary: the handle behind ringoComm_t, the
+// registry of live handles, and Guard(), which runs a body, catches
+// everything, maps the Status to ringoResult_t and keeps the message.
+#ifndef RINGO_COLLECTIVES_INTERNAL_BOUNDARY_H_
+#define RINGO_COLLECTIVES_INTERNAL_BOUNDARY_H_
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/status.h"
+#include "collectives/communicator.h"
+#include "ringo/ringo.h"
+
+// The object behind ringoComm_t. `impl` is null while a non-blocking init runs.
+struct ringoComm {
+  ~ringoComm();
+  ringo::collectives::Communicator* Get();
+  void Set(std::unique_ptr<ringo::collectives::Communicator> impl);
+  // Runs `init` on a background thread (non-blocking init).
+  void StartInit(std::function<ringo::base::StatusOr<std::unique_ptr<ringo::collectives::Communicator>>()> init);
+  // ringoInProgress while init runs, init's error, or the communicator's.
+  ringo::base::Status AsyncError();
+  void SetLastError(const std::string& message);
+  const char* LastError();  // valid until this thread's next call
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<ringo::collectives::Communicator> impl_;  // GUARDED_BY(mu_)
+  bool init_running_ = false;                                // GUARDED_BY(mu_)
+  ringo::base::Status init_status_;                          // GUARDED_BY(mu_)
+  std::string last_error_;                                   // GUARDED_BY(mu_)
+  std::thread init_thread_;
+};
+
+namespace ringo::collectives::internal {
+
+ringoResult_t Finish(ringoComm* comm, const char* fn, const base::Status& st);
+
+template <typename Body>
+ringoResult_t Guard(const char* fn, ringoComm* comm, Body&& body) {
+  try {
+    return Finish(comm, fn, body());
+  } catch (const std::exception& e) {
+    return Finish(comm, fn, base::Internal(std::string("unexpected exception: ") + e.what()));
+  } catch (...) {
+    return Finish(comm, fn, base::Internal("unexpected exception"));
+  }
+}
+
+ringoComm* Register(ringoComm* comm);
+void Unregister(ringoComm* comm);
+bool IsLive(ringoComm* comm);
+// The communicator behind a live handle (null while init runs), or why not.
+base::StatusOr<Communicator*> Resolve(ringoComm* comm);
+// As Resolve, but an initialising communicator is an error too.
+base::StatusOr<Communicator*> ResolveReady(ringoComm* comm);
+
+const char* ThreadLastError();
+
+}  // namespace ringo::collectives::internal
+
+#endif  // RINGO_COLLECTIVES_INTERNAL_BOUNDARY_H_

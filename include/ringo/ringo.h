@@ -1,0 +1,227 @@
+/*
+ * Ringo: collective communication for GPUs and host memory.
+ *
+ * The whole public API. C99; includes no CUDA header. Shaped like NCCL's so
+ * that porting is a rename: enum values equal NCCL's.
+ *
+ * Thread safety: a communicator is used by one thread at a time (as with
+ * NCCL), except ringoCommAbort and ringoCommGetAsyncError, which may be
+ * called from any thread at any time. Functions that take no communicator
+ * are thread-safe. ringoGetLastError is per thread.
+ *
+ * Completion: a host communicator (RINGO_DEVICE_HOST) finishes every
+ * collective before the call returns, and its stream argument must be NULL.
+ * Inside a group (ringoGroupStart/End) operations are queued and run when
+ * the outermost ringoGroupEnd is called.
+ */
+#ifndef RINGO_RINGO_H_
+#define RINGO_RINGO_H_
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define RINGO_API __attribute__((visibility("default")))
+#else
+#define RINGO_API
+#endif
+
+#define RINGO_MAJOR 0
+#define RINGO_MINOR 1
+#define RINGO_PATCH 0
+/* ringoGetVersion reports MAJOR * 10000 + MINOR * 100 + PATCH. */
+#define RINGO_VERSION_CODE (RINGO_MAJOR * 10000 + RINGO_MINOR * 100 + RINGO_PATCH)
+
+/* Result codes; values equal NCCL's ncclResult_t. */
+typedef enum {
+  ringoSuccess = 0,
+  ringoUnhandledCudaError = 1,
+  ringoSystemError = 2,
+  ringoInternalError = 3,
+  ringoInvalidArgument = 4,
+  ringoInvalidUsage = 5,
+  ringoRemoteError = 6,
+  ringoInProgress = 7,
+  ringoTimeout = 8,
+  ringoNumResults = 9
+} ringoResult_t;
+
+/* Datatypes; values equal NCCL's ncclDataType_t. */
+typedef enum {
+  ringoInt8 = 0,
+  ringoChar = 0,
+  ringoUint8 = 1,
+  ringoInt32 = 2,
+  ringoInt = 2,
+  ringoUint32 = 3,
+  ringoInt64 = 4,
+  ringoUint64 = 5,
+  ringoFloat16 = 6,
+  ringoHalf = 6,
+  ringoFloat32 = 7,
+  ringoFloat = 7,
+  ringoFloat64 = 8,
+  ringoDouble = 8,
+  ringoBfloat16 = 9,
+  ringoNumTypes = 10
+} ringoDataType_t;
+
+/* Reduction operators; values equal NCCL's ncclRedOp_t.
+ * ringoAvg is the sum divided by the rank count: floating-point inputs are
+ * multiplied by 1/nranks before they are summed; integer sums are divided
+ * by nranks at the end, truncating toward zero. */
+typedef enum {
+  ringoSum = 0,
+  ringoProd = 1,
+  ringoMax = 2,
+  ringoMin = 3,
+  ringoAvg = 4,
+  ringoNumOps = 5
+} ringoRedOp_t;
+
+/* A CUDA stream (cudaStream_t converts to it implicitly); NULL for host
+ * communicators. */
+typedef void* ringoStream_t;
+
+/* Opaque communicator handle. */
+typedef struct ringoComm* ringoComm_t;
+
+/* Rendezvous token: created by ringoGetUniqueId on one rank and given to
+ * every rank by the application. Holds the root's address and a nonce. */
+#define RINGO_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[RINGO_UNIQUE_ID_BYTES];
+} ringoUniqueId;
+
+/* Where a communicator's buffers live. */
+typedef enum {
+  RINGO_DEVICE_AUTO = 0, /* a GPU where one is usable, host memory otherwise */
+  RINGO_DEVICE_HOST = 1, /* host (CPU) memory */
+  RINGO_DEVICE_CUDA = 2  /* GPU memory; ringoInvalidUsage in builds without GPU collectives */
+} ringoDeviceKind_t;
+
+/* Communicator options. Initialise with RINGO_CONFIG_INITIALIZER, then set
+ * fields; `size` and `version` let later versions grow the struct. */
+typedef struct {
+  size_t size;        /* sizeof(ringoConfig_t) */
+  unsigned version;   /* RINGO_VERSION_CODE */
+  int blocking;       /* 1: init returns when done; 0: init returns ringoInProgress,
+                         poll ringoCommGetAsyncError until it is not ringoInProgress */
+  int timeout_ms;     /* deadline of every wait on a peer; 0: RINGO_TIMEOUT_MS */
+  int device_kind;    /* a ringoDeviceKind_t */
+} ringoConfig_t;
+
+#define RINGO_CONFIG_INITIALIZER \
+  { sizeof(ringoConfig_t), RINGO_VERSION_CODE, 1, 0, RINGO_DEVICE_AUTO }
+
+/* Writes the library's version (RINGO_VERSION_CODE form). Thread-safe. */
+RINGO_API ringoResult_t ringoGetVersion(int* version);
+
+/* Creates a unique id: starts a listener in this process that serves one
+ * communicator's rendezvous (it exits when that communicator is set up or
+ * after the timeout). If RINGO_COMM_ID=host:port is set, writes an id naming
+ * that address instead and starts no listener (rank 0's ringoCommInitRank
+ * does). Blocks only to open the listener. Thread-safe. */
+RINGO_API ringoResult_t ringoGetUniqueId(ringoUniqueId* unique_id);
+
+/* Creates rank `rank` of an `nranks`-rank communicator. Collective: blocks
+ * until every rank has called it with the same id (or the timeout passes).
+ * `*comm` is owned by the caller and released with ringoCommDestroy or
+ * ringoCommAbort. */
+RINGO_API ringoResult_t ringoCommInitRank(ringoComm_t* comm, int nranks, ringoUniqueId unique_id,
+                                          int rank);
+
+/* As ringoCommInitRank with options; config may be NULL (defaults). With
+ * config->blocking == 0 returns ringoInProgress at once and completes in the
+ * background; `*comm` is valid for ringoCommGetAsyncError and
+ * ringoCommAbort only until that reports ringoSuccess. */
+RINGO_API ringoResult_t ringoCommInitRankConfig(ringoComm_t* comm, int nranks,
+                                                ringoUniqueId unique_id, int rank,
+                                                const ringoConfig_t* config);
+
+/* Creates `ndev` communicators in this process, rank i on CUDA device
+ * devlist[i] (the same device may repeat; devlist NULL means devices
+ * 0..ndev-1, or host memory where there is no GPU). Ranks exchange data in
+ * process memory. Blocks until all are set up. */
+RINGO_API ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist);
+
+/* Finishes every operation issued on `comm`; afterwards only
+ * ringoCommDestroy and the query functions are allowed. Blocking. */
+RINGO_API ringoResult_t ringoCommFinalize(ringoComm_t comm);
+
+/* Releases `comm` and everything it owns; the handle is invalid afterwards
+ * (a later use returns ringoInvalidArgument). Not collective. */
+RINGO_API ringoResult_t ringoCommDestroy(ringoComm_t comm);
+
+/* Marks `comm` aborted, wakes and fails any operation blocked on it (its
+ * peers see ringoRemoteError), waits for that operation to return, then
+ * releases `comm` like ringoCommDestroy. Any thread. */
+RINGO_API ringoResult_t ringoCommAbort(ringoComm_t comm);
+
+/* The first asynchronous error of `comm` (a peer failure, a timeout), or
+ * ringoInProgress while a non-blocking init runs. Any thread; non-blocking. */
+RINGO_API ringoResult_t ringoCommGetAsyncError(ringoComm_t comm, ringoResult_t* async_error);
+
+/* Rank count, this rank, and CUDA device (-1 for a host communicator). */
+RINGO_API ringoResult_t ringoCommCount(const ringoComm_t comm, int* count);
+RINGO_API ringoResult_t ringoCommUserRank(const ringoComm_t comm, int* rank);
+RINGO_API ringoResult_t ringoCommCuDevice(const ringoComm_t comm, int* device);
+
+/* A static string naming `result`. Thread-safe. */
+RINGO_API const char* ringoGetErrorString(ringoResult_t result);
+
+/* The message of the last failed call made by this thread (on `comm`, or on
+ * any communicator when comm is NULL); "" when there is none. The string is
+ * owned by Ringo and valid until this thread's next Ringo call. */
+RINGO_API const char* ringoGetLastError(ringoComm_t comm);
+
+/* Collectives. `count` is in elements of `datatype`; sendbuff == recvbuff is
+ * in place. Host communicators: stream must be NULL; the call returns when
+ * the collective is complete on this rank (or when queued, inside a group).
+ * Every rank must issue the same collectives in the same order. */
+
+/* recvbuff[i] = op over ranks of sendbuff[i], for i < count, on every rank. */
+RINGO_API ringoResult_t ringoAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                       ringoDataType_t datatype, ringoRedOp_t op,
+                                       ringoComm_t comm, ringoStream_t stream);
+
+/* recvbuff[i] = op over ranks of sendbuff[rank * recvcount + i], i < recvcount.
+ * In place: recvbuff == sendbuff + rank * recvcount elements. */
+RINGO_API ringoResult_t ringoReduceScatter(const void* sendbuff, void* recvbuff,
+                                           size_t recvcount, ringoDataType_t datatype,
+                                           ringoRedOp_t op, ringoComm_t comm,
+                                           ringoStream_t stream);
+
+/* recvbuff[r * sendcount + i] = sendbuff of rank r [i].
+ * In place: sendbuff == recvbuff + rank * sendcount elements. */
+RINGO_API ringoResult_t ringoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                       ringoDataType_t datatype, ringoComm_t comm,
+                                       ringoStream_t stream);
+
+/* recvbuff = sendbuff of `root` on every rank (sendbuff is read on root only). */
+RINGO_API ringoResult_t ringoBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                       ringoDataType_t datatype, int root, ringoComm_t comm,
+                                       ringoStream_t stream);
+
+/* recvbuff on `root` = op over ranks of sendbuff (recvbuff is written on root only). */
+RINGO_API ringoResult_t ringoReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                    ringoDataType_t datatype, ringoRedOp_t op, int root,
+                                    ringoComm_t comm, ringoStream_t stream);
+
+/* Groups: operations issued by this thread between ringoGroupStart and the
+ * matching ringoGroupEnd are queued and run at ringoGroupEnd, in issue order
+ * per communicator and concurrently across communicators (so one thread may
+ * drive every rank of a ringoCommInitAll set). Groups nest; the outermost
+ * ringoGroupEnd runs them and blocks until they finish, returning the first
+ * error. Per thread. */
+RINGO_API ringoResult_t ringoGroupStart(void);
+RINGO_API ringoResult_t ringoGroupEnd(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* RINGO_RINGO_H_ */

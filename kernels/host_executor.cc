@@ -1,0 +1,206 @@
+#include "kernels/host_executor.h"
+
+#include <cstring>
+#include <string>
+
+#include "kernels/reduce_op.h"
+
+namespace ringo::kernels {
+namespace {
+
+using base::DataType;
+using base::RedOp;
+using base::Status;
+
+// Chunk starts are multiples of 64 bytes, so slots and buffers stay
+// cache-line aligned when the buffers are.
+constexpr int64_t kAlignBytes = 64;
+
+// The element loops. `in` is the slot received, `src` this rank's input.
+template <typename T, RedOp kOp>
+struct HostPrims {
+  using F = ReduceFunc<T, kOp>;
+  static constexpr bool kPlainSend = !(kOp == RedOp::kAvg && kIsFloating<T>);
+
+  // out = Pre(src) as a partial
+  static void Send(const F& f, const T* src, T* out, int64_t n) {
+    if constexpr (kPlainSend) {
+      std::memcpy(out, src, n * sizeof(T));
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = f.Partial(f.Pre(src[i]));
+    }
+  }
+  // out = in (+) Pre(src), final or partial
+  template <bool kFinal>
+  static void Reduce(const F& f, const T* in, const T* src, T* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      auto v = f.Apply(ToAcc(in[i]), f.Pre(src[i]));
+      out[i] = kFinal ? f.Post(v) : f.Partial(v);
+    }
+  }
+  // out1 = out2 = final(in (+) Pre(src))
+  static void ReduceCopy2(const F& f, const T* in, const T* src, T* out1, T* out2, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      T v = f.Post(f.Apply(ToAcc(in[i]), f.Pre(src[i])));
+      out1[i] = v;
+      out2[i] = v;
+    }
+  }
+};
+
+template <typename T, RedOp kOp>
+class Channel {
+ public:
+  Channel(const CollArgs& a, const RingPlace& p, const ChannelPlan& plan, ChannelEnds& e)
+      : args_(a), place_(p), ends_(e), f_(ReduceFunc<T, kOp>::Make(p.nranks)) {
+    block_ = args_.coll == Coll::kReduceScatter || args_.coll == Coll::kAllGather ? args_.count : 0;
+    align_ = kAlignBytes / static_cast<int64_t>(sizeof(T)) > 0 ? kAlignBytes / static_cast<int64_t>(sizeof(T)) : 1;
+    slice_ = plan.slice_bytes / static_cast<int64_t>(sizeof(T));
+    range_ = ChannelRange(SplitCount(args_), plan.nchannels, plan.channel, align_);
+    root_pos_ = 0;
+    for (int q = 0; q < p.nranks; ++q) {
+      if ((*p.order)[q] == args_.root) root_pos_ = q;
+    }
+  }
+
+  Status Run() {
+    const int steps = NumSteps(args_.coll, place_.nranks);
+    const int64_t loops = NumLoops(args_.coll, place_.nranks, range_, slice_);
+    for (int64_t loop = 0; loop < loops; ++loop) {
+      for (int s = 0; s < steps; ++s) {
+        const Step step = RingStep(args_.coll, place_.nranks, place_.pos, root_pos_, s);
+        const bool by_rank = args_.coll == Coll::kReduceScatter || args_.coll == Coll::kAllGather;
+        const int block = by_rank ? (*place_.order)[step.chunk] : step.chunk;
+        const Span span = ChunkSpan(args_.coll, place_.nranks, range_, slice_, loop, block, block_, align_);
+        Status st = Exec(step.prim, span, loop * steps + s);
+        if (!st.ok()) return st;
+      }
+    }
+    return base::OkStatus();
+  }
+
+ private:
+  // This rank's input and output for a span, by collective.
+  const T* Input(const Span& s) const {
+    const T* send = static_cast<const T*>(args_.send);
+    if (args_.coll == Coll::kAllGather) return send + (s.offset - place_.rank * block_);
+    return send + s.offset;
+  }
+  T* Output(const Span& s) const {
+    T* recv = static_cast<T*>(args_.recv);
+    if (args_.coll == Coll::kReduceScatter) return recv + (s.offset - place_.rank * block_);
+    return recv + s.offset;
+  }
+
+  Status Exec(Prim prim, const Span& span, int64_t step_id) {
+    const int64_t n = span.count;
+    const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+    const T* in = nullptr;
+    T* out = nullptr;
+    if (PrimRecvs(prim)) {
+      size_t got = 0;
+      auto slot = ends_.recv->Acquire(ends_.wait, step_id, &got);
+      if (!slot.ok()) return slot.status();
+      if (got != bytes) {
+        return base::InvalidUsage("rank " + std::to_string(place_.rank) + " expected a chunk of " +
+                                  std::to_string(bytes) + " bytes at step " + std::to_string(step_id) +
+                                  " and its ring predecessor sent " + std::to_string(got) +
+                                  ": the ranks did not issue the same collective with the same count");
+      }
+      in = static_cast<const T*>(*slot);
+    }
+    if (PrimSends(prim)) {
+      auto slot = ends_.send->Acquire(ends_.wait, step_id);
+      if (!slot.ok()) return slot.status();
+      out = static_cast<T*>(*slot);
+    }
+    using P = HostPrims<T, kOp>;
+    switch (prim) {
+      case Prim::kCopy:
+        if (args_.send != args_.recv) std::memmove(Output(span), Input(span), bytes);
+        break;
+      case Prim::kSend:
+        P::Send(f_, Input(span), out, n);
+        break;
+      case Prim::kCopySend:
+        std::memcpy(out, Input(span), bytes);
+        if (Input(span) != Output(span)) std::memcpy(Output(span), Input(span), bytes);
+        break;
+      case Prim::kRecvReduceSend:
+        P::template Reduce<false>(f_, in, Input(span), out, n);
+        break;
+      case Prim::kRecvReduceCopySend:
+        P::ReduceCopy2(f_, in, Input(span), Output(span), out, n);
+        break;
+      case Prim::kRecvReduceCopy:
+        P::template Reduce<true>(f_, in, Input(span), Output(span), n);
+        break;
+      case Prim::kRecvCopySend:
+        std::memcpy(out, in, bytes);
+        std::memcpy(Output(span), in, bytes);
+        break;
+      case Prim::kRecv:
+        std::memcpy(Output(span), in, bytes);
+        break;
+    }
+    if (out != nullptr) ends_.send->Post(bytes);
+    if (in != nullptr) ends_.recv->Release();
+    return base::OkStatus();
+  }
+
+  const CollArgs& args_;
+  const RingPlace& place_;
+  ChannelEnds& ends_;
+  ReduceFunc<T, kOp> f_;
+  int64_t block_ = 0;
+  int64_t align_ = 1;
+  int64_t slice_ = 1;
+  Range range_{0, 0};
+  int root_pos_ = 0;
+};
+
+template <typename T, RedOp kOp>
+Status RunTyped(const CollArgs& a, const RingPlace& p, const ChannelPlan& plan, ChannelEnds& e) {
+  return Channel<T, kOp>(a, p, plan, e).Run();
+}
+
+template <typename T>
+Status DispatchOp(const CollArgs& a, const RingPlace& p, const ChannelPlan& plan, ChannelEnds& e) {
+  switch (a.op) {
+    case RedOp::kSum: return RunTyped<T, RedOp::kSum>(a, p, plan, e);
+    case RedOp::kProd: return RunTyped<T, RedOp::kProd>(a, p, plan, e);
+    case RedOp::kMax: return RunTyped<T, RedOp::kMax>(a, p, plan, e);
+    case RedOp::kMin: return RunTyped<T, RedOp::kMin>(a, p, plan, e);
+    case RedOp::kAvg: return RunTyped<T, RedOp::kAvg>(a, p, plan, e);
+  }
+  return base::InvalidArgument("unknown reduction op");
+}
+
+}  // namespace
+
+int64_t SplitCount(const CollArgs& args) { return args.count; }
+
+// The one place where a runtime (datatype, op) becomes a template instantiation.
+Status RunHostChannel(const CollArgs& args, const RingPlace& place, const ChannelPlan& plan, ChannelEnds& ends) {
+  if (args.coll == Coll::kAllGather || args.coll == Coll::kBroadcast) {
+    // Pure data movement: bytes, whatever the datatype.
+    CollArgs bytes = args;
+    bytes.count = args.count * static_cast<int64_t>(base::DataTypeSize(args.dtype));
+    return RunTyped<uint8_t, RedOp::kSum>(bytes, place, plan, ends);
+  }
+  switch (args.dtype) {
+    case DataType::kInt8: return DispatchOp<int8_t>(args, place, plan, ends);
+    case DataType::kUint8: return DispatchOp<uint8_t>(args, place, plan, ends);
+    case DataType::kInt32: return DispatchOp<int32_t>(args, place, plan, ends);
+    case DataType::kUint32: return DispatchOp<uint32_t>(args, place, plan, ends);
+    case DataType::kInt64: return DispatchOp<int64_t>(args, place, plan, ends);
+    case DataType::kUint64: return DispatchOp<uint64_t>(args, place, plan, ends);
+    case DataType::kFloat16: return DispatchOp<base::Half>(args, place, plan, ends);
+    case DataType::kFloat32: return DispatchOp<float>(args, place, plan, ends);
+    case DataType::kFloat64: return DispatchOp<double>(args, place, plan, ends);
+    case DataType::kBFloat16: return DispatchOp<base::BFloat16>(args, place, plan, ends);
+  }
+  return base::InvalidArgument("unknown datatype");
+}
+
+}  // namespace ringo::kernels

@@ -1,0 +1,134 @@
+#include "transport/ring_links.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "base/check.h"
+#include "base/logging.h"
+#include "transport/shm.h"
+
+namespace ringo::transport {
+namespace {
+
+uint64_t HostHash() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string key = host;
+  std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  if (boot_id >> id) key += id;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : key) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+int PositionOf(const RingSpec& spec, int rank) {
+  for (int p = 0; p < spec.nranks; ++p) {
+    if (spec.order[p] == rank) return p;
+  }
+  RINGO_CHECK(false, "rank " + std::to_string(rank) + " is not on the ring");
+  return -1;
+}
+
+// The one transport available between two ranks, or why there is none.
+base::Status CheckShmReachable(const PeerInfo& self, const PeerInfo& peer) {
+  if (self.host_hash != peer.host_hash) {
+    return base::InvalidUsage("rank " + std::to_string(self.rank) + " and rank " + std::to_string(peer.rank) +
+                              " are on different hosts; this build connects ranks of one host only "
+                              "(shared memory)");
+  }
+  return base::OkStatus();
+}
+
+}  // namespace
+
+PeerInfo LocalPeerInfo(int rank, int device) {
+  PeerInfo info{};
+  info.host_hash = HostHash();
+  info.pid = getpid();
+  info.rank = rank;
+  info.device = device;
+  return info;
+}
+
+base::StatusOr<std::vector<ChannelLinks>> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int rank,
+                                                      const RingSpec& spec, const std::vector<PeerInfo>& peers) {
+  const int pos = PositionOf(spec, rank);
+  const int prev = spec.order[(pos + spec.nranks - 1) % spec.nranks];
+  const int next = spec.order[(pos + 1) % spec.nranks];
+  // Check on every rank before anyone creates memory, then agree.
+  base::Status reach = CheckShmReachable(peers[rank], peers[prev]);
+  if (reach.ok()) reach = CheckShmReachable(peers[rank], peers[next]);
+  RETURN_IF_ERROR(reach);
+
+  // Receive side first (the memory is the receiver's), then everyone opens
+  // its send side, then the creators unlink the names.
+  std::vector<ChannelLinks> links(spec.nchannels);
+  std::vector<std::shared_ptr<FifoMemory>> mine(spec.nchannels);
+  std::vector<std::string> names;
+  base::Status st;
+  for (int c = 0; c < spec.nchannels && st.ok(); ++c) {
+    names.push_back(ShmFifoName(tag, rank, c));
+    auto mem = CreateShmFifo(names.back(), spec.slot_bytes, rank);
+    if (mem.ok()) mine[c] = *mem;
+    else st = mem.status();
+  }
+  // Every rank reaches the barrier even after a local failure, so that the
+  // others fail with a message instead of waiting for the timeout.
+  char ok = st.ok() ? 1 : 0;
+  std::vector<char> all_ok(spec.nranks);
+  base::Status gathered = bootstrap.AllGather(&ok, 1, all_ok.data());
+  auto cleanup = [&] {
+    for (const std::string& n : names) UnlinkShm(n);
+  };
+  if (!st.ok() || !gathered.ok()) {
+    cleanup();
+    return !st.ok() ? st : gathered;
+  }
+  for (int r = 0; r < spec.nranks; ++r) {
+    if (!all_ok[r]) {
+      cleanup();
+      return base::RemoteError("rank " + std::to_string(r) + " could not create its shared memory");
+    }
+  }
+  for (int c = 0; c < spec.nchannels && st.ok(); ++c) {
+    auto theirs = OpenShmFifo(ShmFifoName(tag, next, c), spec.slot_bytes);
+    if (!theirs.ok()) {
+      st = theirs.status();
+      break;
+    }
+    links[c].recv = std::make_unique<RecvEnd>(mine[c], rank, getpid());
+    links[c].send = std::make_unique<SendEnd>(*theirs, rank, getpid());
+  }
+  ok = st.ok() ? 1 : 0;
+  gathered = bootstrap.AllGather(&ok, 1, all_ok.data());
+  cleanup();
+  RETURN_IF_ERROR(st);
+  RETURN_IF_ERROR(gathered);
+  for (int r = 0; r < spec.nranks; ++r) {
+    if (!all_ok[r]) return base::RemoteError("rank " + std::to_string(r) + " could not open its peer's shared memory");
+  }
+  RINGO_LOG(INFO) << "rank " << rank << ": ring connected over shared memory, prev " << prev << " next " << next
+                  << ", " << spec.nchannels << " channel(s) of " << kSlots << " x " << spec.slot_bytes << " B";
+  return links;
+}
+
+std::vector<std::vector<ChannelLinks>> ConnectRingInProcess(const RingSpec& spec) {
+  std::vector<std::vector<ChannelLinks>> links(spec.nranks);
+  for (auto& l : links) l.resize(spec.nchannels);
+  for (int pos = 0; pos < spec.nranks; ++pos) {
+    const int rank = spec.order[pos];
+    const int next = spec.order[(pos + 1) % spec.nranks];
+    for (int c = 0; c < spec.nchannels; ++c) {
+      auto mem = AllocateProcessFifo(spec.slot_bytes, next);
+      links[next][c].recv = std::make_unique<RecvEnd>(mem, next, getpid());
+      links[rank][c].send = std::make_unique<SendEnd>(mem, rank, getpid());
+    }
+  }
+  return links;
+}
+
+}  // namespace ringo::transport

@@ -1,0 +1,53 @@
+// Connecting a ring: for every channel, the receiving end of the edge from the
+// previous rank and the sending end of the edge to the next. The transport of
+// each edge is chosen here from the peers' information (collectives/ sees
+// only SendEnd/RecvEnd). Today: shared memory between processes of one host,
+// process memory between threads of one process.
+#ifndef RINGO_TRANSPORT_RING_LINKS_H_
+#define RINGO_TRANSPORT_RING_LINKS_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "transport/bootstrap.h"
+#include "transport/fifo.h"
+
+namespace ringo::transport {
+
+// What a rank tells the others at init. Fixed-size, sent raw over the bootstrap.
+struct PeerInfo {
+  uint64_t host_hash;  // hostname and boot id
+  int32_t pid;
+  int32_t rank;
+  int32_t device;       // CUDA device, -1 for host memory
+  int32_t nchannels;    // proposed; rank 0's is used
+  int64_t slot_bytes;   // proposed; rank 0's is used
+};
+
+PeerInfo LocalPeerInfo(int rank, int device);
+
+struct ChannelLinks {
+  std::unique_ptr<RecvEnd> recv;  // from the previous rank on the ring
+  std::unique_ptr<SendEnd> send;  // to the next rank on the ring
+};
+
+struct RingSpec {
+  int nranks = 0;
+  std::vector<int> order;  // ring position -> rank
+  int nchannels = 1;
+  size_t slot_bytes = 0;
+};
+
+// Connects rank `rank`'s edges through `bootstrap` (collective over ranks).
+base::StatusOr<std::vector<ChannelLinks>> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int rank,
+                                                      const RingSpec& spec, const std::vector<PeerInfo>& peers);
+
+// Connects every rank of a ring whose ranks are threads of this process;
+// result[rank][channel].
+std::vector<std::vector<ChannelLinks>> ConnectRingInProcess(const RingSpec& spec);
+
+}  // namespace ringo::transport
+
+#endif  // RINGO_TRANSPORT_RING_LINKS_H_
