@@ -36,7 +36,9 @@ const std::vector<EnvVarInfo>& Table() {
        "Polls of a FIFO counter before a waiting rank sleeps on a futex; -1 chooses from the "
        "number of local ranks and cores."},
       {"RINGO_CHECK", "bool", "0",
-       "Reserved: exchanging each operation's signature to catch mismatched calls."},
+       "1: before each collective, pass its signature (sequence number, collective, count, "
+       "datatype, op, root) around the ring, so mismatched calls fail on every rank instead "
+       "of hanging or corrupting data. Costs one hop of latency per collective."},
       // Launchers, read by the tools to find rank, size and rendezvous.
       {"RANK", "int", "", "torchrun: global rank."},
       {"WORLD_SIZE", "int", "", "torchrun: number of ranks."},

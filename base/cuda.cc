@@ -1,10 +1,24 @@
 #include "base/cuda.h"
 
-#include <cuda_runtime_api.h>
-
 #include <string>
 
+#if __has_include(<cuda_runtime_api.h>)
+#include <cuda_runtime_api.h>
+#define RINGO_HAVE_CUDART 1
+#else
+#define RINGO_HAVE_CUDART 0
+#endif
+
 namespace ringo::base {
+
+#if !RINGO_HAVE_CUDART
+const CudaProbe& ProbeCuda() {
+  static const CudaProbe* const kProbe = new CudaProbe{0, "Ringo was built without the CUDA toolkit"};
+  return *kProbe;
+}
+
+bool IsDevicePointer(const void*) { return false; }
+#else
 
 const CudaProbe& ProbeCuda() {
   static const CudaProbe* const kProbe = [] {
@@ -33,5 +47,6 @@ bool IsDevicePointer(const void* ptr) {
   }
   return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
 }
+#endif  // RINGO_HAVE_CUDART
 
 }  // namespace ringo::base

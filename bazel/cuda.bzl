@@ -6,8 +6,9 @@ sm_90 (H100/H200) and sm_80 with PTX for newer chips.
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
+load("@cuda//:defs.bzl", "CUDA_PATH", "HAVE_CUDA")
 
-NVCC = "/usr/local/cuda/bin/nvcc"
+NVCC = CUDA_PATH + "/bin/nvcc"
 
 CUDA_ARCH_FLAGS = [
     "-gencode=arch=compute_90,code=sm_90",
@@ -29,6 +30,10 @@ def cuda_library(name, srcs, hdrs = [], device_hdrs = [], deps = [], copts = [],
       **kwargs: passed to the cc_library.
     """
     objs = []
+    if not HAVE_CUDA:
+        # No toolkit: the library is empty; callers check RINGO_HAVE_CUDA.
+        cc_library(name = name, hdrs = hdrs, deps = deps, visibility = visibility, **kwargs)
+        return
     for src in srcs:
         obj = name + "_" + src.replace("/", "_").replace(".cu", ".o")
         native.genrule(
@@ -44,7 +49,7 @@ def cuda_library(name, srcs, hdrs = [], device_hdrs = [], deps = [], copts = [],
                 "-Xcompiler=-fPIC,-fvisibility=hidden",
                 "-I.",
                 "-I$(GENDIR)",
-                "-isystem /usr/local/cuda/include",
+                "-isystem " + CUDA_PATH + "/include",
             ] + CUDA_ARCH_FLAGS + copts + [
                 "-c $(location " + src + ")",
                 "-o $@",

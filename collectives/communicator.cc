@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <numeric>
 #include <thread>
 
 #include "base/check.h"
+#include "base/device/dtype.h"
 #include "base/logging.h"
 
 namespace ringo::collectives {
@@ -176,6 +178,14 @@ Status Communicator::Run(const kernels::CollArgs& args) {
   Status failed = AsyncError();
   if (!failed.ok()) return failed.WithContext("the communicator failed earlier; abort or destroy it");
   if (abort_.load()) return base::InvalidUsage("the communicator was aborted");
+  if (config_.check && nranks_ > 1) {
+    Status st = CheckSignature(args);
+    if (!st.ok()) {
+      Fail(st);
+      return AsyncError();
+    }
+  }
+  ++sequence_;
   const CollPlan plan = PlanCollective(args, nranks_, geometry_);
   if (plan.nchannels > 1) {
     std::lock_guard<std::mutex> lock(job_mu_);
@@ -192,6 +202,52 @@ Status Communicator::Run(const kernels::CollArgs& args) {
   }
   Status first = AsyncError();  // the first failure of any channel, in time order
   return first.ok() ? st : first;
+}
+
+namespace {
+
+struct Signature {
+  uint64_t sequence;
+  int64_t count;
+  int32_t coll;
+  int32_t dtype;
+  int32_t op;
+  int32_t root;
+};
+
+std::string Describe(const Signature& s) {
+  static const char* const kColl[] = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"};
+  return std::string("#") + std::to_string(s.sequence) + " " + kColl[s.coll] + "(count " +
+         std::to_string(s.count) + ", " + base::DataTypeName(static_cast<base::DataType>(s.dtype)) + ", " +
+         base::RedOpName(static_cast<base::RedOp>(s.op)) + ", root " + std::to_string(s.root) + ")";
+}
+
+}  // namespace
+
+Status Communicator::CheckSignature(const kernels::CollArgs& args) {
+  Signature mine{sequence_, args.count, static_cast<int32_t>(args.coll), static_cast<int32_t>(args.dtype),
+                 static_cast<int32_t>(args.op), args.root};
+  transport::WaitContext wait;
+  wait.local_abort = &abort_;
+  wait.timeout_ms = timeout_ms_;
+  wait.spin_count = geometry_.spin_count;
+  wait.self_rank = rank_;
+  transport::ChannelLinks& l = links_[0];
+  ASSIGN_OR_RETURN(void* out, l.send->Acquire(wait, -1));
+  std::memcpy(out, &mine, sizeof(mine));
+  l.send->Post(sizeof(mine));
+  size_t bytes = 0;
+  ASSIGN_OR_RETURN(const void* in, l.recv->Acquire(wait, -1, &bytes));
+  Signature theirs{};
+  if (bytes == sizeof(theirs)) std::memcpy(&theirs, in, sizeof(theirs));
+  l.recv->Release();
+  const int prev = order_[(pos_ + nranks_ - 1) % nranks_];
+  if (bytes != sizeof(theirs) || std::memcmp(&mine, &theirs, sizeof(mine)) != 0) {
+    return base::InvalidUsage("RINGO_CHECK: rank " + std::to_string(rank_) + " called " + Describe(mine) +
+                              " but rank " + std::to_string(prev) + " called " +
+                              (bytes == sizeof(theirs) ? Describe(theirs) : std::string("something else")));
+  }
+  return Status();
 }
 
 Status Communicator::Finalize() {

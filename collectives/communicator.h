@@ -60,6 +60,8 @@ class Communicator {
   void WorkerLoop(int channel);
   void Fail(const base::Status& st);
   base::Status RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan);
+  // RINGO_CHECK: compares this call's signature with the previous rank's.
+  base::Status CheckSignature(const kernels::CollArgs& args);
 
   const int rank_;
   const int nranks_;
@@ -71,6 +73,7 @@ class Communicator {
   std::vector<transport::ChannelLinks> links_;
   std::atomic<bool> abort_{false};
   bool finalized_ = false;
+  uint64_t sequence_ = 0;  // collectives run so far
 
   std::mutex run_mu_;  // held by Run(); Abort() takes it to wait for Run()
 

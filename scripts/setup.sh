@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages Ringo builds and tests with, if any is missing.
+# Needs root (or sudo). The CUDA toolkit is optional: with one at /usr/local/cuda
+# (or $CUDA_PATH) the GPU code is compiled too.
+set -euo pipefail
+packages=(
+  bazel-bootstrap g++ python3 git
+  libgtest-dev libbenchmark-dev libhwloc-dev libibverbs-dev
+  openmpi-bin libopenmpi-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "ringo setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
