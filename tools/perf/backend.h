@@ -1,0 +1,70 @@
+// Where ringo-perf's buffers live and how it times a batch of collectives.
+// Only host memory with steady_clock exists today; a CUDA backend (cudaMalloc,
+// stream, event timing) plugs in behind the same interface, so the benchmark
+// loop never learns which one it drives.
+//
+// Thread safety: one backend per rank, used by that rank's thread only.
+#ifndef RINGO_TOOLS_PERF_BACKEND_H_
+#define RINGO_TOOLS_PERF_BACKEND_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "base/status.h"
+#include "ringo/ringo.h"
+
+namespace ringo::perf {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Memory the communicator can use, 64-byte aligned and touched once (so
+  // page faults stay out of the timings). Owned by the caller: Free it.
+  virtual base::StatusOr<void*> Alloc(size_t bytes) = 0;
+  virtual void Free(void* ptr) = 0;
+  // Copies between host memory and backend memory (either may be the same
+  // kind for the host backend); blocking.
+  virtual base::Status CopyToBackend(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual base::Status CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual base::Status Fill(void* dst, uint8_t byte, size_t bytes) = 0;
+
+  // The stream every collective is issued on (NULL for host communicators).
+  virtual ringoStream_t stream() const = 0;
+  // Blocks until every collective issued so far has completed.
+  virtual base::Status Synchronize() = 0;
+
+  // Timing of what is issued between StartTimer and StopTimer, which returns
+  // the elapsed seconds once that work has completed.
+  virtual base::Status StartTimer() = 0;
+  virtual base::StatusOr<double> StopTimer() = 0;
+};
+
+// The backend for a communicator on CUDA device `cuda_device` (-1: host).
+base::StatusOr<std::unique_ptr<Backend>> MakeBackend(int cuda_device);
+
+// A backend buffer freed on destruction.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Backend* backend, void* ptr) : backend_(backend), ptr_(ptr) {}
+  Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  char* data() const { return static_cast<char*>(ptr_); }
+
+ private:
+  Backend* backend_ = nullptr;
+  void* ptr_ = nullptr;
+};
+
+base::StatusOr<Buffer> AllocBuffer(Backend* backend, size_t bytes);
+
+}  // namespace ringo::perf
+
+#endif  // RINGO_TOOLS_PERF_BACKEND_H_

@@ -1,0 +1,36 @@
+// How ringo-perf's ranks get one unique id without linking MPI: the
+// rendezvous chosen by DetectLaunch (launch_env.h), and -np's fork of local
+// ranks.
+#ifndef RINGO_TOOLS_PERF_LAUNCHER_H_
+#define RINGO_TOOLS_PERF_LAUNCHER_H_
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "base/status.h"
+#include "ringo/ringo.h"
+#include "tools/perf/launch_env.h"
+
+namespace ringo::perf {
+
+// Produces the unique id on this rank per env.rendezvous (setting
+// RINGO_COMM_ID for kMaster). With kIdFile, rank 0 writes the file and other
+// ranks poll it until `deadline` passes. Blocking.
+base::StatusOr<ringoUniqueId> ObtainUniqueId(const LaunchEnv& env,
+                                             std::chrono::milliseconds deadline);
+
+// Rank 0's cleanup after ringoCommInitRank returns (removes the id file; a
+// no-op for other rendezvous kinds and ranks).
+void ReleaseUniqueId(const LaunchEnv& env);
+
+// -np: creates one id (ringoGetUniqueId, whose listener lives in this parent
+// process), forks `nranks` children that each run `rank_main(rank, id)` and
+// _exit with its return value, and waits for all. If a child fails the rest
+// get a grace period to report the error, then are killed. Returns 0 when
+// every child exited 0, else the first failing child's status (1 if killed).
+int RunForked(int nranks, const std::function<int(int rank, const ringoUniqueId& id)>& rank_main);
+
+}  // namespace ringo::perf
+
+#endif  // RINGO_TOOLS_PERF_LAUNCHER_H_

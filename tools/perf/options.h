@@ -1,0 +1,62 @@
+// ringo-perf's command line: nccl-tests' flags (-b -e -f -i -n -w -c -o -d -r -a)
+// plus -np, --host and --csv, parsed into an Options value. Pure functions; no I/O.
+#ifndef RINGO_TOOLS_PERF_OPTIONS_H_
+#define RINGO_TOOLS_PERF_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/device/dtype.h"
+#include "base/status.h"
+
+namespace ringo::perf {
+
+enum class Collective { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce };
+
+// nccl-tests' -a: how each rank's time is combined into the one printed.
+enum class Average : int { kRank0 = 0, kMean = 1, kMin = 2, kMax = 3 };
+
+struct Options {
+  Collective collective = Collective::kAllReduce;
+  // nccl-tests' defaults.
+  size_t min_bytes = size_t{32} << 20;
+  size_t max_bytes = size_t{32} << 20;
+  size_t step_bytes = size_t{1} << 20;
+  size_t step_factor = 1;  // > 1: sizes multiply by it and step_bytes is ignored
+  int iters = 20;
+  int warmup_iters = 5;
+  bool check = true;
+  std::vector<base::RedOp> ops = {base::RedOp::kSum};
+  std::vector<base::DataType> types = {base::DataType::kFloat32};
+  int root = 0;
+  Average average = Average::kMean;
+  int num_procs = 0;  // -np: ranks to fork on this host; 0 when not given
+  bool host_memory = false;
+  std::string csv_path;
+  bool help = false;  // -h/--help: print Usage(); the other fields are not validated
+};
+
+// Parses argv[1..] (the program name excluded). The first positional
+// argument names the collective. Errors name the offending flag or value.
+base::StatusOr<Options> ParseOptions(const std::vector<std::string>& args);
+
+// The --help text.
+std::string Usage(const std::string& program);
+
+// "8", "1.5K", "64M", "2G" (binary multiples, as nccl-tests) -> bytes; an
+// InvalidArgument for anything else, including negative and fractional byte counts.
+base::StatusOr<size_t> ParseSize(const std::string& text);
+
+// Every message size the run visits, min_bytes to max_bytes inclusive.
+std::vector<size_t> MessageSizes(const Options& options);
+
+const char* CollectiveName(Collective c);
+// Whether the collective takes a reduction operator / a root rank.
+bool HasOp(Collective c);
+bool HasRoot(Collective c);
+
+}  // namespace ringo::perf
+
+#endif  // RINGO_TOOLS_PERF_OPTIONS_H_

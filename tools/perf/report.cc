@@ -1,0 +1,155 @@
+#include "tools/perf/report.h"
+
+#include <cstdarg>
+
+namespace ringo::perf {
+namespace {
+
+std::string Printf(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+std::string Printf(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  const int n = std::vsnprintf(buf, sizeof(buf), format, args);
+  va_end(args);
+  if (n < 0) return std::string();
+  if (static_cast<size_t>(n) < sizeof(buf)) return std::string(buf, n);
+  std::string big(static_cast<size_t>(n) + 1, '\0');
+  va_start(args, format);
+  std::vsnprintf(big.data(), big.size(), format, args);
+  va_end(args);
+  big.resize(n);
+  return big;
+}
+
+std::string WrongText(int64_t wrong) {
+  return wrong < 0 ? std::string("N/A") : std::to_string(wrong);
+}
+
+std::string FormatMeasurement(const Measurement& m) {
+  return Printf("  %7s  %6.2f  %6.2f  %5s", FormatTime(m.time_us).c_str(), m.algbw, m.busbw,
+                WrongText(m.wrong).c_str());
+}
+
+std::string CsvMeasurement(const Measurement& m) {
+  return Printf(",%.3f,%.6f,%.6f,%s", m.time_us, m.algbw, m.busbw, WrongText(m.wrong).c_str());
+}
+
+// nccl-tests' first line; nThread/nGpus/agg iters/graph are fixed here (one
+// rank per process, no aggregation, no CUDA graphs) but kept for parsers.
+std::string ParametersLine(const Options& o) {
+  const bool factor = o.step_factor > 1;
+  return Printf(
+      "# nThread 1 nGpus 1 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d "
+      "agg iters: 1 validation: %d graph: 0\n",
+      o.min_bytes, o.max_bytes, factor ? o.step_factor : o.step_bytes, factor ? "factor" : "bytes",
+      o.warmup_iters, o.iters, o.check ? 1 : 0);
+}
+
+// STYLE.md rule 11: figures come with the machine and the build that made them.
+std::string MachineLines(const Options& o, const RunInfo& info) {
+  const int v = info.ringo_version;
+  return Printf("# Ringo %d.%d.%d, ringo-perf %s, build %s, %d ranks, %s\n", v / 10000,
+                v / 100 % 100, v % 100, CollectiveName(o.collective), info.build_mode.c_str(),
+                info.nranks, info.host_memory ? "host memory" : "device memory") +
+         Printf("# Machine: %s, %d cores\n", info.hostname.c_str(), info.cores);
+}
+
+std::string DeviceLines(const RunInfo& info) {
+  std::string out = "# Using devices\n";
+  for (const RankInfo& r : info.ranks) {
+    out += Printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s]\n", r.rank, 0, r.pid,
+                  r.hostname.c_str(), r.cuda_device, r.cuda_device < 0 ? "host memory" : "cuda");
+  }
+  return out;
+}
+
+std::string ColumnTitles() {
+  return Printf(
+             "# %10s  %12s  %8s  %6s  %6s           out-of-place                       "
+             "in-place          \n",
+             "", "", "", "", "") +
+         Printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n", "size",
+                "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+                "algbw", "busbw", "#wrong") +
+         Printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)",
+                "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)",
+                "(GB/s)", "");
+}
+
+}  // namespace
+
+std::string FormatTime(double time_us) {
+  if (time_us >= 10000.0) return Printf("%7.0f", time_us);
+  if (time_us >= 100.0) return Printf("%7.1f", time_us);
+  return Printf("%7.2f", time_us);
+}
+
+std::string FormatHeader(const Options& options, const RunInfo& info) {
+  return ParametersLine(options) + "#\n" + MachineLines(options, info) + "#\n" + DeviceLines(info) +
+         "#\n" + ColumnTitles();
+}
+
+std::string FormatRow(const Row& row) {
+  return Printf("%12zu  %12zu  %8s  %6s  %6d", row.bytes, row.count, row.type.c_str(),
+                row.redop.c_str(), row.root) +
+         FormatMeasurement(row.out_of_place) + FormatMeasurement(row.in_place) + "\n";
+}
+
+std::string FormatFooter(int64_t out_of_bounds, double avg_busbw) {
+  return Printf("# Out of bounds values : %lld %s\n", static_cast<long long>(out_of_bounds),
+                out_of_bounds ? "FAILED" : "OK") +
+         Printf("# Avg bus bandwidth    : %g\n", avg_busbw) + "#\n";
+}
+
+std::string CsvHeader() {
+  return "size,count,type,redop,root,"
+         "time_us,algbw_gbs,busbw_gbs,wrong,"
+         "inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong\n";
+}
+
+std::string CsvRow(const Row& row) {
+  return Printf("%zu,%zu,%s,%s,%d", row.bytes, row.count, row.type.c_str(), row.redop.c_str(),
+                row.root) +
+         CsvMeasurement(row.out_of_place) + CsvMeasurement(row.in_place) + "\n";
+}
+
+const char* BuildMode() {
+#if defined(__OPTIMIZE__) && defined(NDEBUG)
+  return "opt";
+#elif defined(__OPTIMIZE__)
+  return "opt+asserts";
+#else
+  return "unoptimized";
+#endif
+}
+
+void Reporter::Header(const Options& options, const RunInfo& info) {
+  if (!is_main_) return;
+  std::fputs(FormatHeader(options, info).c_str(), stdout);
+  std::fflush(stdout);
+}
+
+void Reporter::AddRow(const Row& row) {
+  for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
+    busbw_sum_ += m->busbw;
+    ++busbw_count_;
+  }
+  if (!is_main_) return;
+  std::fputs(FormatRow(row).c_str(), stdout);
+  std::fflush(stdout);  // a row as soon as it is measured, even when piped
+  if (csv_ != nullptr) {
+    std::fputs(CsvRow(row).c_str(), csv_);
+    std::fflush(csv_);
+  }
+}
+
+void Reporter::Footer(int64_t out_of_bounds) {
+  if (!is_main_) return;
+  const double avg = busbw_count_ ? busbw_sum_ / busbw_count_ : 0.0;
+  std::fputs(FormatFooter(out_of_bounds, avg).c_str(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace ringo::perf

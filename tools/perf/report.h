@@ -1,0 +1,87 @@
+// ringo-perf's output, in nccl-tests' layout so that scripts written for
+// all_reduce_perf read it unchanged: '#' header lines, one row per size with
+// out-of-place and in-place columns, a '#' footer. The format functions are
+// pure; Reporter prints them on rank 0 and mirrors rows into a CSV file.
+#ifndef RINGO_TOOLS_PERF_REPORT_H_
+#define RINGO_TOOLS_PERF_REPORT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/perf/options.h"
+
+namespace ringo::perf {
+
+// One timed run (out-of-place or in-place) of one size.
+struct Measurement {
+  double time_us = 0;
+  double algbw = 0;    // GB/s (1e9 bytes)
+  double busbw = 0;    // GB/s
+  int64_t wrong = -1;  // elements wrong over all ranks; -1 when not checked
+};
+
+struct Row {
+  size_t bytes = 0;
+  size_t count = 0;
+  std::string type;   // nccl-tests' name: "float", "half", ...
+  std::string redop;  // "sum"..., or "none"
+  int root = -1;      // -1 for collectives without one
+  Measurement out_of_place;
+  Measurement in_place;
+};
+
+// One rank's line under "# Using devices", gathered from every rank.
+struct RankInfo {
+  int rank = 0;
+  int pid = 0;
+  int cuda_device = -1;
+  std::string hostname;
+};
+
+// What the header says besides the options.
+struct RunInfo {
+  int nranks = 1;
+  int ringo_version = 0;  // ringoGetVersion's code
+  std::string hostname;   // of rank 0
+  int cores = 0;          // online CPUs of rank 0's host
+  std::string build_mode;
+  bool host_memory = true;
+  std::vector<RankInfo> ranks;
+};
+
+// nccl-tests' time column: 2 decimals below 100 us, 1 below 10 ms, 0 above.
+std::string FormatTime(double time_us);
+// The whole header: the nThread line, machine and build, devices, column titles.
+std::string FormatHeader(const Options& options, const RunInfo& info);
+std::string FormatRow(const Row& row);
+std::string FormatFooter(int64_t out_of_bounds, double avg_busbw);
+std::string CsvHeader();
+std::string CsvRow(const Row& row);
+
+// The build this binary was compiled in: "opt", "opt+asserts" or "unoptimized".
+const char* BuildMode();
+
+// Prints on rank 0 only (every method is a no-op elsewhere); keeps the
+// bus-bandwidth average of the footer. Rows also go to `csv` when it is not
+// NULL (opened, given its CsvHeader and closed by the caller).
+class Reporter {
+ public:
+  Reporter(bool is_main, std::FILE* csv) : is_main_(is_main), csv_(csv) {}
+
+  void Header(const Options& options, const RunInfo& info);
+  void AddRow(const Row& row);
+  void Footer(int64_t out_of_bounds);
+
+ private:
+  bool is_main_;
+  std::FILE* csv_;
+  double busbw_sum_ = 0;
+  int busbw_count_ = 0;
+};
+
+}  // namespace ringo::perf
+
+#endif  // RINGO_TOOLS_PERF_REPORT_H_
