@@ -252,6 +252,7 @@ Status Communicator::CheckSignature(const kernels::CollArgs& args) {
 
 Status Communicator::Finalize() {
   std::lock_guard<std::mutex> run_lock(run_mu_);
+  if (finalized_) return base::InvalidUsage("the communicator was already finalized");
   finalized_ = true;  // host collectives finish inside Run(): nothing is pending
   return AsyncError();
 }

@@ -1,0 +1,288 @@
+// Bootstrap faults: bad unique ids, ranks that disagree on the rank count,
+// garbage on the root's port, an unreachable root. Each must end in a clean
+// error (or, for garbage followed by real ranks, success) on every rank within
+// the deadline: never a crash or a hang. Ranks are forked processes, so a
+// crash is reported as a signal instead of killing the test binary.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ringo/ringo.h"
+#include "tests/harness.h"
+
+namespace ringo::tests {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr int kTimeoutMs = 2000;  // RINGO_TIMEOUT_MS in these tests
+// Bootstrap errors must come within the timeout; the slack covers process
+// start-up and a loaded 2-core machine.
+constexpr double kMaxSeconds = kTimeoutMs / 1000.0 + 8.0;
+constexpr milliseconds kDeadline{30000};
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+bool IsCleanError(ringoResult_t rc) {
+  return rc != ringoSuccess && rc != ringoInProgress && rc >= 0 && rc < ringoNumResults;
+}
+
+// Calls ringoCommInitRank and expects a clean, prompt error with a message.
+std::string ExpectInitFails(int nranks, const ringoUniqueId& id, int rank) {
+  const Clock::time_point start = Clock::now();
+  ringoComm_t comm = nullptr;
+  ringoResult_t rc = ringoCommInitRank(&comm, nranks, id, rank);
+  const double seconds = SecondsSince(start);
+  if (rc == ringoSuccess) {
+    ringoCommDestroy(comm);
+    return "ringoCommInitRank succeeded";
+  }
+  std::string problems;
+  if (!IsCleanError(rc)) problems += "returned " + ResultName(rc) + "; ";
+  if (std::string(ringoGetLastError(nullptr)).empty()) problems += "no ringoGetLastError; ";
+  if (seconds > kMaxSeconds) {
+    problems +=
+        "took " + std::to_string(seconds) + " s (timeout " + std::to_string(kTimeoutMs) + " ms); ";
+  }
+  return problems;
+}
+
+// ---- Bad unique ids ----
+
+std::vector<RankResult> InitWithId(const ringoUniqueId& bad) {
+  ScopedEnv env(
+      {{"RINGO_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"RINGO_COMM_ID", std::nullopt}});
+  HarnessOptions options;
+  options.make_unique_id = false;
+  return RunRanks(
+      2, RankMode::kProcesses, kDeadline,
+      [&](int rank, int nranks, const ringoUniqueId&) {
+        return ExpectInitFails(nranks, bad, rank);
+      },
+      options);
+}
+
+TEST(BadUniqueId, ZeroedIdFailsOnEveryRank) {
+  ringoUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  EXPECT_ALL_RANKS_OK(InitWithId(id));
+}
+
+TEST(BadUniqueId, RandomBytesFailOnEveryRank) {
+  std::mt19937 rng(12345);
+  for (int trial = 0; trial < 3; ++trial) {
+    ringoUniqueId id;
+    for (char& c : id.internal) c = static_cast<char>(rng());
+    EXPECT_ALL_RANKS_OK(InitWithId(id)) << "trial " << trial;
+  }
+}
+
+// ---- Ranks disagree ----
+
+TEST(WrongRankCount, EveryRankGetsAnError) {
+  ScopedEnv env(
+      {{"RINGO_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"RINGO_COMM_ID", std::nullopt}});
+  auto results =
+      RunRanks(2, RankMode::kProcesses, kDeadline, [](int rank, int, const ringoUniqueId& id) {
+        // Rank 0 says 2 ranks, rank 1 says 3.
+        return ExpectInitFails(rank == 0 ? 2 : 3, id, rank);
+      });
+  EXPECT_ALL_RANKS_OK(results);
+}
+
+TEST(WrongRankCount, DuplicateRankGetsAnError) {
+  ScopedEnv env(
+      {{"RINGO_TIMEOUT_MS", std::to_string(kTimeoutMs)}, {"RINGO_COMM_ID", std::nullopt}});
+  // Ranks 0, 1, 1 of a 3-rank communicator: rank 2 never comes, a rank 1 is
+  // duplicated. Everyone must fail.
+  auto results = RunRanks(3, RankMode::kProcesses, kDeadline,
+                          [](int rank, int nranks, const ringoUniqueId& id) {
+                            return ExpectInitFails(nranks, id, rank == 2 ? 1 : rank);
+                          });
+  EXPECT_ALL_RANKS_OK(results);
+}
+
+// ---- Garbage on the root's port ----
+
+int ConnectWithRetry(int port, double max_seconds) {
+  const Clock::time_point start = Clock::now();
+  while (SecondsSince(start) < max_seconds) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+    ::close(fd);
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return -1;
+}
+
+enum class Attack { kRandomBytes, kHugeLength, kShortThenClose, kSilent };
+
+const char* AttackName(Attack a) {
+  switch (a) {
+    case Attack::kRandomBytes:
+      return "RandomBytes";
+    case Attack::kHugeLength:
+      return "HugeLength";
+    case Attack::kShortThenClose:
+      return "ShortThenClose";
+    case Attack::kSilent:
+      return "Silent";
+  }
+  return "?";
+}
+
+// Connects to the root and misbehaves; "" or what went wrong.
+std::string RunAttack(Attack attack, int port) {
+  int fd = ConnectWithRetry(port, 10.0);
+  if (fd < 0) return "attacker: could not connect to the root's port";
+  std::vector<unsigned char> bytes;
+  switch (attack) {
+    case Attack::kRandomBytes: {
+      std::mt19937 rng(7);
+      bytes.resize(4096);
+      for (auto& b : bytes) b = static_cast<unsigned char>(rng());
+      break;
+    }
+    case Attack::kHugeLength:
+      bytes.assign(64, 0xFF);  // any length or count field reads as huge
+      break;
+    case Attack::kShortThenClose:
+      bytes = {0x01, 0x00};
+      break;
+    case Attack::kSilent:
+      std::this_thread::sleep_for(milliseconds(1500));
+      break;
+  }
+  if (!bytes.empty()) {
+    // The root may hang up mid-way; that is its right.
+    ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    (void)n;
+  }
+  std::this_thread::sleep_for(milliseconds(100));
+  ::close(fd);
+  return "";
+}
+
+std::string WaitForByte(int fd, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, timeout_ms) != 1) return "timed out waiting for the attacker";
+  char c;
+  return ::read(fd, &c, 1) == 1 ? "" : "could not read the attacker's signal";
+}
+
+class Garbage : public ::testing::TestWithParam<Attack> {};
+
+// Rank 0 listens on RINGO_COMM_ID; the attacker connects first; then the real
+// rank 1 comes. Both real ranks must succeed (and then work), or fail cleanly.
+TEST_P(Garbage, ThenRealRanksSucceedOrFailCleanly) {
+  const int port = PickFreePort();
+  ASSERT_GT(port, 0);
+  ScopedEnv env(
+      {{"RINGO_TIMEOUT_MS", "5000"}, {"RINGO_COMM_ID", "127.0.0.1:" + std::to_string(port)}});
+  int attacked[2];
+  ASSERT_EQ(::pipe(attacked), 0);
+  const Attack attack = GetParam();
+  auto results =
+      RunRanks(3, RankMode::kProcesses, kDeadline, [&](int rank, int, const ringoUniqueId& id) {
+        if (rank == 2) {
+          std::string problem = RunAttack(attack, port);
+          char c = 1;
+          if (::write(attacked[1], &c, 1) != 1) problem += " (could not signal)";
+          return problem;
+        }
+        if (rank == 1) {
+          std::string problem = WaitForByte(attacked[0], 20000);
+          if (!problem.empty()) return problem;
+        }
+        ringoComm_t comm = nullptr;
+        ringoResult_t rc = ringoCommInitRank(&comm, 2, id, rank);
+        if (rc != ringoSuccess) {
+          std::fprintf(stderr, "rank %d: init failed cleanly: %s: %s\n", rank,
+                       ResultName(rc).c_str(), ringoGetLastError(nullptr));
+          return IsCleanError(rc) ? std::string() : "init returned " + ResultName(rc);
+        }
+        int in[3] = {rank + 1, 10, -rank}, out[3] = {};
+        rc = ringoAllReduce(in, out, 3, ringoInt32, ringoSum, comm, nullptr);
+        std::string problem;
+        if (rc == ringoSuccess && (out[0] != 3 || out[1] != 20 || out[2] != -1)) {
+          problem = "AllReduce after init gave wrong data";
+        } else if (rc != ringoSuccess && !IsCleanError(rc)) {
+          problem = "AllReduce returned " + ResultName(rc);
+        }
+        ringoCommDestroy(comm);
+        return problem;
+      });
+  ::close(attacked[0]);
+  ::close(attacked[1]);
+  EXPECT_ALL_RANKS_OK(results) << "attack " << AttackName(attack);
+}
+
+// Only the attacker ever connects: rank 0 must give up cleanly at its timeout.
+TEST_P(Garbage, AloneRootTimesOutCleanly) {
+  const int port = PickFreePort();
+  ASSERT_GT(port, 0);
+  ScopedEnv env({{"RINGO_TIMEOUT_MS", std::to_string(kTimeoutMs)},
+                 {"RINGO_COMM_ID", "127.0.0.1:" + std::to_string(port)}});
+  const Attack attack = GetParam();
+  auto results =
+      RunRanks(2, RankMode::kProcesses, kDeadline, [&](int rank, int, const ringoUniqueId& id) {
+        if (rank == 1) return RunAttack(attack, port);
+        return ExpectInitFails(2, id, 0);
+      });
+  EXPECT_ALL_RANKS_OK(results) << "attack " << AttackName(attack);
+}
+
+INSTANTIATE_TEST_SUITE_P(Attacks, Garbage,
+                         ::testing::Values(Attack::kRandomBytes, Attack::kHugeLength,
+                                           Attack::kShortThenClose, Attack::kSilent),
+                         [](const ::testing::TestParamInfo<Attack>& info) {
+                           return std::string(AttackName(info.param));
+                         });
+
+// ---- Unreachable root ----
+
+TEST(UnreachableRoot, NonRootTimesOutCleanly) {
+  const int port = PickFreePort();  // free, so nothing listens there
+  ASSERT_GT(port, 0);
+  ScopedEnv env({{"RINGO_TIMEOUT_MS", std::to_string(kTimeoutMs)},
+                 {"RINGO_COMM_ID", "127.0.0.1:" + std::to_string(port)}});
+  auto results = RunRanks(
+      1, RankMode::kProcesses, kDeadline, [](int, int, const ringoUniqueId& id) -> std::string {
+        const Clock::time_point start = Clock::now();
+        ringoComm_t comm = nullptr;
+        ringoResult_t rc = ringoCommInitRank(&comm, 2, id, 1);
+        const double seconds = SecondsSince(start);
+        if (rc != ringoTimeout && rc != ringoSystemError && rc != ringoRemoteError) {
+          return "returned " + ResultName(rc) +
+                 ", want ringoTimeout, ringoSystemError or ringoRemoteError";
+        }
+        if (seconds > kMaxSeconds) {
+          return "took " + std::to_string(seconds) + " s";
+        }
+        if (std::string(ringoGetLastError(nullptr)).empty()) {
+          return "no ringoGetLastError";
+        }
+        return "";
+      });
+  EXPECT_ALL_RANKS_OK(results);
+}
+
+}  // namespace
+}  // namespace ringo::tests
