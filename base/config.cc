@@ -35,10 +35,35 @@ const std::vector<EnvVarInfo>& Table() {
       {"RINGO_SPIN_COUNT", "int", "-1",
        "Polls of a FIFO counter before a waiting rank sleeps on a futex; -1 chooses from the "
        "number of local ranks and cores."},
+      {"RINGO_YIELD_COUNT", "int", "-1",
+       "After spinning, polls that each yield the core (sched_yield) before sleeping on a "
+       "futex; -1 chooses from the number of local ranks and cores (yielding helps when ranks "
+       "outnumber cores)."},
+      {"RINGO_ALGO", "enum", "",
+       "ring: every collective runs the ring; oneshot: collectives whose data fits the "
+       "one-shot board (64 KiB per rank) run as one exchange among the ranks of a host; "
+       "unset: the planner chooses by size."},
       {"RINGO_CHECK", "bool", "0",
        "1: before each collective, pass its signature (sequence number, collective, count, "
        "datatype, op, root) around the ring, so mismatched calls fail on every rank instead "
        "of hanging or corrupting data. Costs one hop of latency per collective."},
+      // Topology (topology/): where the graph comes from, and transport choice per ring edge.
+      {"RINGO_TOPO_FILE", "string", "",
+       "Use this topology instead of detecting the machine: an hwloc XML file (lstopo --of "
+       "xml) or a Ringo dump (ringo-topo --dump), told apart by content."},
+      {"RINGO_NVLINK_FILE", "string", "",
+       "NVLink overlay used instead of NVML, one '<GPU bus id> <peer bus id | nvswitch> "
+       "<links> <generation>' per line (for hwloc XML fixtures)."},
+      {"RINGO_TOPO_DUMP_FILE", "string", "",
+       "Write the detected topology graph and the rings chosen to this file (%h: host "
+       "name); ringo-topo --load and RINGO_TOPO_FILE read it back."},
+      {"RINGO_P2P_LEVEL", "enum", "",
+       "Farthest path type over which two GPUs use peer-to-peer: NVL, PIX, PXB, PHB, NODE or "
+       "SYS. Default: SYS when every CPU is AMD, PXB otherwise."},
+      {"RINGO_P2P_DISABLE", "bool", "0",
+       "1: never use peer-to-peer between GPU ranks (shared memory instead)."},
+      {"RINGO_SHM_DISABLE", "bool", "0",
+       "1: never use shared memory between ranks of one host (the network transport instead)."},
       // Launchers, read by the tools to find rank, size and rendezvous.
       {"RANK", "int", "", "torchrun: global rank."},
       {"WORLD_SIZE", "int", "", "torchrun: number of ranks."},
@@ -113,7 +138,14 @@ Config* Load() {
   }
   int_var("RINGO_NCHANNELS", &config->nchannels, 0);
   int_var("RINGO_SPIN_COUNT", &config->spin_count, -1);
+  int_var("RINGO_YIELD_COUNT", &config->yield_count, -1);
   if (auto v = config->Get("RINGO_CHECK")) config->check = (*v == "1");
+  config->algo = config->Get("RINGO_ALGO").value_or("");
+  if (config->algo != "" && config->algo != "ring" && config->algo != "oneshot") {
+    errors += std::string(errors.empty() ? "" : "; ") + "RINGO_ALGO='" + config->algo +
+              "' is not ring or oneshot";
+    config->algo = "";
+  }
   if (!errors.empty()) config->parse_status = InvalidArgument("bad environment: " + errors);
   return config;
 }

@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "base/device/dtype.h"
+#include "kernels/host_oneshot.h"
 #include "base/logging.h"
 
 namespace ringo::collectives {
@@ -54,6 +55,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   transport::PeerInfo mine = transport::LocalPeerInfo(rank, -1);
   mine.nchannels = static_cast<int32_t>(config.nchannels);
   mine.slot_bytes = config.slot_bytes;
+  mine.algorithm = static_cast<int32_t>(ParseAlgorithm(config.algo));
   std::vector<transport::PeerInfo> peers(nranks);
   RETURN_IF_ERROR(bootstrap->AllGather(&mine, sizeof(mine), peers.data()));
   for (int r = 0; r < nranks; ++r) {
@@ -64,8 +66,13 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   base::Config shared = config;  // rank 0's channel and slot settings apply to all
   shared.nchannels = peers[0].nchannels;
   shared.slot_bytes = peers[0].slot_bytes;
+  shared.algo = peers[0].algorithm == static_cast<int32_t>(Algorithm::kRing)      ? "ring"
+                : peers[0].algorithm == static_cast<int32_t>(Algorithm::kOneShot) ? "oneshot"
+                                                                                  : "";
   comm->geometry_ = ChooseGeometry(shared, nranks, local_ranks, Cores());
-  comm->geometry_.spin_count = ChooseGeometry(config, nranks, local_ranks, Cores()).spin_count;
+  const CommGeometry local = ChooseGeometry(config, nranks, local_ranks, Cores());  // waits are local
+  comm->geometry_.spin_count = local.spin_count;
+  comm->geometry_.yield_count = local.yield_count;
 
   transport::RingSpec spec;
   spec.nranks = nranks;
@@ -77,7 +84,12 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   if (nranks > 1) {
     ASSIGN_OR_RETURN(links, transport::ConnectRing(*bootstrap, id.nonce, rank, spec, peers));
   }
-  comm->Start(std::move(links), spec.order, local_ranks);
+  std::unique_ptr<transport::Board> board;
+  if (comm->geometry_.board_bytes > 0) {
+    ASSIGN_OR_RETURN(board, transport::ConnectBoard(*bootstrap, id.nonce, rank, nranks,
+                                                    static_cast<size_t>(comm->geometry_.board_bytes)));
+  }
+  comm->Start(std::move(links), std::move(board), spec.order, local_ranks);
   return comm;
 }
 
@@ -93,19 +105,25 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAll(int n
   spec.slot_bytes = static_cast<size_t>(geometry.slot_bytes);
   std::vector<std::vector<transport::ChannelLinks>> links;
   if (nranks > 1) links = transport::ConnectRingInProcess(spec);
+  std::vector<std::unique_ptr<transport::Board>> boards;
+  if (geometry.board_bytes > 0) {
+    boards = transport::ConnectBoardsInProcess(nranks, static_cast<size_t>(geometry.board_bytes));
+  }
   std::vector<std::unique_ptr<Communicator>> comms;
   for (int r = 0; r < nranks; ++r) {
     std::unique_ptr<Communicator> comm(new Communicator(r, nranks, config, options));
     comm->geometry_ = geometry;
-    comm->Start(nranks > 1 ? std::move(links[r]) : std::vector<transport::ChannelLinks>(), spec.order, nranks);
+    comm->Start(nranks > 1 ? std::move(links[r]) : std::vector<transport::ChannelLinks>(),
+                boards.empty() ? nullptr : std::move(boards[r]), spec.order, nranks);
     comms.push_back(std::move(comm));
   }
   return comms;
 }
 
-void Communicator::Start(std::vector<transport::ChannelLinks> links, const std::vector<int>& order,
-                         int local_ranks) {
+void Communicator::Start(std::vector<transport::ChannelLinks> links, std::unique_ptr<transport::Board> board,
+                         const std::vector<int>& order, int local_ranks) {
   links_ = std::move(links);
+  board_ = std::move(board);
   order_ = order;
   for (int p = 0; p < nranks_; ++p) {
     if (order_[p] == rank_) pos_ = p;
@@ -116,6 +134,7 @@ void Communicator::Start(std::vector<transport::ChannelLinks> links, const std::
   }
   RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: host memory, " << geometry_.nchannels
                   << " channel(s), slot " << geometry_.slot_bytes << " B, spin " << geometry_.spin_count
+                  << "/yield " << geometry_.yield_count
                   << ", " << local_ranks << " local rank(s), timeout " << timeout_ms_ << " ms";
 }
 
@@ -140,6 +159,17 @@ void Communicator::WorkerLoop(int channel) {
   }
 }
 
+transport::WaitContext Communicator::MakeWait(int channel) const {
+  transport::WaitContext wait;
+  wait.local_abort = &abort_;
+  wait.timeout_ms = timeout_ms_;
+  wait.spin_count = geometry_.spin_count;
+  wait.yield_count = geometry_.yield_count;
+  wait.self_rank = rank_;
+  wait.channel = channel;
+  return wait;
+}
+
 Status Communicator::RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan) {
   kernels::RingPlace place{rank_, nranks_, pos_, &order_};
   kernels::ChannelPlan cp{plan.nchannels, channel, plan.slice_bytes};
@@ -148,11 +178,7 @@ Status Communicator::RunChannel(int channel, const kernels::CollArgs& args, cons
     ends.recv = links_[channel].recv.get();
     ends.send = links_[channel].send.get();
   }
-  ends.wait.local_abort = &abort_;
-  ends.wait.timeout_ms = timeout_ms_;
-  ends.wait.spin_count = geometry_.spin_count;
-  ends.wait.self_rank = rank_;
-  ends.wait.channel = channel;
+  ends.wait = MakeWait(channel);
   Status st = kernels::RunHostChannel(args, place, cp, ends);
   if (!st.ok()) Fail(st);
   return st;
@@ -166,10 +192,15 @@ void Communicator::Fail(const Status& st) {
   }
   RINGO_LOG(WARN) << "rank " << rank_ << ": " << st.ToString();
   abort_.store(true);  // stops sibling channels
+  AbortTransports();    // tells the peers
+}
+
+void Communicator::AbortTransports() {
   for (auto& l : links_) {
-    transport::AbortFifo(l.recv->header());  // tells both neighbours
+    transport::AbortFifo(l.recv->header());  // both neighbours
     transport::AbortFifo(l.send->header());
   }
+  if (board_) board_->Abort();
 }
 
 Status Communicator::Run(const kernels::CollArgs& args) {
@@ -187,6 +218,12 @@ Status Communicator::Run(const kernels::CollArgs& args) {
   }
   ++sequence_;
   const CollPlan plan = PlanCollective(args, nranks_, geometry_);
+  if (plan.algorithm == Algorithm::kOneShot) {
+    Status st = kernels::RunHostOneShot(args, rank_, nranks_, *board_, ++board_seq_, MakeWait(0));
+    if (!st.ok()) Fail(st);
+    Status first = AsyncError();
+    return first.ok() ? st : first;
+  }
   if (plan.nchannels > 1) {
     std::lock_guard<std::mutex> lock(job_mu_);
     job_args_ = &args;
@@ -227,11 +264,7 @@ std::string Describe(const Signature& s) {
 Status Communicator::CheckSignature(const kernels::CollArgs& args) {
   Signature mine{sequence_, args.count, static_cast<int32_t>(args.coll), static_cast<int32_t>(args.dtype),
                  static_cast<int32_t>(args.op), args.root};
-  transport::WaitContext wait;
-  wait.local_abort = &abort_;
-  wait.timeout_ms = timeout_ms_;
-  wait.spin_count = geometry_.spin_count;
-  wait.self_rank = rank_;
+  const transport::WaitContext wait = MakeWait(0);
   transport::ChannelLinks& l = links_[0];
   ASSIGN_OR_RETURN(void* out, l.send->Acquire(wait, -1));
   std::memcpy(out, &mine, sizeof(mine));
@@ -259,10 +292,7 @@ Status Communicator::Finalize() {
 
 void Communicator::Abort() {
   abort_.store(true);
-  for (auto& l : links_) {
-    transport::AbortFifo(l.recv->header());
-    transport::AbortFifo(l.send->header());
-  }
+  AbortTransports();
   std::lock_guard<std::mutex> run_lock(run_mu_);  // waits for a running collective to return
 }
 

@@ -20,6 +20,7 @@
 #include "base/status.h"
 #include "collectives/planner.h"
 #include "kernels/host_executor.h"
+#include "transport/board.h"
 #include "transport/bootstrap.h"
 #include "transport/ring_links.h"
 
@@ -56,10 +57,13 @@ class Communicator {
 
  private:
   Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options);
-  void Start(std::vector<transport::ChannelLinks> links, const std::vector<int>& order, int local_ranks);
+  void Start(std::vector<transport::ChannelLinks> links, std::unique_ptr<transport::Board> board,
+             const std::vector<int>& order, int local_ranks);
+  void AbortTransports();
   void WorkerLoop(int channel);
   void Fail(const base::Status& st);
   base::Status RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan);
+  transport::WaitContext MakeWait(int channel) const;
   // RINGO_CHECK: compares this call's signature with the previous rank's.
   base::Status CheckSignature(const kernels::CollArgs& args);
 
@@ -71,6 +75,8 @@ class Communicator {
   int pos_ = 0;
   CommGeometry geometry_;
   std::vector<transport::ChannelLinks> links_;
+  std::unique_ptr<transport::Board> board_;  // one-shot exchange; null across hosts
+  uint64_t board_seq_ = 0;                   // board operations run so far
   std::atomic<bool> abort_{false};
   bool finalized_ = false;
   uint64_t sequence_ = 0;  // collectives run so far

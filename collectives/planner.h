@@ -5,28 +5,39 @@
 #define RINGO_COLLECTIVES_PLANNER_H_
 
 #include <cstdint>
+#include <string>
 
 #include "base/config.h"
 #include "kernels/host_executor.h"
 
 namespace ringo::collectives {
 
+enum class Algorithm : int { kAuto = 0, kRing = 1, kOneShot = 2 };
+
 struct CommGeometry {
   int nchannels = 1;       // channels connected at init
   int64_t slot_bytes = 0;  // FIFO slot size
-  int spin_count = 0;      // polls before sleeping
+  int spin_count = 0;      // polls with a pause before yielding
+  int yield_count = 0;     // polls with sched_yield before sleeping
   bool fixed_channels = false;  // RINGO_NCHANNELS set: every collective uses them all
+  Algorithm algorithm = Algorithm::kAuto;  // RINGO_ALGO
+  int64_t board_bytes = 0;  // one-shot board buffer; 0: no board (ranks on several hosts)
+  int64_t oneshot_auto_bytes = 0;  // largest post sent one-shot when RINGO_ALGO is unset
 };
 
 // Chosen at init from the configuration, the rank counts and the cores.
 CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ranks, int cores);
 
 struct CollPlan {
+  Algorithm algorithm = Algorithm::kRing;  // kRing or kOneShot
   int nchannels = 1;        // channels this collective uses (<= geometry's)
   int64_t slice_bytes = 0;  // chunk size (<= slot size, a multiple of 64)
 };
 
 CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry);
+
+// RINGO_ALGO's value as an Algorithm.
+Algorithm ParseAlgorithm(const std::string& name);
 
 }  // namespace ringo::collectives
 

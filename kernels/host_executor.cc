@@ -3,12 +3,12 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/internal/dispatch.h"
 #include "kernels/reduce_op.h"
 
 namespace ringo::kernels {
 namespace {
 
-using base::DataType;
 using base::RedOp;
 using base::Status;
 
@@ -175,47 +175,24 @@ class Channel {
 };
 
 template <typename T, RedOp kOp>
-Status RunTyped(const CollArgs& a, const RingPlace& p, const ChannelPlan& plan, ChannelEnds& e) {
-  return Channel<T, kOp>(a, p, plan, e).Run();
-}
-
-template <typename T>
-Status DispatchOp(const CollArgs& a, const RingPlace& p, const ChannelPlan& plan, ChannelEnds& e) {
-  switch (a.op) {
-    case RedOp::kSum: return RunTyped<T, RedOp::kSum>(a, p, plan, e);
-    case RedOp::kProd: return RunTyped<T, RedOp::kProd>(a, p, plan, e);
-    case RedOp::kMax: return RunTyped<T, RedOp::kMax>(a, p, plan, e);
-    case RedOp::kMin: return RunTyped<T, RedOp::kMin>(a, p, plan, e);
-    case RedOp::kAvg: return RunTyped<T, RedOp::kAvg>(a, p, plan, e);
+struct RunChannelFn {
+  static Status Run(const CollArgs& a, const RingPlace& p, const ChannelPlan& plan, ChannelEnds& e) {
+    return Channel<T, kOp>(a, p, plan, e).Run();
   }
-  return base::InvalidArgument("unknown reduction op");
-}
+};
 
 }  // namespace
 
 int64_t SplitCount(const CollArgs& args) { return args.count; }
 
-// The one place where a runtime (datatype, op) becomes a template instantiation.
 Status RunHostChannel(const CollArgs& args, const RingPlace& place, const ChannelPlan& plan, ChannelEnds& ends) {
   if (args.coll == Coll::kAllGather || args.coll == Coll::kBroadcast) {
     // Pure data movement: bytes, whatever the datatype.
     CollArgs bytes = args;
     bytes.count = args.count * static_cast<int64_t>(base::DataTypeSize(args.dtype));
-    return RunTyped<uint8_t, RedOp::kSum>(bytes, place, plan, ends);
+    return RunChannelFn<uint8_t, RedOp::kSum>::Run(bytes, place, plan, ends);
   }
-  switch (args.dtype) {
-    case DataType::kInt8: return DispatchOp<int8_t>(args, place, plan, ends);
-    case DataType::kUint8: return DispatchOp<uint8_t>(args, place, plan, ends);
-    case DataType::kInt32: return DispatchOp<int32_t>(args, place, plan, ends);
-    case DataType::kUint32: return DispatchOp<uint32_t>(args, place, plan, ends);
-    case DataType::kInt64: return DispatchOp<int64_t>(args, place, plan, ends);
-    case DataType::kUint64: return DispatchOp<uint64_t>(args, place, plan, ends);
-    case DataType::kFloat16: return DispatchOp<base::Half>(args, place, plan, ends);
-    case DataType::kFloat32: return DispatchOp<float>(args, place, plan, ends);
-    case DataType::kFloat64: return DispatchOp<double>(args, place, plan, ends);
-    case DataType::kBFloat16: return DispatchOp<base::BFloat16>(args, place, plan, ends);
-  }
-  return base::InvalidArgument("unknown datatype");
+  return internal::DispatchTypeOp<RunChannelFn>(args.dtype, args.op, args, place, plan, ends);
 }
 
 }  // namespace ringo::kernels

@@ -13,6 +13,10 @@
 // - Processes: a subset with forked ranks (ringoCommInitRank over a unique
 //   id), the shared-memory path across processes.
 // - Large: several-MiB messages with the planner's own slot size.
+// - OneShot, OneShotProcesses: RINGO_ALGO=oneshot, the board exchange for
+//   small messages, up to and just past the board's capacity (which falls
+//   back to the ring). The other suites pin RINGO_ALGO=ring so that small
+//   counts take the ring's multi-chunk paths.
 #include <algorithm>
 #include <memory>
 #include <ostream>
@@ -43,15 +47,21 @@ constexpr size_t kLargeBytes = size_t{3} << 20;
 
 // The configuration communicators are created with.
 struct Variant {
-  int slot_bytes = 0;  // RINGO_SLOT_BYTES; 0: unset (the planner chooses)
-  int nchannels = 0;   // RINGO_NCHANNELS; 0: unset
+  int slot_bytes = 0;          // RINGO_SLOT_BYTES; 0: unset (the planner chooses)
+  int nchannels = 0;           // RINGO_NCHANNELS; 0: unset
+  const char* algo = nullptr;  // RINGO_ALGO; nullptr: unset
   bool operator==(const Variant& o) const {
-    return slot_bytes == o.slot_bytes && nchannels == o.nchannels;
+    return slot_bytes == o.slot_bytes && nchannels == o.nchannels &&
+           std::string(algo ? algo : "") == std::string(o.algo ? o.algo : "");
   }
 };
-constexpr Variant kSmallSlots{64, 0};
-constexpr Variant kTwoChannels{64, 2};
-constexpr Variant kDefaults{0, 0};
+constexpr Variant kSmallSlots{64, 0, "ring"};
+constexpr Variant kTwoChannels{64, 2, "ring"};
+constexpr Variant kDefaults{0, 0, nullptr};
+constexpr Variant kOneShot{0, 0, "oneshot"};
+// The one-shot board's buffer (collectives/planner.cc): posts up to this many
+// bytes per rank go one-shot under RINGO_ALGO=oneshot, larger ones the ring.
+constexpr size_t kBoardBytes = 64 * 1024;
 
 void ApplyVariant(const Variant& v) {
   auto set = [](const char* name, int value) {
@@ -63,6 +73,11 @@ void ApplyVariant(const Variant& v) {
   };
   set("RINGO_SLOT_BYTES", v.slot_bytes);
   set("RINGO_NCHANNELS", v.nchannels);
+  if (v.algo != nullptr) {
+    ::setenv("RINGO_ALGO", v.algo, 1);
+  } else {
+    ::unsetenv("RINGO_ALGO");
+  }
   ringo::base::ReloadConfigForTesting();
 }
 
@@ -449,6 +464,47 @@ TEST_P(LargeProcesses, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Sweep, LargeProcesses,
                          ::testing::ValuesIn(MakeParams({4, 8}, kColls, {ringoFloat32}, {ringoSum},
                                                         /*all_ops_in_one=*/false)),
+                         ParamName);
+
+// ---- One-shot: the board exchange ----
+
+// The sweep counts plus the largest count whose post fits the board and one
+// element more (the ring takes over there).
+std::vector<size_t> OneShotCounts(const SweepParam& p) {
+  std::vector<size_t> counts = SweepCounts(p.dtype, p.nranks);
+  size_t fit = kBoardBytes / DataTypeSize(p.dtype);
+  if (p.collective == Collective::kReduceScatter) fit /= p.nranks;  // posts the whole input
+  counts.push_back(fit);
+  counts.push_back(fit + 1);
+  return counts;
+}
+
+class OneShot : public ::testing::TestWithParam<SweepParam> {};
+
+TEST_P(OneShot, MatchesReference) {
+  const SweepParam& p = GetParam();
+  RunWithInitAll(p, kOneShot, MakeCases(p, OneShotCounts(p), /*every_root=*/true));
+}
+
+// Every rank count, collective and datatype, with every op folded into each
+// case (the reduction is the one-shot's own loop, in rank order).
+INSTANTIATE_TEST_SUITE_P(Sweep, OneShot,
+                         ::testing::ValuesIn(MakeParams(Range(1, 8), kColls, kDtypes, kOps,
+                                                        /*all_ops_in_one=*/true)),
+                         ParamName);
+
+class OneShotProcesses : public ::testing::TestWithParam<SweepParam> {};
+
+TEST_P(OneShotProcesses, MatchesReference) {
+  const SweepParam& p = GetParam();
+  RunInProcesses(p, kOneShot, MakeCases(p, OneShotCounts(p), /*every_root=*/true));
+}
+
+// The board across processes (POSIX shared memory, one segment per rank).
+INSTANTIATE_TEST_SUITE_P(Sweep, OneShotProcesses,
+                         ::testing::ValuesIn(MakeParams({2, 3, 8}, kColls,
+                                                        {ringoInt32, ringoBfloat16, ringoFloat64},
+                                                        kOps, /*all_ops_in_one=*/true)),
                          ParamName);
 
 }  // namespace

@@ -170,4 +170,16 @@ Status Bootstrap::Barrier() {
   return AllGather(&mine, 1, all.data());
 }
 
+Status AgreeOk(Bootstrap& bootstrap, const Status& mine, const std::string& what) {
+  char ok = mine.ok() ? 1 : 0;
+  std::vector<char> all(bootstrap.nranks());
+  Status gathered = bootstrap.AllGather(&ok, 1, all.data());
+  if (!mine.ok()) return mine;
+  RETURN_IF_ERROR(gathered);
+  for (int r = 0; r < bootstrap.nranks(); ++r) {
+    if (!all[r]) return base::RemoteError("rank " + std::to_string(r) + " could not " + what);
+  }
+  return base::OkStatus();
+}
+
 }  // namespace ringo::transport

@@ -67,6 +67,12 @@ class Bootstrap {
   int64_t timeout_ms_;
 };
 
+// A step every rank must pass: each says whether its own part succeeded
+// (`mine`). Returns `mine` if it failed, else an error naming the first rank
+// that could not `what`, else OK. Every rank calls it even after a local
+// failure, so the others fail at once instead of at the timeout.
+base::Status AgreeOk(Bootstrap& bootstrap, const base::Status& mine, const std::string& what);
+
 }  // namespace ringo::transport
 
 #endif  // RINGO_TRANSPORT_BOOTSTRAP_H_

@@ -4,14 +4,10 @@
 // tail - head < kSlots. The memory (header + slots) lives on the receiver's
 // side: POSIX shared memory across processes, plain memory within one.
 //
-// Ordering: slot contents and sizes[] are written before the tail store
-// (seq_cst, so also release) and read after the tail load (acquire); the same
-// for head. Waiters spin `spin_count` polls, then sleep on a futex on the
-// counter's low 32 bits (shared, not private: the peer may be another
-// process); a poster wakes only when the waiter count is non-zero. Both are
-// seq_cst, so a waiter that registered before re-checking cannot miss a post.
-// Every wait has a deadline and checks the local abort flag, the peer's abort
-// flag in the header, and whether the peer process still exists.
+// Ordering: slot contents and sizes[] are written before the tail is
+// published and read after the tail wait returns (release/acquire, see
+// counter.h); the same for head. Waits are counter.h's: spin, yield, futex,
+// with a deadline, the local abort flag, the peer's flag and liveness.
 #ifndef RINGO_TRANSPORT_FIFO_H_
 #define RINGO_TRANSPORT_FIFO_H_
 
@@ -22,17 +18,14 @@
 #include <string>
 
 #include "base/status.h"
-#include "transport/socket.h"  // Deadline
+#include "transport/counter.h"
 
 namespace ringo::transport {
 
 inline constexpr int kSlots = 8;
 inline constexpr size_t kFifoDataOffset = 4096;
 
-struct alignas(64) FifoCounter {
-  std::atomic<uint64_t> value{0};
-  std::atomic<uint32_t> waiters{0};
-};
+using FifoCounter = SharedCounter;
 
 struct FifoHeader {
   uint32_t magic;
@@ -48,21 +41,11 @@ struct FifoHeader {
   alignas(64) uint64_t sizes[kSlots];
 };
 static_assert(sizeof(FifoHeader) <= kFifoDataOffset, "header fits before the slots");
-static_assert(std::atomic<uint64_t>::is_always_lock_free, "lock-free counters in shared memory");
 
 inline size_t FifoBytes(size_t slot_bytes) { return kFifoDataOffset + kSlots * slot_bytes; }
 
 // Formats fresh FIFO memory (receiver side) and touches every page.
 void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, int receiver_pid);
-
-// What a wait needs to know besides the counter: where to give up and whom to blame.
-struct WaitContext {
-  const std::atomic<bool>* local_abort = nullptr;
-  int64_t timeout_ms = 0;  // a wait with no progress for this long fails
-  int spin_count = 1000;
-  int self_rank = -1;
-  int channel = 0;
-};
 
 // Releases the memory a FIFO lives in when the last end goes.
 class FifoMemory {

@@ -76,23 +76,13 @@ base::StatusOr<std::vector<ChannelLinks>> ConnectRing(Bootstrap& bootstrap, uint
     if (mem.ok()) mine[c] = *mem;
     else st = mem.status();
   }
-  // Every rank reaches the barrier even after a local failure, so that the
-  // others fail with a message instead of waiting for the timeout.
-  char ok = st.ok() ? 1 : 0;
-  std::vector<char> all_ok(spec.nranks);
-  base::Status gathered = bootstrap.AllGather(&ok, 1, all_ok.data());
   auto cleanup = [&] {
     for (const std::string& n : names) UnlinkShm(n);
   };
-  if (!st.ok() || !gathered.ok()) {
+  st = AgreeOk(bootstrap, st, "create its shared-memory FIFOs");
+  if (!st.ok()) {
     cleanup();
-    return !st.ok() ? st : gathered;
-  }
-  for (int r = 0; r < spec.nranks; ++r) {
-    if (!all_ok[r]) {
-      cleanup();
-      return base::RemoteError("rank " + std::to_string(r) + " could not create its shared memory");
-    }
+    return st;
   }
   for (int c = 0; c < spec.nchannels && st.ok(); ++c) {
     auto theirs = OpenShmFifo(ShmFifoName(tag, next, c), spec.slot_bytes);
@@ -103,14 +93,9 @@ base::StatusOr<std::vector<ChannelLinks>> ConnectRing(Bootstrap& bootstrap, uint
     links[c].recv = std::make_unique<RecvEnd>(mine[c], rank, getpid());
     links[c].send = std::make_unique<SendEnd>(*theirs, rank, getpid());
   }
-  ok = st.ok() ? 1 : 0;
-  gathered = bootstrap.AllGather(&ok, 1, all_ok.data());
+  st = AgreeOk(bootstrap, st, "open its peer's shared-memory FIFOs");
   cleanup();
   RETURN_IF_ERROR(st);
-  RETURN_IF_ERROR(gathered);
-  for (int r = 0; r < spec.nranks; ++r) {
-    if (!all_ok[r]) return base::RemoteError("rank " + std::to_string(r) + " could not open its peer's shared memory");
-  }
   RINGO_LOG(INFO) << "rank " << rank << ": ring connected over shared memory, prev " << prev << " next " << next
                   << ", " << spec.nchannels << " channel(s) of " << kSlots << " x " << spec.slot_bytes << " B";
   return links;

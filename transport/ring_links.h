@@ -22,8 +22,10 @@ struct PeerInfo {
   int32_t pid;
   int32_t rank;
   int32_t device;       // CUDA device, -1 for host memory
-  int32_t nchannels;    // proposed; rank 0's is used
-  int64_t slot_bytes;   // proposed; rank 0's is used
+  // Settings every rank must share; rank 0's are used.
+  int32_t nchannels;
+  int32_t algorithm;
+  int64_t slot_bytes;
 };
 
 PeerInfo LocalPeerInfo(int rank, int device);

@@ -43,9 +43,7 @@ std::string ShmFifoName(uint64_t tag, int receiver_rank, int channel) {
   return name;
 }
 
-base::StatusOr<std::shared_ptr<FifoMemory>> CreateShmFifo(const std::string& name, size_t slot_bytes,
-                                                          int receiver_rank) {
-  const size_t bytes = FifoBytes(slot_bytes);
+base::StatusOr<std::shared_ptr<FifoMemory>> CreateShm(const std::string& name, size_t bytes) {
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) return base::SystemError("shm_open(" + name + ") failed: " + std::strerror(errno));
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
@@ -61,23 +59,32 @@ base::StatusOr<std::shared_ptr<FifoMemory>> CreateShmFifo(const std::string& nam
     shm_unlink(name.c_str());
     return p.status();
   }
-  InitFifo(*p, slot_bytes, receiver_rank, getpid());
   return std::shared_ptr<FifoMemory>(std::make_shared<ShmFifoMemory>(*p, bytes));
 }
 
-base::StatusOr<std::shared_ptr<FifoMemory>> OpenShmFifo(const std::string& name, size_t slot_bytes) {
-  const size_t bytes = FifoBytes(slot_bytes);
+base::StatusOr<std::shared_ptr<FifoMemory>> OpenShm(const std::string& name, size_t bytes) {
   int fd = shm_open(name.c_str(), O_RDWR, 0600);
-  if (fd < 0) return base::SystemError("shm_open(" + name + ") of a peer's FIFO failed: " + std::strerror(errno));
+  if (fd < 0) return base::SystemError("shm_open(" + name + ") of a peer's segment failed: " + std::strerror(errno));
   struct stat st {};
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
     close(fd);
-    return base::Internal("peer FIFO " + name + " has the wrong size");
+    return base::Internal("peer segment " + name + " has the wrong size");
   }
   auto p = Map(fd, bytes, name);
   close(fd);
   if (!p.ok()) return p.status();
   return std::shared_ptr<FifoMemory>(std::make_shared<ShmFifoMemory>(*p, bytes));
+}
+
+base::StatusOr<std::shared_ptr<FifoMemory>> CreateShmFifo(const std::string& name, size_t slot_bytes,
+                                                          int receiver_rank) {
+  ASSIGN_OR_RETURN(auto memory, CreateShm(name, FifoBytes(slot_bytes)));
+  InitFifo(memory->base(), slot_bytes, receiver_rank, getpid());
+  return memory;
+}
+
+base::StatusOr<std::shared_ptr<FifoMemory>> OpenShmFifo(const std::string& name, size_t slot_bytes) {
+  return OpenShm(name, FifoBytes(slot_bytes));
 }
 
 void UnlinkShm(const std::string& name) { shm_unlink(name.c_str()); }

@@ -13,6 +13,10 @@
 
 namespace ringo::transport {
 
+// A shared segment of `bytes`, created (O_EXCL) or opened, mapped and touched.
+base::StatusOr<std::shared_ptr<FifoMemory>> CreateShm(const std::string& name, size_t bytes);
+base::StatusOr<std::shared_ptr<FifoMemory>> OpenShm(const std::string& name, size_t bytes);
+
 // A FIFO's segment name for the edge into `receiver_rank` on `channel`.
 std::string ShmFifoName(uint64_t tag, int receiver_rank, int channel);
 

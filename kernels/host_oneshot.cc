@@ -1,0 +1,114 @@
+#include "kernels/host_oneshot.h"
+
+#include <cstring>
+#include <vector>
+
+#include "kernels/internal/dispatch.h"
+#include "kernels/reduce_op.h"
+
+namespace ringo::kernels {
+namespace {
+
+using base::RedOp;
+using base::Status;
+
+// out[i] = Post(Pre(in[0][i]) (+) ... (+) Pre(in[n-1][i])), in rank order.
+// Blocks of 64 bytes are combined in registers, then stored (vectorises).
+template <typename T, RedOp kOp>
+void ReduceAll(const ReduceFunc<T, kOp>& f, const T* const* in, int n, T* out, int64_t count) {
+  using Acc = typename ReduceFunc<T, kOp>::Acc;
+  constexpr int64_t kBlock = 64 / sizeof(T) >= 16 ? 64 / sizeof(T) : 16;
+  int64_t i = 0;
+  for (; i + kBlock <= count; i += kBlock) {
+    Acc acc[kBlock];
+    for (int64_t j = 0; j < kBlock; ++j) acc[j] = f.Pre(in[0][i + j]);
+    for (int q = 1; q < n; ++q) {
+      for (int64_t j = 0; j < kBlock; ++j) acc[j] = f.Apply(acc[j], f.Pre(in[q][i + j]));
+    }
+    for (int64_t j = 0; j < kBlock; ++j) out[i + j] = f.Post(acc[j]);
+  }
+  for (; i < count; ++i) {
+    Acc acc = f.Pre(in[0][i]);
+    for (int q = 1; q < n; ++q) acc = f.Apply(acc, f.Pre(in[q][i]));
+    out[i] = f.Post(acc);
+  }
+}
+
+template <typename T, RedOp kOp>
+struct OneShotFn {
+  static Status Run(const CollArgs& a, int rank, int nranks, transport::Board& board, uint64_t seq,
+                    const transport::WaitContext& wait) {
+    const size_t elem = sizeof(T);
+    const int64_t block = a.count;  // per-rank block for ReduceScatter / AllGather
+    ASSIGN_OR_RETURN(void* mine, board.AcquireWrite(seq, wait));
+    // A non-root Broadcast rank posts nothing but still takes part in the sequence.
+    const bool posts = a.coll != Coll::kBroadcast || rank == a.root;
+    const int64_t post = posts ? OneShotPostBytes(a, nranks) : 0;
+    if (post > 0) std::memcpy(mine, a.send, static_cast<size_t>(post));
+    board.Post(seq);
+
+    // The posts this rank reads, in rank order.
+    std::vector<const T*> in(nranks, nullptr);
+    const bool reads_any = a.coll != Coll::kReduce || rank == a.root;
+    for (int q = 0; q < nranks && reads_any; ++q) {
+      if (a.coll == Coll::kBroadcast && q != a.root) continue;
+      ASSIGN_OR_RETURN(const void* p, board.WaitPosted(q, seq, wait));
+      in[q] = static_cast<const T*>(p);
+    }
+    T* out = static_cast<T*>(a.recv);
+    const auto f = ReduceFunc<T, kOp>::Make(nranks);
+    switch (a.coll) {
+      case Coll::kAllReduce:
+        ReduceAll(f, in.data(), nranks, out, a.count);
+        break;
+      case Coll::kReduce:
+        if (rank == a.root) ReduceAll(f, in.data(), nranks, out, a.count);
+        break;
+      case Coll::kReduceScatter: {
+        std::vector<const T*> mine_blocks(nranks);
+        for (int q = 0; q < nranks; ++q) mine_blocks[q] = in[q] + rank * block;
+        ReduceAll(f, mine_blocks.data(), nranks, out, block);
+        break;
+      }
+      case Coll::kAllGather:
+        for (int q = 0; q < nranks; ++q) {
+          T* dst = out + q * block;
+          if (dst != in[q]) std::memcpy(dst, in[q], block * elem);
+        }
+        break;
+      case Coll::kBroadcast:
+        if (a.recv != a.send || rank != a.root) std::memcpy(out, in[a.root], a.count * elem);
+        break;
+    }
+    board.Done(seq);
+    return Status();
+  }
+};
+
+}  // namespace
+
+int64_t OneShotPostBytes(const CollArgs& args, int nranks) {
+  const int64_t elem = static_cast<int64_t>(base::DataTypeSize(args.dtype));
+  switch (args.coll) {
+    case Coll::kAllReduce:
+    case Coll::kReduce:
+    case Coll::kAllGather: return args.count * elem;
+    case Coll::kReduceScatter: return args.count * elem * nranks;
+    case Coll::kBroadcast: return args.count * elem;  // the root's; others post nothing
+  }
+  return 0;
+}
+
+Status RunHostOneShot(const CollArgs& args, int rank, int nranks, transport::Board& board, uint64_t seq,
+                      const transport::WaitContext& wait) {
+  CollArgs a = args;
+  if (a.coll == Coll::kAllGather || a.coll == Coll::kBroadcast) {
+    // Pure data movement: bytes, whatever the datatype.
+    a.count *= static_cast<int64_t>(base::DataTypeSize(a.dtype));
+    a.dtype = base::DataType::kUint8;
+    return OneShotFn<uint8_t, RedOp::kSum>::Run(a, rank, nranks, board, seq, wait);
+  }
+  return internal::DispatchTypeOp<OneShotFn>(a.dtype, a.op, a, rank, nranks, board, seq, wait);
+}
+
+}  // namespace ringo::kernels

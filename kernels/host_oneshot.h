@@ -1,0 +1,29 @@
+// The one-shot executor: small collectives among the ranks of one host in a
+// single exchange over the board (transport/board.h). Every rank posts what
+// the others need (its input; nothing for a non-root Broadcast rank), then
+// reads the posts it needs and reduces them in rank order, so every rank
+// computes bit-identical results, with fp16/bf16 accumulated in fp32 across
+// all ranks.
+//
+// Blocking, like the ring executor; `seq` numbers the communicator's board
+// operations (1, 2, ...), identical on every rank.
+#ifndef RINGO_KERNELS_HOST_ONESHOT_H_
+#define RINGO_KERNELS_HOST_ONESHOT_H_
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "kernels/host_executor.h"
+#include "transport/board.h"
+
+namespace ringo::kernels {
+
+// Bytes each rank posts for `args` (what must fit a board buffer).
+int64_t OneShotPostBytes(const CollArgs& args, int nranks);
+
+base::Status RunHostOneShot(const CollArgs& args, int rank, int nranks, transport::Board& board, uint64_t seq,
+                            const transport::WaitContext& wait);
+
+}  // namespace ringo::kernels
+
+#endif  // RINGO_KERNELS_HOST_ONESHOT_H_

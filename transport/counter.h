@@ -1,0 +1,62 @@
+// Shared counters and the one way Ringo waits on a peer. A SharedCounter is a
+// 64-bit value that only grows, in memory both sides map (process memory or
+// POSIX shared memory), plus a count of sleepers.
+//
+// Waiting: `spin_count` polls with a pause, then `yield_count` polls that
+// each give the core away (sched_yield: when ranks outnumber cores the peer
+// we wait for may need this core), then futex sleeps on the value's low 32
+// bits (shared, not private: the peer may be another process). A publisher
+// wakes only when the sleeper count is non-zero; both sides use seq_cst, so a
+// sleeper that registered before re-checking cannot miss a publish.
+//
+// Ordering: Publish is a release (seq_cst) store; a successful wait is an
+// acquire, so what the publisher wrote before publishing is visible after.
+// Every wait has a deadline (no progress for timeout_ms) and checks the local
+// abort flag, the peer's abort flag, and whether the peer process still exists.
+#ifndef RINGO_TRANSPORT_COUNTER_H_
+#define RINGO_TRANSPORT_COUNTER_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "base/status.h"
+
+namespace ringo::transport {
+
+struct alignas(64) SharedCounter {
+  std::atomic<uint64_t> value{0};
+  std::atomic<uint32_t> waiters{0};
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "lock-free counters in shared memory");
+
+// How a rank waits: its own abort flag and patience.
+struct WaitContext {
+  const std::atomic<bool>* local_abort = nullptr;
+  int64_t timeout_ms = 0;  // a wait with no progress for this long fails
+  int spin_count = 1000;   // polls with a pause instruction
+  int yield_count = 0;     // then polls with sched_yield, then futex sleeps
+  int self_rank = -1;
+  int channel = 0;
+};
+
+// Whom a wait is on, for the checks and the error message.
+struct PeerRef {
+  const std::atomic<uint32_t>* aborted;  // the peer's abort flag (in shared memory)
+  int rank;
+  int pid;
+  const char* what;  // "receiving from", "sending to", ...
+  int64_t step;
+};
+
+// Stores `value` and wakes sleepers.
+void Publish(SharedCounter& counter, uint64_t value);
+// Wakes sleepers so they re-check their flags.
+void Wake(SharedCounter& counter);
+
+// Waits until counter.value >= target; returns the value read.
+base::StatusOr<uint64_t> WaitAtLeast(SharedCounter& counter, uint64_t target, const PeerRef& peer,
+                                     const WaitContext& ctx);
+
+}  // namespace ringo::transport
+
+#endif  // RINGO_TRANSPORT_COUNTER_H_
