@@ -138,25 +138,31 @@ class Root {
       return Drop(i);
     }
     if (h.nranks <= 0 || h.rank < 0 || h.rank >= h.nranks) {
-      return Fail(Code::kInvalidArgument, "a rank announced rank " + std::to_string(h.rank) + " of " +
-                                              std::to_string(h.nranks));
+      return Reject(i, "a rank announced rank " + std::to_string(h.rank) + " of " + std::to_string(h.nranks));
     }
     if (nranks_ < 0) {
       nranks_ = h.nranks;
       rank_conn_.assign(nranks_, -1);
       round_.assign(nranks_, std::string());
       has_.assign(nranks_, false);
+      left_.assign(nranks_, false);
     } else if (h.nranks != nranks_) {
-      return Fail(Code::kInvalidArgument, "ranks disagree on the rank count: rank " + std::to_string(h.rank) +
+      return Reject(i, "ranks disagree on the rank count: rank " + std::to_string(h.rank) +
                                               " says " + std::to_string(h.nranks) + ", an earlier rank said " +
                                               std::to_string(nranks_));
     }
-    if (rank_conn_[h.rank] >= 0) {
-      return Fail(Code::kInvalidArgument, "two processes joined as rank " + std::to_string(h.rank));
-    }
+    if (rank_conn_[h.rank] >= 0) return Reject(i, "two processes joined as rank " + std::to_string(h.rank));
     rank_conn_[h.rank] = static_cast<int>(i);
     conns_[i].rank = h.rank;
     ++joined_;
+  }
+
+  // A hello that breaks the communicator: the sender (not registered as a
+  // rank, so Fail() would skip it) and every registered rank are told.
+  void Reject(size_t i, const std::string& why) {
+    SendError(i, Code::kInvalidArgument, why);
+    Drop(i);
+    Fail(Code::kInvalidArgument, why);
   }
 
   void OnGather(size_t i, const WireHeader& h, std::string payload) {
@@ -166,6 +172,12 @@ class Root {
       return Drop(i);
     }
     if (has_[r]) return Fail(Code::kRemoteError, "rank " + std::to_string(r) + " sent two messages in one round");
+    for (int q = 0; q < nranks_; ++q) {
+      if (left_[q]) {
+        return Fail(Code::kRemoteError, "rank " + std::to_string(q) +
+                                            " disconnected and cannot take part in this bootstrap round");
+      }
+    }
     round_[r] = std::move(payload);
     has_[r] = true;
     if (++round_count_ == nranks_) CompleteRound();
@@ -202,6 +214,7 @@ class Root {
     if (round_count_ > 0 || joined_ < nranks_) {
       return Fail(Code::kRemoteError, "rank " + std::to_string(r) + " disconnected during bootstrap");
     }
+    left_[r] = true;  // fine if nobody starts another round
     if (++closed_ == nranks_) done_ = true;
   }
 
@@ -253,6 +266,7 @@ class Root {
   std::vector<int> rank_conn_;
   std::vector<std::string> round_;
   std::vector<bool> has_;
+  std::vector<bool> left_;  // ranks that disconnected between rounds
   int round_count_ = 0;
   bool done_ = false;
 };
