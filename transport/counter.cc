@@ -72,18 +72,26 @@ void Wake(SharedCounter& c) {
 
 base::StatusOr<uint64_t> WaitAtLeast(SharedCounter& c, uint64_t target, const PeerRef& peer,
                                      const WaitContext& ctx) {
+  // A ready counter still goes through the peer's flag: a peer that aborted
+  // after publishing is gone, and every survivor must hear it.
+  auto accept = [&](uint64_t value) -> base::StatusOr<uint64_t> {
+    if (peer.aborted != nullptr && peer.aborted->load(std::memory_order_acquire) != 0) {
+      RETURN_IF_ERROR(CheckWait(peer, ctx, DeadlineAfterMs(ctx.timeout_ms)));
+    }
+    return value;
+  };
   uint64_t v = c.value.load(std::memory_order_acquire);
-  if (v >= target) return v;
+  if (v >= target) return accept(v);
   for (int i = 0; i < ctx.spin_count; ++i) {
     CpuRelax();
     v = c.value.load(std::memory_order_acquire);
-    if (v >= target) return v;
+    if (v >= target) return accept(v);
   }
   const Deadline deadline = DeadlineAfterMs(ctx.timeout_ms);  // no progress for timeout_ms
   for (int i = 0; i < ctx.yield_count; ++i) {
     sched_yield();
     v = c.value.load(std::memory_order_acquire);
-    if (v >= target) return v;
+    if (v >= target) return accept(v);
     if ((i & 63) == 63) RETURN_IF_ERROR(CheckWait(peer, ctx, deadline));
   }
   while (true) {
@@ -97,7 +105,7 @@ base::StatusOr<uint64_t> WaitAtLeast(SharedCounter& c, uint64_t target, const Pe
       v = c.value.load(std::memory_order_acquire);
     }
     c.waiters.fetch_sub(1, std::memory_order_seq_cst);
-    if (v >= target) return v;
+    if (v >= target) return accept(v);
   }
 }
 
