@@ -139,7 +139,13 @@ Config* Load() {
   int_var("RINGO_NCHANNELS", &config->nchannels, 0);
   int_var("RINGO_SPIN_COUNT", &config->spin_count, -1);
   int_var("RINGO_YIELD_COUNT", &config->yield_count, -1);
-  if (auto v = config->Get("RINGO_CHECK")) config->check = (*v == "1");
+  if (auto v = config->Get("RINGO_CHECK")) {
+    if (*v == "1" || *v == "0") {
+      config->check = (*v == "1");
+    } else {
+      errors += std::string(errors.empty() ? "" : "; ") + "RINGO_CHECK='" + *v + "' is not 0 or 1";
+    }
+  }
   config->algo = config->Get("RINGO_ALGO").value_or("");
   if (config->algo != "" && config->algo != "ring" && config->algo != "oneshot") {
     errors += std::string(errors.empty() ? "" : "; ") + "RINGO_ALGO='" + config->algo +

@@ -12,10 +12,6 @@ namespace {
 using base::RedOp;
 using base::Status;
 
-// Chunk starts are multiples of 64 bytes, so slots and buffers stay
-// cache-line aligned when the buffers are.
-constexpr int64_t kAlignBytes = 64;
-
 // The element loops. `in` is the slot received, `src` this rank's input.
 // Each block of kBlock elements is loaded and combined into registers before
 // anything is stored, so an output may be the input itself (in place) and the
@@ -69,7 +65,7 @@ class Channel {
   Channel(const CollArgs& a, const RingPlace& p, const ChannelPlan& plan, ChannelEnds& e)
       : args_(a), place_(p), ends_(e), f_(ReduceFunc<T, kOp>::Make(p.nranks)) {
     block_ = args_.coll == Coll::kReduceScatter || args_.coll == Coll::kAllGather ? args_.count : 0;
-    align_ = kAlignBytes / static_cast<int64_t>(sizeof(T)) > 0 ? kAlignBytes / static_cast<int64_t>(sizeof(T)) : 1;
+    align_ = ChunkAlignElems(static_cast<int64_t>(sizeof(T)));
     slice_ = plan.slice_bytes / static_cast<int64_t>(sizeof(T));
     range_ = ChannelRange(SplitCount(args_), plan.nchannels, plan.channel, align_);
     root_pos_ = 0;

@@ -142,6 +142,14 @@ struct Range {
   int64_t hi;
 };
 
+// Chunk starts are multiples of kChunkAlignBytes (in elements: ChunkAlignElems),
+// so slots and buffers stay cache-line and 16-byte aligned when the buffers are.
+// The host executor and the CUDA kernels must chunk alike.
+inline constexpr int64_t kChunkAlignBytes = 64;
+RINGO_HD constexpr int64_t ChunkAlignElems(int64_t elem_bytes) {
+  return kChunkAlignBytes / elem_bytes > 0 ? kChunkAlignBytes / elem_bytes : 1;
+}
+
 // Channel `c`'s share of `count` elements (the whole count for AllReduce,
 // Broadcast and Reduce; one rank's block for ReduceScatter and AllGather), split into `nchannels` contiguous
 // parts whose starts are multiples of `align` elements.

@@ -145,7 +145,13 @@ Status Bootstrap::AllGather(const void* mine, size_t bytes, void* all) {
   Status st = socket_.SendAll(&h, sizeof(h), deadline);
   if (st.ok() && bytes > 0) st = socket_.SendAll(mine, bytes, deadline);
   WireHeader reply{};
-  if (st.ok()) st = socket_.RecvAll(&reply, sizeof(reply), deadline);
+  const bool sent = st.ok();
+  // When the send failed the root may have closed us after explaining why:
+  // its error is still in the socket, and says more than "broken pipe".
+  if (st.ok() || st.code() == base::Code::kRemoteError) {
+    Status got = socket_.RecvAll(&reply, sizeof(reply), sent ? deadline : DeadlineAfterMs(1000));
+    if (sent || (got.ok() && reply.type == static_cast<uint16_t>(MsgType::kError))) st = got;
+  }
   if (!st.ok()) {
     return Status(st.code(), "bootstrap: rank " + std::to_string(rank_) + " waiting for the other ranks: " +
                                  st.message());
@@ -153,9 +159,8 @@ Status Bootstrap::AllGather(const void* mine, size_t bytes, void* all) {
   RETURN_IF_ERROR(internal::ValidateHeader(reply).WithContext("bootstrap: bad reply from the root"));
   if (reply.type == static_cast<uint16_t>(MsgType::kError)) {
     std::string msg(reply.length, '\0');
-    RETURN_IF_ERROR(socket_.RecvAll(msg.data(), msg.size(), deadline));
-    Status remote(static_cast<base::Code>(reply.rank), "bootstrap root: " + msg);
-    return remote;
+    RETURN_IF_ERROR(socket_.RecvAll(msg.data(), msg.size(), DeadlineAfterMs(1000)));
+    return Status(static_cast<base::Code>(reply.rank), "bootstrap root: " + msg);
   }
   if (reply.type != static_cast<uint16_t>(MsgType::kGatherResult) || reply.nonce != nonce_ ||
       reply.length != bytes * static_cast<uint64_t>(nranks_)) {

@@ -34,6 +34,14 @@ RINGO_HD_INLINE float BitsFloat(uint32_t u) {
 // float -> binary16, round to nearest even; NaN stays NaN, overflow gives inf.
 RINGO_HD_INLINE uint16_t FloatToHalfBits(float f) {
   const uint32_t x = FloatBits(f);
+#if defined(__CUDA_ARCH__)
+  // The hardware conversion rounds the same way; NaN keeps the path below (payload bits).
+  if ((x & 0x7fffffffu) <= 0x7f800000u) {
+    uint16_t h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+#endif
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t abs = x & 0x7fffffffu;
   if (abs >= 0x7f800000u) {  // inf or NaN (quiet the NaN, keep payload bits)
@@ -58,6 +66,13 @@ RINGO_HD_INLINE uint16_t FloatToHalfBits(float f) {
 }
 
 RINGO_HD_INLINE float HalfBitsToFloat(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  if ((h & 0x7c00u) != 0x7c00u || (h & 0x3ffu) == 0) {  // exact conversion; NaN below
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+  }
+#endif
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1fu;
   const uint32_t mant = h & 0x3ffu;

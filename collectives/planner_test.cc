@@ -1,0 +1,370 @@
+// The planner: FIFO geometry at init (channels, slot size, spin and yield
+// counts, the one-shot board) and per-collective plans (ring or one-shot,
+// channels used, chunk size), swept over rank counts, cores, configurations,
+// collectives, datatypes and counts.
+#include "collectives/planner.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/config.h"
+#include "base/device/dtype.h"
+#include "gtest/gtest.h"
+#include "kernels/host_executor.h"
+
+namespace ringo::collectives {
+namespace {
+
+using base::Config;
+using base::DataType;
+using kernels::CollArgs;
+using kernels::Coll;
+
+const Coll kColls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce};
+
+Config DefaultConfig() { return Config(); }
+
+TEST(ChooseGeometryTest, Defaults) {
+  const Config c = DefaultConfig();
+  const CommGeometry g = ChooseGeometry(c, 4, 4, 16);
+  EXPECT_EQ(g.slot_bytes, 128 * 1024);
+  EXPECT_FALSE(g.fixed_channels);
+  EXPECT_EQ(g.nchannels, 4);  // 16 cores / 4 local ranks, at most 4
+  EXPECT_GT(g.spin_count, 0);
+  EXPECT_EQ(g.slot_bytes % 64, 0);
+  EXPECT_EQ(g.algorithm, Algorithm::kAuto);
+  EXPECT_GT(g.board_bytes, 0) << "all ranks on this host: a one-shot board";
+  EXPECT_GT(g.oneshot_auto_bytes, 0);
+  EXPECT_LE(g.oneshot_auto_bytes, g.board_bytes);
+}
+
+TEST(ChooseGeometryTest, BoardOnlyWhenEveryRankIsLocal) {
+  const Config c = DefaultConfig();
+  EXPECT_GT(ChooseGeometry(c, 4, 4, 8).board_bytes, 0);
+  EXPECT_EQ(ChooseGeometry(c, 8, 4, 8).board_bytes, 0) << "ranks on several hosts";
+  EXPECT_EQ(ChooseGeometry(c, 1, 1, 8).board_bytes, 0) << "one rank has nobody to exchange with";
+  // Ranks outnumbering cores make each ring hop a trip through the scheduler:
+  // the one-shot threshold is higher, never above the board.
+  const CommGeometry roomy = ChooseGeometry(c, 2, 2, 8);
+  const CommGeometry crowded = ChooseGeometry(c, 8, 8, 2);
+  EXPECT_GE(crowded.oneshot_auto_bytes, roomy.oneshot_auto_bytes);
+  EXPECT_LE(crowded.oneshot_auto_bytes, crowded.board_bytes);
+}
+
+TEST(ChooseGeometryTest, AlgorithmFromConfig) {
+  EXPECT_EQ(ParseAlgorithm(""), Algorithm::kAuto);
+  EXPECT_EQ(ParseAlgorithm("ring"), Algorithm::kRing);
+  EXPECT_EQ(ParseAlgorithm("oneshot"), Algorithm::kOneShot);
+  EXPECT_EQ(ParseAlgorithm("tree"), Algorithm::kAuto);
+  Config c = DefaultConfig();
+  c.algo = "ring";
+  EXPECT_EQ(ChooseGeometry(c, 4, 4, 2).algorithm, Algorithm::kRing);
+  c.algo = "oneshot";
+  EXPECT_EQ(ChooseGeometry(c, 4, 4, 2).algorithm, Algorithm::kOneShot);
+}
+
+TEST(ChooseGeometryTest, ChannelsFollowCoresPerRank) {
+  const Config c = DefaultConfig();
+  EXPECT_EQ(ChooseGeometry(c, 2, 2, 2).nchannels, 1);   // CI: 2 ranks on 2 cores
+  EXPECT_EQ(ChooseGeometry(c, 8, 8, 2).nchannels, 1);   // more ranks than cores
+  EXPECT_EQ(ChooseGeometry(c, 2, 2, 4).nchannels, 2);
+  EXPECT_EQ(ChooseGeometry(c, 2, 2, 6).nchannels, 3);
+  EXPECT_EQ(ChooseGeometry(c, 2, 2, 128).nchannels, 4);  // capped
+  EXPECT_EQ(ChooseGeometry(c, 1, 1, 64).nchannels, 1);   // one rank: nothing to run side by side
+}
+
+TEST(ChooseGeometryTest, SpinCountIsSmallerWhenRanksOutnumberCores) {
+  const Config c = DefaultConfig();
+  for (int cores = 1; cores <= 16; ++cores) {
+    for (int local = 1; local <= 32; ++local) {
+      const CommGeometry g = ChooseGeometry(c, local, local, cores);
+      EXPECT_GE(g.spin_count, 0);
+      if (local > cores) {
+        const CommGeometry roomy = ChooseGeometry(c, local, local, local);
+        EXPECT_LT(g.spin_count, roomy.spin_count) << local << " ranks on " << cores << " cores";
+      }
+    }
+  }
+  // 8 ranks on the 2 cores of CI must give the core away soon instead of
+  // burning the other ranks' cores: fewer pause-spins, yields instead.
+  EXPECT_LT(ChooseGeometry(c, 8, 8, 2).spin_count, ChooseGeometry(c, 2, 2, 2).spin_count);
+  EXPECT_LE(ChooseGeometry(c, 8, 8, 2).spin_count, 1000);
+  EXPECT_GT(ChooseGeometry(c, 8, 8, 2).yield_count, 0);
+  EXPECT_GE(ChooseGeometry(c, 2, 2, 2).yield_count, 0);
+}
+
+TEST(ChooseGeometryTest, ConfigurationIsHonoured) {
+  Config c = DefaultConfig();
+  c.slot_bytes = 4096;
+  EXPECT_EQ(ChooseGeometry(c, 4, 4, 2).slot_bytes, 4096);
+  c.slot_bytes = 64;
+  EXPECT_EQ(ChooseGeometry(c, 4, 4, 2).slot_bytes, 64);
+
+  Config n = DefaultConfig();
+  n.nchannels = 3;
+  CommGeometry g = ChooseGeometry(n, 4, 4, 2);
+  EXPECT_EQ(g.nchannels, 3);  // even with fewer cores than that
+  EXPECT_TRUE(g.fixed_channels);
+  n.nchannels = 1000;
+  EXPECT_EQ(ChooseGeometry(n, 4, 4, 2).nchannels, 64);  // bounded
+  n.nchannels = 3;
+  EXPECT_EQ(ChooseGeometry(n, 1, 1, 2).nchannels, 1);  // one rank
+
+  Config s = DefaultConfig();
+  s.spin_count = 0;
+  EXPECT_EQ(ChooseGeometry(s, 4, 4, 2).spin_count, 0);
+  s.spin_count = 777;
+  EXPECT_EQ(ChooseGeometry(s, 8, 8, 2).spin_count, 777);  // even when ranks outnumber cores
+  s.spin_count = int64_t{1} << 40;
+  EXPECT_EQ(ChooseGeometry(s, 2, 2, 2).spin_count, 1 << 30);  // fits an int
+
+  Config y = DefaultConfig();
+  y.yield_count = 0;
+  EXPECT_EQ(ChooseGeometry(y, 8, 8, 2).yield_count, 0);
+  y.yield_count = 123;
+  EXPECT_EQ(ChooseGeometry(y, 2, 2, 8).yield_count, 123);
+  y.yield_count = int64_t{1} << 40;
+  EXPECT_EQ(ChooseGeometry(y, 2, 2, 8).yield_count, 1 << 30);
+}
+
+TEST(ChooseGeometryTest, DegenerateCoreAndRankCounts) {
+  const Config c = DefaultConfig();
+  for (int cores : {0, 1}) {
+    for (int local : {0, 1, 3}) {
+      const CommGeometry g = ChooseGeometry(c, 3, local, cores);
+      EXPECT_GE(g.nchannels, 1);
+      EXPECT_GT(g.slot_bytes, 0);
+      EXPECT_GE(g.spin_count, 0);
+      EXPECT_GE(g.yield_count, 0);
+    }
+  }
+}
+
+TEST(ChooseGeometryTest, PureFunctionOfItsInputs) {
+  Config c = DefaultConfig();
+  c.slot_bytes = 1024;
+  const CommGeometry a = ChooseGeometry(c, 5, 5, 3);
+  const CommGeometry b = ChooseGeometry(c, 5, 5, 3);
+  EXPECT_EQ(a.nchannels, b.nchannels);
+  EXPECT_EQ(a.slot_bytes, b.slot_bytes);
+  EXPECT_EQ(a.spin_count, b.spin_count);
+  EXPECT_EQ(a.fixed_channels, b.fixed_channels);
+  EXPECT_EQ(a.yield_count, b.yield_count);
+  EXPECT_EQ(a.board_bytes, b.board_bytes);
+  EXPECT_EQ(a.oneshot_auto_bytes, b.oneshot_auto_bytes);
+}
+
+CollArgs Args(Coll coll, DataType dtype, int64_t count) {
+  CollArgs a;
+  a.coll = coll;
+  a.dtype = dtype;
+  a.count = count;
+  return a;
+}
+
+// Bytes each rank contributes (what the one-shot board must hold).
+int64_t PostBytes(const CollArgs& a, int nranks) {
+  const int64_t bytes = a.count * static_cast<int64_t>(base::DataTypeSize(a.dtype));
+  return a.coll == Coll::kReduceScatter ? bytes * nranks : bytes;
+}
+
+// A ring plan: channels within [1, geometry], all of them when fixed; a chunk
+// that fits a slot and keeps 64-byte chunk starts whole elements.
+::testing::AssertionResult ValidRingPlan(const CollPlan& p, const CommGeometry& g, DataType t) {
+  if (p.algorithm != Algorithm::kRing) return ::testing::AssertionFailure() << "not a ring plan";
+  if (p.nchannels < 1 || p.nchannels > g.nchannels) {
+    return ::testing::AssertionFailure() << p.nchannels << " channels, geometry " << g.nchannels;
+  }
+  if (g.fixed_channels && p.nchannels != g.nchannels) {
+    return ::testing::AssertionFailure() << "fixed " << g.nchannels << " channels, plan " << p.nchannels;
+  }
+  if (p.slice_bytes <= 0 || p.slice_bytes > g.slot_bytes || p.slice_bytes % 64 != 0 ||
+      p.slice_bytes % static_cast<int64_t>(base::DataTypeSize(t)) != 0) {
+    return ::testing::AssertionFailure() << "slice " << p.slice_bytes << " bytes, slot " << g.slot_bytes;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+CommGeometry Geometry(int nch, int64_t slot, bool fixed, Algorithm algo, int64_t board, int64_t oneshot) {
+  CommGeometry g;
+  g.nchannels = nch;
+  g.slot_bytes = slot;
+  g.spin_count = 10;
+  g.fixed_channels = fixed;
+  g.algorithm = algo;
+  g.board_bytes = board;
+  g.oneshot_auto_bytes = oneshot;
+  return g;
+}
+
+// Every collective x datatype x count x geometry x algorithm setting: ring
+// plans are valid; one-shot plans only where the board exists, the post fits
+// it, and (unforced) the post is under the automatic threshold.
+TEST(PlanCollectiveTest, PlansStayWithinTheGeometry) {
+  const int64_t counts[] = {0, 1, 7, 64, 1000, 4096, 16384, 65536, 1 << 20, 3 << 20, int64_t{1} << 28};
+  std::vector<CommGeometry> geometries;
+  for (int64_t slot : {64, 4096, 128 * 1024}) {
+    for (int nch : {1, 2, 3, 4}) {
+      for (bool fixed : {false, true}) {
+        for (Algorithm algo : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kOneShot}) {
+          for (int64_t board : {int64_t{0}, int64_t{64 * 1024}}) {
+            geometries.push_back(Geometry(nch, slot, fixed, algo, board, 4096));
+          }
+        }
+      }
+    }
+  }
+  int oneshots = 0, rings = 0;
+  for (const CommGeometry& g : geometries) {
+    for (int nranks : {1, 2, 3, 8}) {
+      for (Coll coll : kColls) {
+        for (int t = 0; t < base::kNumDataTypes; ++t) {
+          for (int64_t count : counts) {
+            const DataType dt = static_cast<DataType>(t);
+            const CollArgs args = Args(coll, dt, count);
+            const CollPlan p = PlanCollective(args, nranks, g);
+            const int64_t post = PostBytes(args, nranks);
+            const bool may_oneshot = g.board_bytes > 0 && g.algorithm != Algorithm::kRing && post <= g.board_bytes;
+            const bool must_oneshot =
+                may_oneshot && (g.algorithm == Algorithm::kOneShot || post <= g.oneshot_auto_bytes);
+            if (p.algorithm == Algorithm::kOneShot) {
+              ++oneshots;
+              ASSERT_TRUE(may_oneshot) << "post " << post << " board " << g.board_bytes;
+              ASSERT_EQ(p.nchannels, 1);
+            } else {
+              ++rings;
+              ASSERT_FALSE(must_oneshot) << "post " << post << " should go one-shot";
+              ASSERT_TRUE(ValidRingPlan(p, g, dt)) << "count " << count << " " << base::DataTypeName(dt);
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(oneshots, 0);
+  EXPECT_GT(rings, 0);
+}
+
+TEST(PlanCollectiveTest, RingForcedNeverGoesOneShot) {
+  const CommGeometry g = Geometry(2, 4096, false, Algorithm::kRing, 64 * 1024, 4096);
+  for (Coll coll : kColls) {
+    for (int64_t count : {0, 1, 100}) {
+      EXPECT_EQ(PlanCollective(Args(coll, DataType::kFloat32, count), 4, g).algorithm, Algorithm::kRing);
+    }
+  }
+}
+
+TEST(PlanCollectiveTest, OneShotThresholds) {
+  const CommGeometry g = Geometry(4, 128 * 1024, false, Algorithm::kAuto, 64 * 1024, 4096);
+  // Up to the automatic threshold: one-shot; one element more: the ring.
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 1024), 4, g).algorithm,
+            Algorithm::kOneShot);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 1025), 4, g).algorithm, Algorithm::kRing);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 0), 4, g).algorithm, Algorithm::kOneShot);
+  // ReduceScatter posts the whole input: nranks times its per-rank count.
+  EXPECT_EQ(PlanCollective(Args(Coll::kReduceScatter, DataType::kFloat32, 256), 4, g).algorithm,
+            Algorithm::kOneShot);
+  EXPECT_EQ(PlanCollective(Args(Coll::kReduceScatter, DataType::kFloat32, 257), 4, g).algorithm,
+            Algorithm::kRing);
+  // Forced one-shot: anything that fits the board, and the ring beyond it.
+  const CommGeometry forced = Geometry(4, 128 * 1024, false, Algorithm::kOneShot, 64 * 1024, 4096);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kInt8, 64 * 1024), 4, forced).algorithm,
+            Algorithm::kOneShot);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kInt8, 64 * 1024 + 1), 4, forced).algorithm,
+            Algorithm::kRing);
+  // No board (ranks on several hosts): always the ring.
+  const CommGeometry none = Geometry(4, 128 * 1024, false, Algorithm::kOneShot, 0, 4096);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kInt8, 1), 4, none).algorithm, Algorithm::kRing);
+}
+
+TEST(PlanCollectiveTest, SmallMessagesUseOneChannelLargeOnesUseMore) {
+  const CommGeometry g = Geometry(4, 128 * 1024, false, Algorithm::kRing, 0, 0);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 0), 4, g).nchannels, 1);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 1), 4, g).nchannels, 1);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 1000), 4, g).nchannels, 1);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 64 << 20), 4, g).nchannels, 4);
+  // More data never means fewer channels.
+  for (Coll coll : kColls) {
+    int last = 1;
+    for (int64_t count = 1; count <= (int64_t{1} << 30); count *= 2) {
+      const int n = PlanCollective(Args(coll, DataType::kInt8, count), 4, g).nchannels;
+      EXPECT_GE(n, last) << "count " << count;
+      last = n;
+    }
+    EXPECT_EQ(last, 4);
+  }
+}
+
+TEST(PlanCollectiveTest, PerRankCountsScaleByRanks) {
+  // ReduceScatter and AllGather counts are per rank: their total is nranks times larger.
+  const CommGeometry g = Geometry(4, 128 * 1024, false, Algorithm::kRing, 0, 0);
+  const int64_t count = 512 * 1024;  // bytes as int8
+  const int ar = PlanCollective(Args(Coll::kAllReduce, DataType::kInt8, count), 4, g).nchannels;
+  const int rs = PlanCollective(Args(Coll::kReduceScatter, DataType::kInt8, count), 4, g).nchannels;
+  const int ag = PlanCollective(Args(Coll::kAllGather, DataType::kInt8, count), 4, g).nchannels;
+  EXPECT_EQ(ar, 1);
+  EXPECT_EQ(rs, 4);
+  EXPECT_EQ(ag, 4);
+  // Wider datatypes move more bytes per element.
+  EXPECT_GT(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat64, count), 4, g).nchannels, ar);
+}
+
+// RINGO_NCHANNELS: every ring collective uses all the channels, even tiny ones
+// (small messages may still go one-shot, which uses no channels).
+TEST(PlanCollectiveTest, FixedChannelsAreAllUsedByRingPlans) {
+  Config c = DefaultConfig();
+  c.nchannels = 3;
+  for (const char* algo : {"", "ring"}) {
+    c.algo = algo;
+    const CommGeometry g = ChooseGeometry(c, 4, 4, 2);
+    for (Coll coll : kColls) {
+      for (int64_t count : {0, 1, 5, 100, 100000, 10000000}) {
+        const CollPlan p = PlanCollective(Args(coll, DataType::kFloat32, count), 4, g);
+        if (p.algorithm == Algorithm::kRing) {
+          EXPECT_EQ(p.nchannels, 3) << "count " << count;
+        } else {
+          EXPECT_STREQ(algo, "") << "RINGO_ALGO=ring planned one-shot";
+        }
+      }
+    }
+  }
+}
+
+// The geometry a real configuration produces is always a valid plan input.
+TEST(PlanCollectiveTest, FromConfiguredGeometry) {
+  for (int64_t slot : {int64_t{0}, int64_t{64}, int64_t{192}, int64_t{4096}}) {
+    for (int64_t nch : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{5}}) {
+      for (const char* algo : {"", "ring", "oneshot"}) {
+        Config c = DefaultConfig();
+        c.slot_bytes = slot;
+        c.nchannels = nch;
+        c.algo = algo;
+        for (int local = 1; local <= 8; ++local) {
+          const CommGeometry g = ChooseGeometry(c, local, local, 2);
+          if (slot > 0) {
+            EXPECT_EQ(g.slot_bytes, slot);
+          }
+          for (Coll coll : kColls) {
+            for (int64_t count : {int64_t{0}, int64_t{3}, int64_t{1} << 22}) {
+              const CollPlan p = PlanCollective(Args(coll, DataType::kFloat16, count), local, g);
+              if (p.algorithm == Algorithm::kRing) {
+                EXPECT_TRUE(ValidRingPlan(p, g, DataType::kFloat16)) << "slot " << slot << " nch " << nch;
+                if (nch > 0 && local > 1) {
+                  EXPECT_EQ(p.nchannels, nch);
+                }
+              } else {
+                EXPECT_NE(std::string(algo), "ring");
+                EXPECT_GT(local, 1);
+                EXPECT_EQ(p.nchannels, 1);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ringo::collectives
