@@ -1,0 +1,67 @@
+#include "topology/cost_model.h"
+
+#include <algorithm>
+
+namespace ringo::topology {
+
+CostModel CostModel::Default() {
+  CostModel m;
+  //                 LOC   NVL   PIX   PXB   PHB   NODE  SYS   NET
+  m.alpha_us = {{0.5, 0.8, 1.0, 1.2, 1.5, 1.8, 2.5, 5.0}};
+  // Without a graph figure: one NVLink3 link, PCIe Gen4 x16 (usable), a host
+  // bridge and NUMA-local memcpy, the socket interconnect, a 100 Gb/s NIC.
+  m.beta_gbps = {{20.0, 20.0, 25.2, 25.2, 20.0, 16.0, 12.0, 12.5}};
+  return m;
+}
+
+double DefaultBetaGbps(PathType type) {
+  return CostModel::Default().beta_gbps[static_cast<int>(type)];
+}
+
+Prediction PredictRingAllReduce(int nranks, double bytes, double alpha_us, double beta_gbps) {
+  Prediction p;
+  p.nranks = nranks;
+  p.bytes = bytes;
+  p.alpha_us = alpha_us;
+  p.beta_gbps = beta_gbps;
+  if (nranks <= 1 || beta_gbps <= 0) return p;
+  const double steps = 2.0 * (nranks - 1);
+  // beta in GB/s = 1e3 bytes per microsecond.
+  p.time_us = steps * (alpha_us + bytes / (nranks * beta_gbps * 1e3));
+  if (p.time_us > 0) {
+    p.algbw_gbps = bytes / (p.time_us * 1e3);
+    p.busbw_gbps = p.algbw_gbps * steps / nranks;
+  }
+  return p;
+}
+
+Prediction PredictAllReduce(const CostModel& model, const PathMatrix& paths,
+                            const std::vector<Ring>& rings, double bytes) {
+  if (rings.empty()) return PredictRingAllReduce(0, bytes, 0, 0);
+  const std::vector<int>& gpus = rings.front().gpus;
+  const int n = static_cast<int>(gpus.size());
+  double alpha = 0, beta = 0;
+  for (const Ring& ring : rings) {
+    beta += ring.gbps;
+    for (int i = 0; i < n; ++i) {
+      PathType type = paths.Gpu(ring.gpus[i], ring.gpus[(i + 1) % n]).type;
+      alpha = std::max(alpha, model.alpha_us[static_cast<int>(type)]);
+    }
+  }
+  return PredictRingAllReduce(n, bytes, alpha, beta);
+}
+
+Prediction PredictAllReduce(const CostModel& model, const std::vector<RingPlan>& plan,
+                            double bytes) {
+  if (plan.empty()) return PredictRingAllReduce(0, bytes, 0, 0);
+  double alpha = 0, beta = 0;
+  for (const RingPlan& channel : plan) {
+    beta += channel.gbps;
+    for (const RingEdge& e : channel.edges) {
+      alpha = std::max(alpha, model.alpha_us[static_cast<int>(e.path)]);
+    }
+  }
+  return PredictRingAllReduce(static_cast<int>(plan.front().order.size()), bytes, alpha, beta);
+}
+
+}  // namespace ringo::topology

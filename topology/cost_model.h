@@ -1,0 +1,59 @@
+// The alpha-beta cost model (DESIGN.md "Tuning"): a ring all-reduce of S bytes
+// over N ranks takes 2(N-1) steps, each costing alpha (latency) plus S/N bytes
+// at beta (bandwidth): t = 2(N-1) * (alpha + S / (N * beta)). Pure functions.
+#ifndef RINGO_TOPOLOGY_COST_MODEL_H_
+#define RINGO_TOPOLOGY_COST_MODEL_H_
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "topology/paths.h"
+#include "topology/ring_plan.h"
+#include "topology/ring_search.h"
+
+namespace ringo::topology {
+
+// Per path type: alpha, the latency of one step (a slot handed to the next
+// rank: a store, a fence, a flag seen by the peer), and beta, the bandwidth
+// assumed when no measured or graph figure is at hand. Starting values from
+// published figures (NVLink and PCIe round trips of about 1 us, the socket
+// interconnect adding about 1 us, RDMA about 3 us, TCP about 20 us;
+// shared-memory copies at memcpy speed); replace them with measurements
+// (ringo-perf) as they come.
+struct CostModel {
+  std::array<double, kNumPathTypes> alpha_us;
+  std::array<double, kNumPathTypes> beta_gbps;
+
+  static CostModel Default();
+};
+
+// The default beta of a path type (CostModel::Default().beta_gbps).
+double DefaultBetaGbps(PathType type);
+
+struct Prediction {
+  int nranks = 0;
+  double bytes = 0;
+  double alpha_us = 0;   // per step
+  double beta_gbps = 0;  // per direction, all channels together
+  double time_us = 0;
+  double algbw_gbps = 0;  // bytes / time
+  double busbw_gbps = 0;  // algbw * 2(N-1)/N, nccl-tests' bus bandwidth
+};
+
+// t = 2(N-1) * (alpha + S / (N * beta)); N = 1 takes no time.
+Prediction PredictRingAllReduce(int nranks, double bytes, double alpha_us, double beta_gbps);
+
+// For a host's GPU rings (one rank per GPU of the ring): alpha of the
+// farthest edge type, beta the channels' total bandwidth.
+Prediction PredictAllReduce(const CostModel& model, const PathMatrix& paths,
+                            const std::vector<Ring>& rings, double bytes);
+
+// For a communicator's plan: alpha of the farthest edge type, beta the
+// channels' total bandwidth.
+Prediction PredictAllReduce(const CostModel& model, const std::vector<RingPlan>& plan,
+                            double bytes);
+
+}  // namespace ringo::topology
+
+#endif  // RINGO_TOPOLOGY_COST_MODEL_H_

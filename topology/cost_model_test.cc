@@ -1,0 +1,78 @@
+// The alpha-beta model: the formula, its limits, and the predictions for the
+// fixtures' rings.
+#include "topology/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include "topology/test_fixtures.h"
+
+namespace ringo::topology {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+TEST(CostModel, RingAllReduceFormula) {
+  // 8 ranks, 256 MiB, alpha 1 us, beta 100 GB/s: 14 steps of 1 us + 32 MiB / 100 GB/s.
+  Prediction p = PredictRingAllReduce(8, 256 * kMiB, 1.0, 100.0);
+  double step_us = 1.0 + 256 * kMiB / 8 / (100.0 * 1e3);
+  EXPECT_DOUBLE_EQ(p.time_us, 14 * step_us);
+  EXPECT_DOUBLE_EQ(p.algbw_gbps, 256 * kMiB / (p.time_us * 1e3));
+  EXPECT_DOUBLE_EQ(p.busbw_gbps, p.algbw_gbps * 14 / 8);
+}
+
+TEST(CostModel, Limits) {
+  // Large messages: bus bandwidth tends to beta. Small ones: 2(N-1) alphas.
+  Prediction big = PredictRingAllReduce(4, 64.0 * 1024 * kMiB, 2.0, 50.0);
+  EXPECT_NEAR(big.busbw_gbps, 50.0, 0.01);
+  Prediction small = PredictRingAllReduce(4, 8, 2.0, 50.0);
+  EXPECT_NEAR(small.time_us, 12.0, 1e-3);
+  Prediction one = PredictRingAllReduce(1, 1e6, 2.0, 50.0);
+  EXPECT_EQ(one.time_us, 0.0);
+  EXPECT_EQ(one.busbw_gbps, 0.0);
+}
+
+TEST(CostModel, PredictedBandwidthOfFixtures) {
+  CostModel model = CostModel::Default();
+  struct Case {
+    const char* fixture;
+    double beta;
+    double alpha;
+  } cases[] = {
+      {"dgx_h100", 360.0, model.alpha_us[static_cast<int>(PathType::kNvl)]},
+      {"dgx_a100", 240.0, model.alpha_us[static_cast<int>(PathType::kNvl)]},
+      {"pcie_8gpu", 22.0, model.alpha_us[static_cast<int>(PathType::kSys)]},
+      {"nvlink_bridge_4gpu", 50.412, model.alpha_us[static_cast<int>(PathType::kPhb)]},
+      {"two_socket_2gpu", 22.0, model.alpha_us[static_cast<int>(PathType::kSys)]},
+  };
+  for (const Case& c : cases) {
+    Graph g = testing::LoadFixture(c.fixture);
+    PathMatrix paths(g);
+    auto rings = SearchRings(g, paths, {});
+    ASSERT_TRUE(rings.ok());
+    Prediction p = PredictAllReduce(model, paths, *rings, 256 * kMiB);
+    EXPECT_NEAR(p.beta_gbps, c.beta, 1e-9) << c.fixture;
+    EXPECT_DOUBLE_EQ(p.alpha_us, c.alpha) << c.fixture;
+    EXPECT_EQ(p.nranks, g.num_gpus()) << c.fixture;
+    // 256 MiB is bandwidth-bound: busbw within 2% of beta.
+    EXPECT_GT(p.busbw_gbps, 0.98 * c.beta) << c.fixture;
+    EXPECT_LT(p.busbw_gbps, c.beta) << c.fixture;
+  }
+}
+
+TEST(CostModel, PlanPrediction) {
+  // Host-memory ranks on two NUMA nodes: the SYS alpha, the SYS default beta.
+  Graph g = testing::LoadFixture("pcie_8gpu");
+  std::vector<RankInfo> ranks;
+  for (int r = 0; r < 4; ++r) ranks.push_back({0, -1, r / 2});
+  auto plan = PlanRings(&g, ranks, TransportPolicy{});
+  ASSERT_TRUE(plan.ok());
+  CostModel model = CostModel::Default();
+  Prediction p = PredictAllReduce(model, *plan, 64 * kMiB);
+  EXPECT_EQ(p.nranks, 4);
+  EXPECT_DOUBLE_EQ(p.alpha_us, model.alpha_us[static_cast<int>(PathType::kSys)]);
+  EXPECT_DOUBLE_EQ(p.beta_gbps, model.beta_gbps[static_cast<int>(PathType::kSys)]);
+  EXPECT_GT(p.time_us, 0);
+}
+
+}  // namespace
+}  // namespace ringo::topology
