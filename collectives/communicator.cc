@@ -172,7 +172,7 @@ transport::WaitContext Communicator::MakeWait(int channel) const {
 
 Status Communicator::RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan) {
   kernels::RingPlace place{rank_, nranks_, pos_, &order_};
-  kernels::ChannelPlan cp{plan.nchannels, channel, plan.slice_bytes};
+  kernels::ChannelPlan cp{plan.nchannels, channel, plan.slice_bytes, plan.stream_output};
   kernels::ChannelEnds ends;
   if (!links_.empty()) {
     ends.recv = links_[channel].recv.get();

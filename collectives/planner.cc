@@ -17,6 +17,7 @@ constexpr int64_t kMinBytesPerChannel = 512 * 1024;
 // unasked: above it the ring's 2(N-1) pipelined steps move less data per rank
 // than N reads of every post.
 constexpr int64_t kBoardBytes = 64 * 1024;
+constexpr int64_t kStreamOutputBytes = 8 << 20;
 
 }  // namespace
 
@@ -68,6 +69,9 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
   int64_t bytes = args.count * static_cast<int64_t>(base::DataTypeSize(args.dtype));
   if (args.coll == kernels::Coll::kReduceScatter || args.coll == kernels::Coll::kAllGather) bytes *= nranks;
   const int64_t wanted = std::max<int64_t>(1, bytes / kMinBytesPerChannel);
+  // An output this large is not read again before the call returns, and
+  // writing it around the cache keeps the FIFO slots cached.
+  plan.stream_output = bytes >= kStreamOutputBytes;
   plan.nchannels = geometry.fixed_channels ? geometry.nchannels
                                            : static_cast<int>(std::min<int64_t>(geometry.nchannels, wanted));
   return plan;

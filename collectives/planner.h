@@ -32,6 +32,7 @@ struct CollPlan {
   Algorithm algorithm = Algorithm::kRing;  // kRing or kOneShot
   int nchannels = 1;        // channels this collective uses (<= geometry's)
   int64_t slice_bytes = 0;  // chunk size (<= slot size, a multiple of 64)
+  bool stream_output = false;  // non-temporal stores for the output
 };
 
 CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/internal/dispatch.h"
+#include "kernels/internal/stream_store.h"
 #include "kernels/reduce_op.h"
 
 namespace ringo::kernels {
@@ -33,13 +34,21 @@ struct HostPrims {
   }
 
   // out1 (and out2 if not null) = in (+) Pre(src); final values use Post.
+  // `stream`: out1 is written with non-temporal stores.
   template <bool kFinal>
-  static void Reduce(const F& f, const T* in, const T* src, T* out1, T* out2, int64_t n) {
+  static void Reduce(const F& f, const T* in, const T* src, T* out1, T* out2, int64_t n, bool stream) {
+    static_assert(kBlock * sizeof(T) % 64 == 0, "whole cache lines per block");
     int64_t i = 0;
     for (; i + kBlock <= n; i += kBlock) {
-      T v[kBlock];
+      alignas(64) T v[kBlock];
       for (int64_t j = 0; j < kBlock; ++j) v[j] = Combine<kFinal>(f, in[i + j], src[i + j]);
-      for (int64_t j = 0; j < kBlock; ++j) out1[i + j] = v[j];
+      if (stream) {
+        for (size_t b = 0; b < kBlock * sizeof(T); b += 64) {
+          internal::Store64(reinterpret_cast<char*>(out1 + i) + b, reinterpret_cast<const char*>(v) + b, true);
+        }
+      } else {
+        for (int64_t j = 0; j < kBlock; ++j) out1[i + j] = v[j];
+      }
       if (out2 != nullptr) {
         for (int64_t j = 0; j < kBlock; ++j) out2[i + j] = v[j];
       }
@@ -67,6 +76,7 @@ class Channel {
     block_ = args_.coll == Coll::kReduceScatter || args_.coll == Coll::kAllGather ? args_.count : 0;
     align_ = ChunkAlignElems(static_cast<int64_t>(sizeof(T)));
     slice_ = plan.slice_bytes / static_cast<int64_t>(sizeof(T));
+    stream_ = plan.stream_output;
     range_ = ChannelRange(SplitCount(args_), plan.nchannels, plan.channel, align_);
     root_pos_ = 0;
     for (int q = 0; q < p.nranks; ++q) {
@@ -75,6 +85,13 @@ class Channel {
   }
 
   Status Run() {
+    Status st = Loop();
+    if (stream_) internal::StreamFence();  // order the streamed output before the caller's next step
+    return st;
+  }
+
+ private:
+  Status Loop() {
     const int steps = NumSteps(args_.coll, place_.nranks);
     const int64_t loops = NumLoops(args_.coll, place_.nranks, range_, slice_);
     for (int64_t loop = 0; loop < loops; ++loop) {
@@ -90,7 +107,6 @@ class Channel {
     return base::OkStatus();
   }
 
- private:
   // This rank's input and output for a span, by collective.
   const T* Input(const Span& s) const {
     const T* send = static_cast<const T*>(args_.send);
@@ -135,23 +151,23 @@ class Channel {
         break;
       case Prim::kCopySend:
         std::memcpy(out, Input(span), bytes);
-        if (Input(span) != Output(span)) std::memcpy(Output(span), Input(span), bytes);
+        if (Input(span) != Output(span)) internal::CopyOut(Output(span), Input(span), bytes, stream_);
         break;
       case Prim::kRecvReduceSend:
-        P::template Reduce<false>(f_, in, Input(span), out, nullptr, n);
+        P::template Reduce<false>(f_, in, Input(span), out, nullptr, n, false);
         break;
       case Prim::kRecvReduceCopySend:
-        P::template Reduce<true>(f_, in, Input(span), Output(span), out, n);
+        P::template Reduce<true>(f_, in, Input(span), Output(span), out, n, stream_);
         break;
       case Prim::kRecvReduceCopy:
-        P::template Reduce<true>(f_, in, Input(span), Output(span), nullptr, n);
+        P::template Reduce<true>(f_, in, Input(span), Output(span), nullptr, n, stream_);
         break;
       case Prim::kRecvCopySend:
         std::memcpy(out, in, bytes);
-        std::memcpy(Output(span), in, bytes);
+        internal::CopyOut(Output(span), in, bytes, stream_);
         break;
       case Prim::kRecv:
-        std::memcpy(Output(span), in, bytes);
+        internal::CopyOut(Output(span), in, bytes, stream_);
         break;
     }
     if (out != nullptr) ends_.send->Post(bytes);
@@ -168,6 +184,7 @@ class Channel {
   int64_t slice_ = 1;
   Range range_{0, 0};
   int root_pos_ = 0;
+  bool stream_ = false;
 };
 
 template <typename T, RedOp kOp>

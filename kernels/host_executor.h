@@ -43,6 +43,7 @@ struct ChannelPlan {
   int nchannels = 1;
   int channel = 0;
   int64_t slice_bytes = 0;  // at most the FIFO's slot size
+  bool stream_output = false;  // write the output with non-temporal stores (large collectives)
 };
 
 struct ChannelEnds {

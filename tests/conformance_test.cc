@@ -13,6 +13,7 @@
 // - Processes: a subset with forked ranks (ringoCommInitRank over a unique
 //   id), the shared-memory path across processes.
 // - Large: several-MiB messages with the planner's own slot size.
+// - Huge: outputs past the planner's streaming (non-temporal store) threshold.
 // - OneShot, OneShotProcesses: RINGO_ALGO=oneshot, the board exchange for
 //   small messages, up to and just past the board's capacity (which falls
 //   back to the ring). The other suites pin RINGO_ALGO=ring so that small
@@ -464,6 +465,27 @@ TEST_P(LargeProcesses, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Sweep, LargeProcesses,
                          ::testing::ValuesIn(MakeParams({4, 8}, kColls, {ringoFloat32}, {ringoSum},
                                                         /*all_ops_in_one=*/false)),
+                         ParamName);
+
+// ---- Messages past the planner's streaming threshold ----
+
+// Outputs of 8 MiB and more are written with non-temporal stores
+// (collectives/planner.cc); 9 MiB plus a few elements, so the streamed
+// blocks end in an unaligned tail.
+class Huge : public ::testing::TestWithParam<SweepParam> {};
+
+TEST_P(Huge, MatchesReference) {
+  const SweepParam& p = GetParam();
+  size_t elems = (size_t{9} << 20) / DataTypeSize(p.dtype);
+  if (p.collective == Collective::kReduceScatter || p.collective == Collective::kAllGather) {
+    elems /= p.nranks;
+  }
+  RunWithInitAll(p, kDefaults, MakeCases(p, {elems + 5}, /*every_root=*/false));
+}
+
+INSTANTIATE_TEST_SUITE_P(Sweep, Huge,
+                         ::testing::ValuesIn(MakeParams({2, 3}, kColls, {ringoFloat32, ringoBfloat16},
+                                                        {ringoSum}, /*all_ops_in_one=*/false)),
                          ParamName);
 
 // ---- One-shot: the board exchange ----
