@@ -3,13 +3,14 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <numeric>
+#include <algorithm>
 #include <thread>
 
 #include "base/check.h"
 #include "base/device/dtype.h"
 #include "kernels/host_oneshot.h"
 #include "base/logging.h"
+#include "collectives/ring_choice.h"
 
 namespace ringo::collectives {
 
@@ -53,6 +54,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
 
   // Round 1: who is where, and rank 0's settings for the shared geometry.
   transport::PeerInfo mine = transport::LocalPeerInfo(rank, -1);
+  mine.numa = LocalNumaNode(config);
   mine.nchannels = static_cast<int32_t>(config.nchannels);
   mine.slot_bytes = config.slot_bytes;
   mine.algorithm = static_cast<int32_t>(ParseAlgorithm(config.algo));
@@ -74,10 +76,20 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   comm->geometry_.spin_count = local.spin_count;
   comm->geometry_.yield_count = local.yield_count;
 
+  // The ring: order and transports from the topology, the same on every rank.
+  std::vector<topology::RankInfo> places(nranks);
+  std::vector<uint64_t> hosts;
+  for (int r = 0; r < nranks; ++r) {
+    auto it = std::find(hosts.begin(), hosts.end(), peers[r].host_hash);
+    places[r].host = static_cast<int>(it - hosts.begin());
+    if (it == hosts.end()) hosts.push_back(peers[r].host_hash);
+    places[r].numa = peers[r].numa;
+  }
+  ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(config, places));
+  if (rank == 0) RINGO_LOG(INFO) << "ring: " << ring.Describe();
   transport::RingSpec spec;
   spec.nranks = nranks;
-  spec.order.resize(nranks);
-  std::iota(spec.order.begin(), spec.order.end(), 0);
+  spec.order = ring.order;
   spec.nchannels = comm->geometry_.nchannels;
   spec.slot_bytes = static_cast<size_t>(comm->geometry_.slot_bytes);
   std::vector<transport::ChannelLinks> links;
@@ -96,10 +108,13 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
 StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAll(int nranks, const CommOptions& options) {
   const base::Config& config = base::GetConfig();
   RETURN_IF_ERROR(config.parse_status);
+  // Threads of this process: one host, this thread's NUMA node.
+  std::vector<topology::RankInfo> places(nranks);
+  for (auto& p : places) p.numa = LocalNumaNode(config);
+  ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(config, places));
   transport::RingSpec spec;
   spec.nranks = nranks;
-  spec.order.resize(nranks);
-  std::iota(spec.order.begin(), spec.order.end(), 0);
+  spec.order = ring.order;
   const CommGeometry geometry = ChooseGeometry(config, nranks, nranks, Cores());
   spec.nchannels = geometry.nchannels;
   spec.slot_bytes = static_cast<size_t>(geometry.slot_bytes);

@@ -22,6 +22,7 @@ struct PeerInfo {
   int32_t pid;
   int32_t rank;
   int32_t device;       // CUDA device, -1 for host memory
+  int32_t numa;         // NUMA node this rank runs on, -1 unknown
   // Settings every rank must share; rank 0's are used.
   int32_t nchannels;
   int32_t algorithm;

@@ -1,0 +1,71 @@
+#include "collectives/ring_choice.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "base/logging.h"
+#include "topology/topology.h"
+
+namespace ringo::collectives {
+namespace {
+
+std::mutex g_graph_mu;
+// Keyed by (RINGO_TOPO_FILE, RINGO_NVLINK_FILE); graphs live for the process.
+std::map<std::pair<std::string, std::string>, std::unique_ptr<topology::Graph>>* g_graphs =
+    new std::map<std::pair<std::string, std::string>, std::unique_ptr<topology::Graph>>();  // GUARDED_BY(g_graph_mu)
+
+}  // namespace
+
+base::StatusOr<const topology::Graph*> LocalGraph(const base::Config& config) {
+  const topology::TopologySource source = topology::SourceFromConfig(config);
+  std::lock_guard<std::mutex> lock(g_graph_mu);
+  auto key = std::make_pair(source.file, source.nvlink_file);
+  auto it = g_graphs->find(key);
+  if (it != g_graphs->end()) return it->second.get();
+  auto loaded = topology::LoadTopology(source);
+  if (!loaded.ok()) return loaded.status().WithContext("topology");
+  RETURN_IF_ERROR(topology::DumpTopologyIfRequested(config, loaded->graph, loaded->rings));
+  RINGO_LOG(INFO) << "topology from " << loaded->origin << ": " << loaded->graph.gpus().size() << " GPU(s), "
+                  << loaded->graph.nics().size() << " NIC(s)";
+  auto graph = std::make_unique<topology::Graph>(std::move(loaded->graph));
+  const topology::Graph* out = graph.get();
+  g_graphs->emplace(key, std::move(graph));
+  return out;
+}
+
+int LocalNumaNode(const base::Config& config) {
+  auto graph = LocalGraph(config);
+  return graph.ok() ? topology::CurrentNumaNode(**graph) : -1;
+}
+
+std::string RingChoice::Describe() const {
+  std::string s;
+  for (size_t i = 0; i < order.size(); ++i) {
+    s += std::to_string(order[i]);
+    if (i < edges.size()) s += std::string(" -(") + topology::TransportKindName(edges[i].transport) + ")-> ";
+  }
+  if (!order.empty()) s += std::to_string(order[0]);
+  return s;
+}
+
+base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vector<topology::RankInfo>& ranks) {
+  ASSIGN_OR_RETURN(const topology::Graph* graph, LocalGraph(config));
+  ASSIGN_OR_RETURN(topology::TransportPolicy policy, topology::PolicyFromConfig(config, graph));
+  ASSIGN_OR_RETURN(std::vector<topology::RingPlan> plans, topology::PlanRings(graph, ranks, policy));
+  if (plans.empty()) return base::Internal("the topology planned no ring");
+  RingChoice choice;
+  choice.order = plans[0].order;
+  choice.edges = plans[0].edges;
+  for (const topology::RingEdge& e : choice.edges) {
+    if (ranks.size() > 1 && e.transport != topology::TransportKind::kShm) {
+      return base::InvalidUsage("the ring edge rank " + std::to_string(e.from) + " -> rank " + std::to_string(e.to) +
+                                " needs the " + topology::TransportKindName(e.transport) +
+                                " transport, which this build does not have for host memory (ranks on "
+                                "different hosts, or RINGO_SHM_DISABLE=1)");
+    }
+  }
+  return choice;
+}
+
+}  // namespace ringo::collectives

@@ -1,0 +1,36 @@
+// The ring a communicator runs, from the topology: the order of the ranks and
+// the transport of every edge (topology/ring_plan.h), for ranks described by
+// what each told the others at init. Every rank computes the same answer
+// from the same inputs.
+#ifndef RINGO_COLLECTIVES_RING_CHOICE_H_
+#define RINGO_COLLECTIVES_RING_CHOICE_H_
+
+#include <string>
+#include <vector>
+
+#include "base/config.h"
+#include "base/status.h"
+#include "topology/ring_plan.h"
+
+namespace ringo::collectives {
+
+// This process's view of the machine, loaded once (RINGO_TOPO_FILE or hwloc).
+// Thread-safe.
+base::StatusOr<const topology::Graph*> LocalGraph(const base::Config& config);
+
+// The NUMA node this thread runs on, or -1.
+int LocalNumaNode(const base::Config& config);
+
+struct RingChoice {
+  std::vector<int> order;               // ring position -> rank
+  std::vector<topology::RingEdge> edges;  // edges[i]: order[i] -> order[i + 1]
+  std::string Describe() const;         // "0 -> 1 (shm) -> 2 (shm) -> 0 (shm)"
+};
+
+// The ring for `ranks` (host-memory ranks: gpu = -1). Fails if an edge needs
+// a transport this build lacks (the network, between hosts).
+base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vector<topology::RankInfo>& ranks);
+
+}  // namespace ringo::collectives
+
+#endif  // RINGO_COLLECTIVES_RING_CHOICE_H_
