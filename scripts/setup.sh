@@ -7,6 +7,7 @@ packages=(
   bazel-bootstrap g++ python3 git
   libgtest-dev libbenchmark-dev libhwloc-dev libibverbs-dev
   openmpi-bin libopenmpi-dev
+  libgloo-dev python3-matplotlib
 )
 missing=()
 for p in "${packages[@]}"; do

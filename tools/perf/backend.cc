@@ -40,7 +40,7 @@ class HostBackend final : public Backend {
     std::memset(dst, byte, bytes);
     return Status();
   }
-  ringoStream_t stream() const override { return nullptr; }
+  void* stream() const override { return nullptr; }
   Status Synchronize() override { return Status(); }
   Status StartTimer() override {
     start_ = std::chrono::steady_clock::now();

@@ -13,7 +13,6 @@
 #include <memory>
 
 #include "base/status.h"
-#include "ringo/ringo.h"
 
 namespace ringo::perf {
 
@@ -31,8 +30,9 @@ class Backend {
   virtual base::Status CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;
   virtual base::Status Fill(void* dst, uint8_t byte, size_t bytes) = 0;
 
-  // The stream every collective is issued on (NULL for host communicators).
-  virtual ringoStream_t stream() const = 0;
+  // The stream every collective is issued on, as the library's stream type
+  // (cudaStream_t); NULL for host memory.
+  virtual void* stream() const = 0;
   // Blocks until every collective issued so far has completed.
   virtual base::Status Synchronize() = 0;
 

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "tools/perf/collective.h"
+#include "tools/perf/stats.h"
 #include "tools/perf/verify.h"
 
 namespace ringo::perf {
@@ -21,8 +23,17 @@ using base::StatusOr;
 // Guard bytes before and after each receive region; 64 keeps the data aligned.
 constexpr size_t kGuardBytes = 64;
 constexpr uint8_t kGuardByte = 0xa5;
+// Room in the scratch buffer for the values the harness reduces at once.
+constexpr int kMaxScalars = 8;
+// Inputs are made and results checked through a host buffer this big, a
+// piece at a time: a buffer of the largest message would cost each rank as
+// many page faults as its send buffer, at every launch. A multiple of every
+// element size.
+constexpr size_t kStagingBytes = size_t{4} << 20;
 
-// "# Using devices" data as it travels in the all-gather: fixed size, no pointers.
+// "# Using devices" data as it travels: fixed size, no pointers. Each rank
+// writes its own slot of a zeroed array and a uint8 sum over ranks gathers
+// them, so a library needs nothing but all-reduce.
 struct WireRankInfo {
   int32_t rank;
   int32_t pid;
@@ -32,24 +43,6 @@ struct WireRankInfo {
 };
 static_assert(sizeof(WireRankInfo) == 128, "fixed wire size");
 
-// The one place a Collective becomes a ringo* call. The internal enums equal
-// the public ones by design (base/device/dtype.h).
-ringoResult_t IssueCollective(Collective c, const void* send, void* recv, size_t count,
-                              DataType type, RedOp op, int root, ringoComm_t comm,
-                              ringoStream_t stream) {
-  const auto dt = static_cast<ringoDataType_t>(type);
-  const auto rop = static_cast<ringoRedOp_t>(op);
-  switch (c) {
-    case Collective::kAllReduce: return ringoAllReduce(send, recv, count, dt, rop, comm, stream);
-    case Collective::kReduceScatter:
-      return ringoReduceScatter(send, recv, count, dt, rop, comm, stream);
-    case Collective::kAllGather: return ringoAllGather(send, recv, count, dt, comm, stream);
-    case Collective::kBroadcast: return ringoBroadcast(send, recv, count, dt, root, comm, stream);
-    case Collective::kReduce: return ringoReduce(send, recv, count, dt, rop, root, comm, stream);
-  }
-  return ringoInvalidArgument;
-}
-
 std::string HostName() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "?";
@@ -58,9 +51,13 @@ std::string HostName() {
 
 class Bench {
  public:
-  Bench(const Options& o, ringoComm_t comm, int rank, int nranks, Backend* backend,
-        Reporter* reporter)
-      : o_(o), comm_(comm), rank_(rank), nranks_(nranks), backend_(backend), reporter_(reporter) {}
+  Bench(const Options& o, Communicator* comm, Backend* backend, Reporter* reporter)
+      : o_(o),
+        comm_(comm),
+        rank_(comm->rank()),
+        nranks_(comm->size()),
+        backend_(backend),
+        reporter_(reporter) {}
 
   Status Setup();
   StatusOr<std::vector<RankInfo>> GatherRankInfo();
@@ -80,25 +77,27 @@ class Bench {
     size_t recv_used;  // bytes of the receive allocation the run may touch
   };
 
+  Status RunType(DataType type, const std::vector<RedOp>& ops, int64_t* out_of_bounds);
+  std::vector<RedOp> SkipUnsupported(DataType type, const std::vector<RedOp>& ops);
   Run MakeRun(DataType type, RedOp op, const CollCounts& counts, bool in_place) const;
   StatusOr<Measurement> Measure(const Run& run);
+  Status TimeBatch(const Run& run, Measurement* m);
+  Status TimeEach(const Run& run, Measurement* m);
   Status Issue(const Run& run);
   Status Prepare(const Run& run, const Pattern& pattern);
   StatusOr<int64_t> CountWrongHere(const Run& run, const Pattern& pattern);
   Status SetGuards(const Run& run);
   StatusOr<int64_t> CountGuardChanges(const Run& run);
   Status Barrier();
-  StatusOr<double> AgreeOnTime(double seconds);
-  // `value` op-reduced over ranks, through the communicator's own memory.
+  // Per-rank seconds combined as -a asks: rank 0's, the mean, the min or the max.
+  Status AgreeOnTimes(double* seconds, int n);
+  // values[0..n) op-reduced over ranks in place, through backend memory.
   template <typename T>
-  StatusOr<T> AllReduceScalar(T value, ringoDataType_t type, RedOp op, const char* what);
+  Status AllReduceValues(T* values, int n, DataType type, RedOp op);
   StatusOr<int64_t> SumOverRanks(int64_t value);
-  Status Check(ringoResult_t result, const char* call) const {
-    return RingoStatus(result, call, comm_);
-  }
 
   const Options& o_;
-  ringoComm_t comm_;
+  Communicator* comm_;
   int rank_;
   int nranks_;
   Backend* backend_;
@@ -106,34 +105,37 @@ class Bench {
   Buffer send_;
   Buffer recv_;                // kGuardBytes, max_bytes of data, kGuardBytes
   Buffer scalar_;              // barrier and the small all-reduces of the harness
-  std::vector<char> staging_;  // host copy for filling and checking
+  std::vector<char> staging_;  // kStagingBytes of host memory for filling and checking
+  std::vector<double> iter_seconds_;  // --median: one timing per iteration
   BenchTotals totals_;
 };
 
 Status Bench::Setup() {
   ASSIGN_OR_RETURN(send_, AllocBuffer(backend_, o_.max_bytes));
   ASSIGN_OR_RETURN(recv_, AllocBuffer(backend_, o_.max_bytes + 2 * kGuardBytes));
-  ASSIGN_OR_RETURN(scalar_, AllocBuffer(backend_, 64));
-  staging_.resize(std::max<size_t>(o_.max_bytes, 2 * kGuardBytes));
+  ASSIGN_OR_RETURN(scalar_, AllocBuffer(backend_, kMaxScalars * sizeof(double)));
+  staging_.resize(std::max(std::min(o_.max_bytes, kStagingBytes), 2 * kGuardBytes));
+  if (o_.median) iter_seconds_.resize(o_.iters);
   return Status();
 }
 
 StatusOr<std::vector<RankInfo>> Bench::GatherRankInfo() {
-  WireRankInfo mine = {};
+  std::vector<WireRankInfo> wire(nranks_);
+  std::memset(wire.data(), 0, sizeof(WireRankInfo) * nranks_);
+  WireRankInfo& mine = wire[rank_];
   mine.rank = rank_;
   mine.pid = static_cast<int32_t>(getpid());
-  RETURN_IF_ERROR(Check(ringoCommCuDevice(comm_, &mine.cuda_device), "ringoCommCuDevice"));
+  mine.cuda_device = comm_->CudaDevice();
   std::strncpy(mine.hostname, HostName().c_str(), sizeof(mine.hostname) - 1);
 
-  ASSIGN_OR_RETURN(Buffer all, AllocBuffer(backend_, sizeof(WireRankInfo) * nranks_));
-  ASSIGN_OR_RETURN(Buffer one, AllocBuffer(backend_, sizeof(WireRankInfo)));
-  RETURN_IF_ERROR(backend_->CopyToBackend(one.data(), &mine, sizeof(mine)));
-  RETURN_IF_ERROR(Check(ringoAllGather(one.data(), all.data(), sizeof(WireRankInfo), ringoUint8,
-                                       comm_, backend_->stream()),
-                        "ringoAllGather (rank information)"));
+  const size_t bytes = sizeof(WireRankInfo) * nranks_;
+  ASSIGN_OR_RETURN(Buffer all, AllocBuffer(backend_, bytes));
+  RETURN_IF_ERROR(backend_->CopyToBackend(all.data(), wire.data(), bytes));
+  RETURN_IF_ERROR(comm_->Issue(Collective::kAllReduce, all.data(), all.data(), bytes,
+                               DataType::kUint8, RedOp::kSum, 0, backend_->stream())
+                      .WithContext("rank information"));
   RETURN_IF_ERROR(backend_->Synchronize());
-  std::vector<WireRankInfo> wire(nranks_);
-  RETURN_IF_ERROR(backend_->CopyToHost(wire.data(), all.data(), sizeof(WireRankInfo) * nranks_));
+  RETURN_IF_ERROR(backend_->CopyToHost(wire.data(), all.data(), bytes));
 
   std::vector<RankInfo> ranks;
   for (const WireRankInfo& w : wire) {
@@ -144,37 +146,70 @@ StatusOr<std::vector<RankInfo>> Bench::GatherRankInfo() {
 }
 
 Status Bench::RunAll() {
-  const std::vector<size_t> sizes = MessageSizes(o_);
   // Collectives without an operator run once per type, reported as "none".
   const std::vector<RedOp> ops = HasOp(o_.collective) ? o_.ops : std::vector<RedOp>{RedOp::kSum};
-  const int root = HasRoot(o_.collective) ? o_.root : -1;
   int64_t local_out_of_bounds = 0;
-  for (DataType type : o_.types) {
-    const size_t type_size = base::DataTypeSize(type);
-    for (RedOp op : ops) {
-      for (size_t bytes : sizes) {
-        const CollCounts counts = ComputeCounts(o_.collective, bytes, type_size, nranks_);
-        Row row;
-        row.bytes = counts.Bytes(type_size);
-        row.count = counts.param_count;
-        row.type = base::DataTypeName(type);
-        row.redop = HasOp(o_.collective) ? base::RedOpName(op) : "none";
-        row.root = root;
-        for (bool in_place : {false, true}) {
-          const Run run = MakeRun(type, op, counts, in_place);
-          ASSIGN_OR_RETURN(Measurement m, Measure(run));
-          ASSIGN_OR_RETURN(int64_t changed, CountGuardChanges(run));
-          local_out_of_bounds += changed;
-          (in_place ? row.in_place : row.out_of_place) = m;
-          if (m.wrong > 0) totals_.wrong += m.wrong;
-        }
-        reporter_->AddRow(row);
-      }
-    }
-  }
+  for (DataType type : o_.types) RETURN_IF_ERROR(RunType(type, ops, &local_out_of_bounds));
   ASSIGN_OR_RETURN(totals_.out_of_bounds, SumOverRanks(local_out_of_bounds));
   reporter_->Footer(totals_.out_of_bounds);
   return Status();
+}
+
+Status Bench::RunType(DataType type, const std::vector<RedOp>& ops, int64_t* out_of_bounds) {
+  const std::vector<size_t> sizes = MessageSizes(o_);
+  const int root = HasRoot(o_.collective) ? o_.root : -1;
+  const size_t type_size = base::DataTypeSize(type);
+  const std::vector<RedOp> runnable = SkipUnsupported(type, ops);
+  for (RedOp op : runnable) {
+    for (size_t bytes : sizes) {
+      const CollCounts counts = ComputeCounts(o_.collective, bytes, type_size, nranks_);
+      Row row;
+      row.bytes = counts.Bytes(type_size);
+      row.count = counts.param_count;
+      row.type = base::DataTypeName(type);
+      row.redop = HasOp(o_.collective) ? base::RedOpName(op) : "none";
+      row.root = root;
+      row.in_place.measured = false;
+      for (bool in_place : {false, true}) {
+        if (in_place && !o_.in_place) continue;
+        const Run run = MakeRun(type, op, counts, in_place);
+        ASSIGN_OR_RETURN(Measurement m, Measure(run));
+        ASSIGN_OR_RETURN(int64_t changed, CountGuardChanges(run));
+        *out_of_bounds += changed;
+        (in_place ? row.in_place : row.out_of_place) = m;
+        if (m.wrong > 0) totals_.wrong += m.wrong;
+      }
+      reporter_->AddRow(row);
+    }
+  }
+  return Status();
+}
+
+// The ops of `ops` the library runs with `type`; one note per reason for the
+// others ("half sum, prod: skipped: unsupported: MPI has no half datatype").
+std::vector<RedOp> Bench::SkipUnsupported(DataType type, const std::vector<RedOp>& ops) {
+  std::vector<RedOp> runnable;
+  std::vector<std::pair<std::string, std::string>> skipped;  // reason, ops
+  for (RedOp op : ops) {
+    const Status supported = comm_->Supports(o_.collective, type, op);
+    if (supported.ok()) {
+      runnable.push_back(op);
+      continue;
+    }
+    const std::string name = HasOp(o_.collective) ? base::RedOpName(op) : "";
+    auto same = std::find_if(skipped.begin(), skipped.end(),
+                             [&](const auto& s) { return s.first == supported.message(); });
+    if (same == skipped.end()) {
+      skipped.emplace_back(supported.message(), name);
+    } else {
+      same->second += ", " + name;
+    }
+  }
+  for (const auto& [reason, names] : skipped) {
+    reporter_->Note(std::string(base::DataTypeName(type)) + (names.empty() ? "" : " " + names) +
+                    ": skipped: " + reason);
+  }
+  return runnable;
 }
 
 Bench::Run Bench::MakeRun(DataType type, RedOp op, const CollCounts& counts, bool in_place) const {
@@ -201,15 +236,11 @@ StatusOr<Measurement> Bench::Measure(const Run& run) {
   RETURN_IF_ERROR(backend_->Synchronize());
   RETURN_IF_ERROR(Barrier());
 
-  RETURN_IF_ERROR(backend_->StartTimer());
-  for (int i = 0; i < o_.iters; ++i) RETURN_IF_ERROR(Issue(run));
-  ASSIGN_OR_RETURN(double seconds, backend_->StopTimer());
-
   Measurement m;
-  ASSIGN_OR_RETURN(const double agreed, AgreeOnTime(seconds / o_.iters));
-  m.time_us = agreed * 1e6;
+  RETURN_IF_ERROR(o_.median ? TimeEach(run, &m) : TimeBatch(run, &m));
+  const double seconds = m.time_us * 1e-6;
   const double bytes = static_cast<double>(run.counts.Bytes(run.type_size));
-  m.algbw = agreed > 0 ? bytes / agreed / 1e9 : 0.0;
+  m.algbw = seconds > 0 ? bytes / seconds / 1e9 : 0.0;
   m.busbw = m.algbw * BusFactor(o_.collective, nranks_);
 
   if (o_.check) {
@@ -222,10 +253,38 @@ StatusOr<Measurement> Bench::Measure(const Run& run) {
   return m;
 }
 
+// nccl-tests: -n iterations back to back, the mean per iteration.
+Status Bench::TimeBatch(const Run& run, Measurement* m) {
+  RETURN_IF_ERROR(backend_->StartTimer());
+  for (int i = 0; i < o_.iters; ++i) RETURN_IF_ERROR(Issue(run));
+  ASSIGN_OR_RETURN(double seconds, backend_->StopTimer());
+  double mean = seconds / o_.iters;
+  RETURN_IF_ERROR(AgreeOnTimes(&mean, 1));
+  m->time_us = mean * 1e6;
+  return Status();
+}
+
+// --median: each iteration timed alone (still back to back, no barrier in
+// between), then this rank's median, 10th and 90th percentiles.
+Status Bench::TimeEach(const Run& run, Measurement* m) {
+  for (int i = 0; i < o_.iters; ++i) {
+    RETURN_IF_ERROR(backend_->StartTimer());
+    RETURN_IF_ERROR(Issue(run));
+    ASSIGN_OR_RETURN(iter_seconds_[i], backend_->StopTimer());
+  }
+  std::vector<double> sorted = iter_seconds_;
+  std::sort(sorted.begin(), sorted.end());
+  double t[3] = {Quantile(sorted, 0.5), Quantile(sorted, 0.1), Quantile(sorted, 0.9)};
+  RETURN_IF_ERROR(AgreeOnTimes(t, 3));
+  m->time_us = t[0] * 1e6;
+  m->time_p10_us = t[1] * 1e6;
+  m->time_p90_us = t[2] * 1e6;
+  return Status();
+}
+
 Status Bench::Issue(const Run& run) {
-  return Check(IssueCollective(o_.collective, run.send, run.recv, run.counts.param_count, run.type,
-                               run.op, o_.root, comm_, backend_->stream()),
-               CollectiveName(o_.collective));
+  return comm_->Issue(o_.collective, run.send, run.recv, run.counts.param_count, run.type, run.op,
+                      o_.root, backend_->stream());
 }
 
 // Inputs in place, and every byte the collective must write poisoned, so an
@@ -238,16 +297,26 @@ Status Bench::Prepare(const Run& run, const Pattern& pattern) {
     RETURN_IF_ERROR(backend_->Fill(run.send, kPoisonByte, run.counts.send_count * ts));
   }
   if (!pattern.HasInput()) return Status();
-  FillInput(run.type, pattern, pattern.InputFirst(), run.counts.send_count, staging_.data());
-  return backend_->CopyToBackend(run.send, staging_.data(), run.counts.send_count * ts);
+  const size_t piece = kStagingBytes / ts;
+  for (size_t i = 0; i < run.counts.send_count; i += piece) {
+    const size_t n = std::min(piece, run.counts.send_count - i);
+    FillInput(run.type, pattern, pattern.InputFirst() + i, n, staging_.data());
+    RETURN_IF_ERROR(backend_->CopyToBackend(run.send + i * ts, staging_.data(), n * ts));
+  }
+  return Status();
 }
 
 StatusOr<int64_t> Bench::CountWrongHere(const Run& run, const Pattern& pattern) {
   if (!pattern.HasOutput()) return int64_t{0};
-  const size_t bytes = run.counts.recv_count * run.type_size;
-  RETURN_IF_ERROR(backend_->CopyToHost(staging_.data(), run.recv, bytes));
-  return CountWrong(run.type, pattern, pattern.OutputFirst(), run.counts.recv_count,
-                    staging_.data());
+  const size_t ts = run.type_size;
+  const size_t piece = kStagingBytes / ts;
+  int64_t wrong = 0;
+  for (size_t i = 0; i < run.counts.recv_count; i += piece) {
+    const size_t n = std::min(piece, run.counts.recv_count - i);
+    RETURN_IF_ERROR(backend_->CopyToHost(staging_.data(), run.recv + i * ts, n * ts));
+    wrong += CountWrong(run.type, pattern, pattern.OutputFirst() + i, n, staging_.data());
+  }
+  return wrong;
 }
 
 Status Bench::SetGuards(const Run& run) {
@@ -264,59 +333,56 @@ StatusOr<int64_t> Bench::CountGuardChanges(const Run& run) {
   return static_cast<int64_t>(std::count_if(host, host + 2 * kGuardBytes, changed));
 }
 
-// Ringo has no barrier: a one-element all-reduce cannot finish on any rank
-// before every rank has entered it.
+// Not every library has a barrier: a one-element all-reduce cannot finish on
+// any rank before every rank has entered it.
 Status Bench::Barrier() {
-  return AllReduceScalar(int64_t{0}, ringoInt64, RedOp::kSum, "ringoAllReduce (barrier)").status();
+  int64_t zero = 0;
+  return AllReduceValues(&zero, 1, DataType::kInt64, RedOp::kSum).WithContext("barrier");
 }
 
-// One time for all ranks, as -a asks: rank 0's, the mean, the min or the max.
-StatusOr<double> Bench::AgreeOnTime(double seconds) {
+Status Bench::AgreeOnTimes(double* seconds, int n) {
   RedOp op = RedOp::kSum;
   double divisor = 1;
   switch (o_.average) {
-    case Average::kRank0: seconds = rank_ == 0 ? seconds : 0.0; break;
+    case Average::kRank0:
+      if (rank_ != 0) std::fill(seconds, seconds + n, 0.0);
+      break;
     case Average::kMean: divisor = nranks_; break;
     case Average::kMin: op = RedOp::kMin; break;
     case Average::kMax: op = RedOp::kMax; break;
   }
-  ASSIGN_OR_RETURN(const double agreed,
-                   AllReduceScalar(seconds, ringoFloat64, op, "ringoAllReduce (timing)"));
-  return agreed / divisor;
+  RETURN_IF_ERROR(AllReduceValues(seconds, n, DataType::kFloat64, op).WithContext("timing"));
+  for (int i = 0; i < n; ++i) seconds[i] /= divisor;
+  return Status();
 }
 
 template <typename T>
-StatusOr<T> Bench::AllReduceScalar(T value, ringoDataType_t type, RedOp op, const char* what) {
-  RETURN_IF_ERROR(backend_->CopyToBackend(scalar_.data(), &value, sizeof(value)));
-  RETURN_IF_ERROR(Check(ringoAllReduce(scalar_.data(), scalar_.data(), 1, type,
-                                       static_cast<ringoRedOp_t>(op), comm_, backend_->stream()),
-                        what));
+Status Bench::AllReduceValues(T* values, int n, DataType type, RedOp op) {
+  RINGO_CHECK(n > 0 && n <= kMaxScalars);
+  const size_t bytes = sizeof(T) * n;
+  RETURN_IF_ERROR(backend_->CopyToBackend(scalar_.data(), values, bytes));
+  RETURN_IF_ERROR(comm_->Issue(Collective::kAllReduce, scalar_.data(), scalar_.data(), n, type,
+                               op, 0, backend_->stream()));
   RETURN_IF_ERROR(backend_->Synchronize());
-  RETURN_IF_ERROR(backend_->CopyToHost(&value, scalar_.data(), sizeof(value)));
-  return value;
+  return backend_->CopyToHost(values, scalar_.data(), bytes);
 }
 
 StatusOr<int64_t> Bench::SumOverRanks(int64_t value) {
-  return AllReduceScalar(value, ringoInt64, RedOp::kSum, "ringoAllReduce (error count)");
+  RETURN_IF_ERROR(
+      AllReduceValues(&value, 1, DataType::kInt64, RedOp::kSum).WithContext("error count"));
+  return value;
 }
 
 }  // namespace
 
-base::Status RingoStatus(ringoResult_t result, const char* call, ringoComm_t comm) {
-  if (result == ringoSuccess) return Status();
-  std::string message = std::string(call) + " failed: " + ringoGetErrorString(result);
-  const char* detail = ringoGetLastError(comm);
-  if (detail != nullptr && detail[0] != '\0') message += ": " + std::string(detail);
-  return Status(static_cast<base::Code>(result), message);
-}
-
-StatusOr<BenchTotals> RunBenchmark(const Options& options, ringoComm_t comm, int rank, int nranks,
-                                   Backend* backend, Reporter* reporter) {
-  Bench bench(options, comm, rank, nranks, backend, reporter);
+StatusOr<BenchTotals> RunBenchmark(const Options& options, const std::string& program,
+                                   Communicator* comm, Backend* backend, Reporter* reporter) {
+  Bench bench(options, comm, backend, reporter);
   RETURN_IF_ERROR(bench.Setup());
   RunInfo info;
-  info.nranks = nranks;
-  RETURN_IF_ERROR(RingoStatus(ringoGetVersion(&info.ringo_version), "ringoGetVersion", nullptr));
+  info.nranks = comm->size();
+  info.library = comm->Library();
+  info.program = program;
   info.hostname = HostName();
   info.cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   info.build_mode = BuildMode();

@@ -1,19 +1,16 @@
 #include "tools/perf/launcher.h"
 
 #include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <thread>
-#include <vector>
 
-#include "tools/perf/bench.h"
+#include "tools/perf/fork.h"
+#include "tools/perf/ringo_comm.h"
 
 namespace ringo::perf {
 namespace {
@@ -22,9 +19,6 @@ using base::Status;
 using base::StatusOr;
 using Clock = std::chrono::steady_clock;
 
-// After one -np child fails, how long the others get to notice (Ringo reports
-// a dead peer as ringoRemoteError) before they are killed.
-constexpr std::chrono::seconds kForkGrace{15};
 constexpr std::chrono::milliseconds kPollInterval{10};
 
 Status WriteIdFile(const std::string& path, const ringoUniqueId& id) {
@@ -79,56 +73,6 @@ StatusOr<ringoUniqueId> NewUniqueId() {
   return id;
 }
 
-// Waits for every child; see RunForked.
-int WaitForChildren(std::vector<pid_t> pids) {
-  int result = 0;
-  bool grace = false;  // a child failed: the others are given until kill_at
-  Clock::time_point kill_at;
-  for (size_t left = pids.size(); left > 0;) {
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, grace ? WNOHANG : 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      std::perror("ringo-perf: waitpid");
-      return result != 0 ? result : 1;
-    }
-    if (pid == 0) {  // children still running during the grace period
-      if (Clock::now() < kill_at) {
-        std::this_thread::sleep_for(kPollInterval * 5);
-        continue;
-      }
-      for (size_t r = 0; r < pids.size(); ++r) {
-        if (pids[r] <= 0) continue;
-        std::fprintf(stderr,
-                     "ringo-perf: killing rank %zu (pid %d), still running %lld s after "
-                     "another rank failed\n",
-                     r, static_cast<int>(pids[r]), static_cast<long long>(kForkGrace.count()));
-        kill(pids[r], SIGKILL);
-      }
-      grace = false;
-      continue;
-    }
-    size_t rank = 0;
-    while (rank < pids.size() && pids[rank] != pid) ++rank;
-    if (rank == pids.size()) continue;  // not ours
-    pids[rank] = 0;
-    --left;
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (ok) continue;
-    // A plain nonzero exit has printed its reason already; a signal has not.
-    if (WIFSIGNALED(status)) {
-      std::fprintf(stderr, "ringo-perf: rank %zu (pid %d) was killed by signal %d (%s)\n", rank,
-                   static_cast<int>(pid), WTERMSIG(status), strsignal(WTERMSIG(status)));
-    }
-    if (result == 0) {
-      result = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-      grace = true;
-      kill_at = Clock::now() + kForkGrace;
-    }
-  }
-  return result;
-}
-
 }  // namespace
 
 StatusOr<ringoUniqueId> ObtainUniqueId(const LaunchEnv& env, std::chrono::milliseconds deadline) {
@@ -170,26 +114,7 @@ int RunForked(int nranks, const std::function<int(int, const ringoUniqueId&)>& r
     std::fprintf(stderr, "ringo-perf: %s\n", id.status().message().c_str());
     return 1;
   }
-  std::fflush(nullptr);  // or children would print the parent's buffered output again
-  std::vector<pid_t> pids;
-  for (int rank = 0; rank < nranks; ++rank) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int rc = rank_main(rank, *id);
-      std::fflush(nullptr);
-      // _exit: the parent's atexit handlers and static destructors (the
-      // listener thread of ringoGetUniqueId lives only there) are not ours.
-      _exit(rc);
-    }
-    if (pid < 0) {
-      std::perror("ringo-perf: fork");
-      for (pid_t started : pids) kill(started, SIGKILL);
-      WaitForChildren(pids);
-      return 1;
-    }
-    pids.push_back(pid);
-  }
-  return WaitForChildren(pids);
+  return RunForkedRanks("ringo-perf", nranks, [&](int rank) { return rank_main(rank, *id); });
 }
 
 }  // namespace ringo::perf

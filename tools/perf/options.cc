@@ -179,6 +179,16 @@ const Flag kFlags[] = {
        o->host_memory = true;
        return Status();
      }},
+    {nullptr, "--median", false,
+     [](const std::string&, const std::string&, Options* o) -> Status {
+       o->median = true;
+       return Status();
+     }},
+    {nullptr, "--no-inplace", false,
+     [](const std::string&, const std::string&, Options* o) -> Status {
+       o->in_place = false;
+       return Status();
+     }},
     {nullptr, "--csv", true,
      [](const std::string&, const std::string& v, Options* o) -> Status {
        if (v.empty()) return InvalidArgument("--csv needs a file name");
@@ -315,6 +325,16 @@ std::vector<size_t> MessageSizes(const Options& o) {
 }
 
 std::string Usage(const std::string& program) {
+  return FlagsUsage(program) +
+         "Without -np, rank and size come from mpirun (OMPI_COMM_WORLD_*), torchrun\n"
+         "(RANK, WORLD_SIZE) or srun (SLURM_PROCID, SLURM_NTASKS); a single rank otherwise.\n"
+         "Rendezvous: RINGO_COMM_ID=host:port, else MASTER_ADDR:MASTER_PORT+1, else (all\n"
+         "ranks on one host under mpirun or srun) a file in /tmp named after the job.\n"
+         "Exit status: 0 when every result is right, 1 on wrong results or a failure,\n"
+         "2 on bad usage.\n";
+}
+
+std::string FlagsUsage(const std::string& program) {
   return "Usage: " + program +
          " COLLECTIVE [options]\n"
          "  COLLECTIVE: allreduce, reducescatter, allgather, broadcast or reduce\n"
@@ -333,14 +353,11 @@ std::string Usage(const std::string& program) {
          "                           (default 1)\n"
          "  -np N                    fork N ranks on this host (no launcher needed)\n"
          "  --host                   use host memory even where a GPU is usable\n"
+         "  --median                 time each iteration alone and report the median\n"
+         "                           (10th/90th percentiles in the CSV), not the mean\n"
+         "  --no-inplace             measure out of place only (in-place columns N/A)\n"
          "  --csv FILE               also write one row per size/type/op to FILE\n"
-         "  -h, --help               this text\n"
-         "Without -np, rank and size come from mpirun (OMPI_COMM_WORLD_*), torchrun\n"
-         "(RANK, WORLD_SIZE) or srun (SLURM_PROCID, SLURM_NTASKS); a single rank otherwise.\n"
-         "Rendezvous: RINGO_COMM_ID=host:port, else MASTER_ADDR:MASTER_PORT+1, else (all\n"
-         "ranks on one host under mpirun or srun) a file in /tmp named after the job.\n"
-         "Exit status: 0 when every result is right, 1 on wrong results or a failure,\n"
-         "2 on bad usage.\n";
+         "  -h, --help               this text\n";
 }
 
 }  // namespace ringo::perf

@@ -1,5 +1,6 @@
 // ringo-perf's command line: nccl-tests' flags (-b -e -f -i -n -w -c -o -d -r -a)
-// plus -np, --host and --csv, parsed into an Options value. Pure functions; no I/O.
+// plus -np, --host, --median, --no-inplace and --csv, parsed into an Options value. Pure
+// functions; no I/O. The peers of bench/peers take the same flags.
 #ifndef RINGO_TOOLS_PERF_OPTIONS_H_
 #define RINGO_TOOLS_PERF_OPTIONS_H_
 
@@ -34,6 +35,8 @@ struct Options {
   Average average = Average::kMean;
   int num_procs = 0;  // -np: ranks to fork on this host; 0 when not given
   bool host_memory = false;
+  bool median = false;    // --median: time each iteration, report the median
+  bool in_place = true;   // --no-inplace: out-of-place measurements only
   std::string csv_path;
   bool help = false;  // -h/--help: print Usage(); the other fields are not validated
 };
@@ -42,8 +45,10 @@ struct Options {
 // argument names the collective. Errors name the offending flag or value.
 base::StatusOr<Options> ParseOptions(const std::vector<std::string>& args);
 
-// The --help text.
+// ringo-perf's --help text: FlagsUsage, then how ranks are found and the exit status.
 std::string Usage(const std::string& program);
+// The usage line and the flags alone, for programs that share the flags.
+std::string FlagsUsage(const std::string& program);
 
 // "8", "1.5K", "64M", "2G" (binary multiples, as nccl-tests) -> bytes; an
 // InvalidArgument for anything else, including negative and fractional byte counts.

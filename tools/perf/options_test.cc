@@ -51,6 +51,8 @@ TEST(ParseOptions, DefaultsAreNcclTests) {
   EXPECT_EQ(o->average, Average::kMean);
   EXPECT_EQ(o->num_procs, 0);
   EXPECT_FALSE(o->host_memory);
+  EXPECT_FALSE(o->median);
+  EXPECT_TRUE(o->in_place);
   EXPECT_TRUE(o->csv_path.empty());
 }
 
@@ -71,7 +73,8 @@ TEST(ParseOptions, EveryCollective) {
 TEST(ParseOptions, EveryFlag) {
   auto o = Parse({"reduce", "-b", "8", "-e",  "64M", "-f",     "4",     "-i",     "16",       "-n",
                   "7",      "-w", "0", "-c",  "0",   "-o",     "max",   "-d",     "bfloat16", "-r",
-                  "3",      "-a", "2", "-np", "4",   "--host", "--csv", "out.csv"});
+                  "3",      "-a", "2", "-np", "4",   "--host", "--csv", "out.csv", "--median",
+                  "--no-inplace"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->collective, Collective::kReduce);
   EXPECT_EQ(o->min_bytes, 8u);
@@ -88,6 +91,8 @@ TEST(ParseOptions, EveryFlag) {
   EXPECT_EQ(o->num_procs, 4);
   EXPECT_TRUE(o->host_memory);
   EXPECT_EQ(o->csv_path, "out.csv");
+  EXPECT_TRUE(o->median);
+  EXPECT_FALSE(o->in_place);
 }
 
 TEST(ParseOptions, LongAndAttachedSpellings) {
@@ -130,6 +135,9 @@ TEST(ParseOptions, HelpNeedsNothingElse) {
     EXPECT_TRUE(o->help);
   }
   EXPECT_NE(Usage("ringo-perf").find("-np N"), std::string::npos);
+  EXPECT_NE(Usage("ringo-perf").find("--median"), std::string::npos);
+  EXPECT_EQ(FlagsUsage("gloo-perf").find("Usage: gloo-perf COLLECTIVE"), 0u);
+  EXPECT_EQ(FlagsUsage("gloo-perf").find("RINGO_COMM_ID"), std::string::npos);
 }
 
 TEST(ParseOptions, ErrorsNameTheProblem) {

@@ -28,12 +28,19 @@ std::string WrongText(int64_t wrong) {
 }
 
 std::string FormatMeasurement(const Measurement& m) {
+  if (!m.measured) return Printf("  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
   return Printf("  %7s  %6.2f  %6.2f  %5s", FormatTime(m.time_us).c_str(), m.algbw, m.busbw,
                 WrongText(m.wrong).c_str());
 }
 
 std::string CsvMeasurement(const Measurement& m) {
+  if (!m.measured) return ",,,,";
   return Printf(",%.3f,%.6f,%.6f,%s", m.time_us, m.algbw, m.busbw, WrongText(m.wrong).c_str());
+}
+
+// Empty where there is no figure (percentiles without --median).
+std::string CsvOptionalTime(double time_us) {
+  return time_us < 0 ? std::string(",") : Printf(",%.3f", time_us);
 }
 
 // nccl-tests' first line; nThread/nGpus/agg iters/graph are fixed here (one
@@ -49,11 +56,30 @@ std::string ParametersLine(const Options& o) {
 
 // STYLE.md rule 11: figures come with the machine and the build that made them.
 std::string MachineLines(const Options& o, const RunInfo& info) {
-  const int v = info.ringo_version;
-  return Printf("# Ringo %d.%d.%d, ringo-perf %s, build %s, %d ranks, %s\n", v / 10000,
-                v / 100 % 100, v % 100, CollectiveName(o.collective), info.build_mode.c_str(),
+  return Printf("# %s, %s %s, build %s, %d ranks, %s\n", info.library.c_str(),
+                info.program.c_str(), CollectiveName(o.collective), info.build_mode.c_str(),
                 info.nranks, info.host_memory ? "host memory" : "device memory") +
          Printf("# Machine: %s, %d cores\n", info.hostname.c_str(), info.cores);
+}
+
+const char* AverageText(Average a) {
+  switch (a) {
+    case Average::kRank0: return "rank 0's";
+    case Average::kMean: return "the mean";
+    case Average::kMin: return "the min";
+    case Average::kMax: return "the max";
+  }
+  return "?";
+}
+
+// What the time column is, since --median changes it.
+std::string TimeLine(const Options& o) {
+  const std::string per_rank =
+      o.median ? Printf("median of %d one-iteration timings (p10, p90 in the CSV)", o.iters)
+               : Printf("mean of %d back-to-back iterations", o.iters);
+  return Printf("# Time: per rank the %s after %d warm-up; over ranks %s (-a %d)\n",
+                per_rank.c_str(), o.warmup_iters, AverageText(o.average),
+                static_cast<int>(o.average));
 }
 
 std::string DeviceLines(const RunInfo& info) {
@@ -87,8 +113,8 @@ std::string FormatTime(double time_us) {
 }
 
 std::string FormatHeader(const Options& options, const RunInfo& info) {
-  return ParametersLine(options) + "#\n" + MachineLines(options, info) + "#\n" + DeviceLines(info) +
-         "#\n" + ColumnTitles();
+  return ParametersLine(options) + "#\n" + MachineLines(options, info) + TimeLine(options) + "#\n" +
+         DeviceLines(info) + "#\n" + ColumnTitles();
 }
 
 std::string FormatRow(const Row& row) {
@@ -106,13 +132,19 @@ std::string FormatFooter(int64_t out_of_bounds, double avg_busbw) {
 std::string CsvHeader() {
   return "size,count,type,redop,root,"
          "time_us,algbw_gbs,busbw_gbs,wrong,"
-         "inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong\n";
+         "inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong,"
+         "time_p10_us,time_p90_us,inplace_time_p10_us,inplace_time_p90_us\n";
 }
 
+// The percentiles go last so that readers of the first 13 columns are unaffected.
 std::string CsvRow(const Row& row) {
   return Printf("%zu,%zu,%s,%s,%d", row.bytes, row.count, row.type.c_str(), row.redop.c_str(),
                 row.root) +
-         CsvMeasurement(row.out_of_place) + CsvMeasurement(row.in_place) + "\n";
+         CsvMeasurement(row.out_of_place) + CsvMeasurement(row.in_place) +
+         CsvOptionalTime(row.out_of_place.time_p10_us) +
+         CsvOptionalTime(row.out_of_place.time_p90_us) +
+         CsvOptionalTime(row.in_place.time_p10_us) + CsvOptionalTime(row.in_place.time_p90_us) +
+         "\n";
 }
 
 const char* BuildMode() {
@@ -131,8 +163,15 @@ void Reporter::Header(const Options& options, const RunInfo& info) {
   std::fflush(stdout);
 }
 
+void Reporter::Note(const std::string& text) {
+  if (!is_main_) return;
+  std::printf("# %s\n", text.c_str());
+  std::fflush(stdout);
+}
+
 void Reporter::AddRow(const Row& row) {
   for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
+    if (!m->measured) continue;
     busbw_sum_ += m->busbw;
     ++busbw_count_;
   }

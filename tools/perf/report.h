@@ -17,10 +17,14 @@ namespace ringo::perf {
 
 // One timed run (out-of-place or in-place) of one size.
 struct Measurement {
-  double time_us = 0;
+  bool measured = true;  // false: not run (--no-inplace); printed as N/A
+  double time_us = 0;    // per iteration: the mean, or with --median the median
   double algbw = 0;    // GB/s (1e9 bytes)
   double busbw = 0;    // GB/s
   int64_t wrong = -1;  // elements wrong over all ranks; -1 when not checked
+  // --median: 10th and 90th percentiles of the per-iteration times; -1 otherwise.
+  double time_p10_us = -1;
+  double time_p90_us = -1;
 };
 
 struct Row {
@@ -44,8 +48,9 @@ struct RankInfo {
 // What the header says besides the options.
 struct RunInfo {
   int nranks = 1;
-  int ringo_version = 0;  // ringoGetVersion's code
-  std::string hostname;   // of rank 0
+  std::string library;                 // "Ringo 0.1.2", "Open MPI v4.1.4"
+  std::string program = "ringo-perf";  // the tool, as its header names it
+  std::string hostname;                // of rank 0
   int cores = 0;          // online CPUs of rank 0's host
   std::string build_mode;
   bool host_memory = true;
@@ -54,7 +59,8 @@ struct RunInfo {
 
 // nccl-tests' time column: 2 decimals below 100 us, 1 below 10 ms, 0 above.
 std::string FormatTime(double time_us);
-// The whole header: the nThread line, machine and build, devices, column titles.
+// The whole header: the nThread line, library, machine and build, how the
+// time is taken, devices, column titles.
 std::string FormatHeader(const Options& options, const RunInfo& info);
 std::string FormatRow(const Row& row);
 std::string FormatFooter(int64_t out_of_bounds, double avg_busbw);
@@ -72,6 +78,8 @@ class Reporter {
   Reporter(bool is_main, std::FILE* csv) : is_main_(is_main), csv_(csv) {}
 
   void Header(const Options& options, const RunInfo& info);
+  // A '#' line among the rows ("half sum: skipped: ...").
+  void Note(const std::string& text);
   void AddRow(const Row& row);
   void Footer(int64_t out_of_bounds);
 

@@ -1,0 +1,100 @@
+#include "tools/perf/fork.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace ringo::perf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After one child fails, how long the others get to notice (a library reports
+// a dead peer as an error) before they are killed.
+constexpr std::chrono::seconds kForkGrace{15};
+constexpr std::chrono::milliseconds kPollInterval{50};
+
+// Waits for every child; see RunForkedRanks.
+int WaitForChildren(const char* program, std::vector<pid_t> pids) {
+  int result = 0;
+  bool grace = false;  // a child failed: the others are given until kill_at
+  Clock::time_point kill_at;
+  for (size_t left = pids.size(); left > 0;) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, grace ? WNOHANG : 0);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      std::fprintf(stderr, "%s: waitpid: %s\n", program, std::strerror(errno));
+      return result != 0 ? result : 1;
+    }
+    if (pid == 0) {  // children still running during the grace period
+      if (Clock::now() < kill_at) {
+        std::this_thread::sleep_for(kPollInterval);
+        continue;
+      }
+      for (size_t r = 0; r < pids.size(); ++r) {
+        if (pids[r] <= 0) continue;
+        std::fprintf(stderr,
+                     "%s: killing rank %zu (pid %d), still running %lld s after another rank "
+                     "failed\n",
+                     program, r, static_cast<int>(pids[r]),
+                     static_cast<long long>(kForkGrace.count()));
+        kill(pids[r], SIGKILL);
+      }
+      grace = false;
+      continue;
+    }
+    size_t rank = 0;
+    while (rank < pids.size() && pids[rank] != pid) ++rank;
+    if (rank == pids.size()) continue;  // not ours
+    pids[rank] = 0;
+    --left;
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ok) continue;
+    // A plain nonzero exit has printed its reason already; a signal has not.
+    if (WIFSIGNALED(status)) {
+      std::fprintf(stderr, "%s: rank %zu (pid %d) was killed by signal %d (%s)\n", program, rank,
+                   static_cast<int>(pid), WTERMSIG(status), strsignal(WTERMSIG(status)));
+    }
+    if (result == 0) {
+      result = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+      grace = true;
+      kill_at = Clock::now() + kForkGrace;
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+int RunForkedRanks(const char* program, int nranks, const std::function<int(int)>& rank_main) {
+  std::fflush(nullptr);  // or children would print the parent's buffered output again
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < nranks; ++rank) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int rc = rank_main(rank);
+      std::fflush(nullptr);
+      // _exit: the parent's atexit handlers and static destructors (threads
+      // it started, such as a rendezvous listener) are not ours to run.
+      _exit(rc);
+    }
+    if (pid < 0) {
+      std::fprintf(stderr, "%s: fork: %s\n", program, std::strerror(errno));
+      for (pid_t started : pids) kill(started, SIGKILL);
+      WaitForChildren(program, pids);
+      return 1;
+    }
+    pids.push_back(pid);
+  }
+  return WaitForChildren(program, pids);
+}
+
+}  // namespace ringo::perf

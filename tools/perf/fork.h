@@ -1,0 +1,19 @@
+// -np for any benchmark program: fork N local ranks and wait for them, so a
+// failing rank does not leave the others running forever.
+#ifndef RINGO_TOOLS_PERF_FORK_H_
+#define RINGO_TOOLS_PERF_FORK_H_
+
+#include <functional>
+
+namespace ringo::perf {
+
+// Flushes stdio, forks `nranks` children that each run `rank_main(rank)` and
+// _exit with its return value, and waits for all. If a child fails the rest
+// get a grace period to report the error, then are killed. Returns 0 when
+// every child exited 0, else the first failing child's status (1 if killed).
+// Messages start with "`program`: ". Call from a single-threaded process.
+int RunForkedRanks(const char* program, int nranks, const std::function<int(int rank)>& rank_main);
+
+}  // namespace ringo::perf
+
+#endif  // RINGO_TOOLS_PERF_FORK_H_
