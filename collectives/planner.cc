@@ -8,7 +8,12 @@
 namespace ringo::collectives {
 namespace {
 
-constexpr int64_t kDefaultSlotBytes = 128 * 1024;
+// FIFO slots, and the slice of smaller collectives. 2 ranks, ringo-perf
+// busbw with 128 KiB / 512 KiB slices: 1 MiB 12.7 / 11.7 GB/s, 4 MiB 12.1 /
+// 10.5, 16 MiB 9.8 / 11.0, 64 MiB 7.3 / 9.7, 256 MiB 7.0 / 8.5.
+constexpr int64_t kDefaultSlotBytes = 512 * 1024;
+constexpr int64_t kSmallSliceBytes = 128 * 1024;
+constexpr int64_t kWholeSlotFrom = 16 << 20;
 constexpr int kMaxChannels = 4;
 // Below this much data per channel, another channel costs more (a thread
 // handoff) than it gains.
@@ -24,6 +29,7 @@ constexpr int64_t kStreamOutputBytes = 8 << 20;
 CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ranks, int cores) {
   CommGeometry g;
   g.slot_bytes = config.slot_bytes > 0 ? config.slot_bytes : kDefaultSlotBytes;
+  g.fixed_slot = config.slot_bytes > 0;
   if (config.nchannels > 0) {
     g.nchannels = static_cast<int>(std::min<int64_t>(config.nchannels, 64));
     g.fixed_channels = true;
@@ -43,10 +49,12 @@ CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ra
                                         : (oversubscribed ? 50 : 20000);
   g.yield_count = config.yield_count >= 0 ? static_cast<int>(std::min<int64_t>(config.yield_count, 1 << 30))
                                           : (oversubscribed ? 50000 : 1000);
-  // One-shot beats the ring up to about 4 KiB per rank when each rank has a
-  // core, and up to about 16 KiB when ranks outnumber cores (each ring hop
-  // then costs a trip through the scheduler).
-  g.oneshot_auto_bytes = oversubscribed ? 16 * 1024 : 4 * 1024;
+  // One-shot beats the ring up to about 2 KiB per rank when each rank has a
+  // core (2 ranks, ringo-perf medians: 2 KiB 1.6-1.8 us either way, 4 KiB
+  // one-shot 2.4 us, ring 1.9 us), and up to the whole board when ranks
+  // outnumber cores (4 ranks on 2 cores, 64 KiB: one-shot 43 us, ring 49-65 us;
+  // each ring hop then costs a trip through the scheduler).
+  g.oneshot_auto_bytes = oversubscribed ? kBoardBytes : 2 * 1024;
   return g;
 }
 
@@ -65,9 +73,11 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
     plan.nchannels = 1;
     return plan;
   }
-  plan.slice_bytes = geometry.slot_bytes;
   int64_t bytes = args.count * static_cast<int64_t>(base::DataTypeSize(args.dtype));
   if (args.coll == kernels::Coll::kReduceScatter || args.coll == kernels::Coll::kAllGather) bytes *= nranks;
+  plan.slice_bytes = geometry.fixed_slot || bytes >= kWholeSlotFrom
+                         ? geometry.slot_bytes
+                         : std::min(geometry.slot_bytes, kSmallSliceBytes);
   const int64_t wanted = std::max<int64_t>(1, bytes / kMinBytesPerChannel);
   // An output this large is not read again before the call returns, and
   // writing it around the cache keeps the FIFO slots cached.

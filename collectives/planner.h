@@ -20,6 +20,7 @@ struct CommGeometry {
   int spin_count = 0;      // polls with a pause before yielding
   int yield_count = 0;     // polls with sched_yield before sleeping
   bool fixed_channels = false;  // RINGO_NCHANNELS set: every collective uses them all
+  bool fixed_slot = false;      // RINGO_SLOT_BYTES set: every ring collective uses whole slots
   Algorithm algorithm = Algorithm::kAuto;  // RINGO_ALGO
   int64_t board_bytes = 0;  // one-shot board buffer; 0: no board (ranks on several hosts)
   int64_t oneshot_auto_bytes = 0;  // largest post sent one-shot when RINGO_ALGO is unset

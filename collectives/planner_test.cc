@@ -28,7 +28,7 @@ Config DefaultConfig() { return Config(); }
 TEST(ChooseGeometryTest, Defaults) {
   const Config c = DefaultConfig();
   const CommGeometry g = ChooseGeometry(c, 4, 4, 16);
-  EXPECT_EQ(g.slot_bytes, 128 * 1024);
+  EXPECT_EQ(g.slot_bytes, 512 * 1024);
   EXPECT_FALSE(g.fixed_channels);
   EXPECT_EQ(g.nchannels, 4);  // 16 cores / 4 local ranks, at most 4
   EXPECT_GT(g.spin_count, 0);
@@ -364,6 +364,23 @@ TEST(PlanCollectiveTest, FromConfiguredGeometry) {
       }
     }
   }
+}
+
+// Unset, small collectives take 128 KiB slices of the 512 KiB slots and large
+// ones whole slots; RINGO_SLOT_BYTES makes every slice a whole slot.
+TEST(PlanCollectiveTest, SliceFollowsSizeUnlessTheSlotIsSet) {
+  base::Config c;
+  const CommGeometry g = ChooseGeometry(c, 2, 2, 2);
+  kernels::CollArgs a;
+  a.dtype = base::DataType::kFloat32;
+  a.count = (1 << 20) / 4;
+  EXPECT_EQ(PlanCollective(a, 2, g).slice_bytes, 128 * 1024);
+  a.count = (64 << 20) / 4;
+  EXPECT_EQ(PlanCollective(a, 2, g).slice_bytes, 512 * 1024);
+  c.slot_bytes = 256 * 1024;
+  const CommGeometry fixed = ChooseGeometry(c, 2, 2, 2);
+  a.count = (1 << 20) / 4;
+  EXPECT_EQ(PlanCollective(a, 2, fixed).slice_bytes, 256 * 1024);
 }
 
 }  // namespace

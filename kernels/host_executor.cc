@@ -25,9 +25,9 @@ struct HostPrims {
   static constexpr int64_t kBlock = 64 / sizeof(T) >= 16 ? 64 / sizeof(T) : 16;
 
   // out = Pre(src) as a partial
-  static void Send(const F& f, const T* src, T* out, int64_t n) {
+  static void Send(const F& f, const T* src, T* out, int64_t n, bool stream) {
     if constexpr (kPlainSend) {
-      std::memcpy(out, src, n * sizeof(T));
+      internal::CopyOut(out, src, n * sizeof(T), stream);
     } else {
       for (int64_t i = 0; i < n; ++i) out[i] = f.Partial(f.Pre(src[i]));
     }
@@ -36,7 +36,8 @@ struct HostPrims {
   // out1 (and out2 if not null) = in (+) Pre(src); final values use Post.
   // `stream`: out1 is written with non-temporal stores.
   template <bool kFinal>
-  static void Reduce(const F& f, const T* in, const T* src, T* out1, T* out2, int64_t n, bool stream) {
+  static void Reduce(const F& f, const T* in, const T* src, T* out1, T* out2, int64_t n, bool stream,
+                     bool stream2) {
     static_assert(kBlock * sizeof(T) % 64 == 0, "whole cache lines per block");
     int64_t i = 0;
     for (; i + kBlock <= n; i += kBlock) {
@@ -50,7 +51,13 @@ struct HostPrims {
         for (int64_t j = 0; j < kBlock; ++j) out1[i + j] = v[j];
       }
       if (out2 != nullptr) {
-        for (int64_t j = 0; j < kBlock; ++j) out2[i + j] = v[j];
+        if (stream2) {
+          for (size_t b = 0; b < kBlock * sizeof(T); b += 64) {
+            internal::Store64(reinterpret_cast<char*>(out2 + i) + b, reinterpret_cast<const char*>(v) + b, true);
+          }
+        } else {
+          for (int64_t j = 0; j < kBlock; ++j) out2[i + j] = v[j];
+        }
       }
     }
     for (; i < n; ++i) {
@@ -77,6 +84,7 @@ class Channel {
     align_ = ChunkAlignElems(static_cast<int64_t>(sizeof(T)));
     slice_ = plan.slice_bytes / static_cast<int64_t>(sizeof(T));
     stream_ = plan.stream_output;
+    stream_fifo_ = plan.stream_fifo;
     range_ = ChannelRange(SplitCount(args_), plan.nchannels, plan.channel, align_);
     root_pos_ = 0;
     for (int q = 0; q < p.nranks; ++q) {
@@ -147,30 +155,33 @@ class Channel {
         if (args_.send != args_.recv) std::memmove(Output(span), Input(span), bytes);
         break;
       case Prim::kSend:
-        P::Send(f_, Input(span), out, n);
+        P::Send(f_, Input(span), out, n, stream_fifo_);
         break;
       case Prim::kCopySend:
-        std::memcpy(out, Input(span), bytes);
+        internal::CopyOut(out, Input(span), bytes, stream_fifo_);
         if (Input(span) != Output(span)) internal::CopyOut(Output(span), Input(span), bytes, stream_);
         break;
       case Prim::kRecvReduceSend:
-        P::template Reduce<false>(f_, in, Input(span), out, nullptr, n, false);
+        P::template Reduce<false>(f_, in, Input(span), out, nullptr, n, stream_fifo_, false);
         break;
       case Prim::kRecvReduceCopySend:
-        P::template Reduce<true>(f_, in, Input(span), Output(span), out, n, stream_);
+        P::template Reduce<true>(f_, in, Input(span), Output(span), out, n, stream_, stream_fifo_);
         break;
       case Prim::kRecvReduceCopy:
-        P::template Reduce<true>(f_, in, Input(span), Output(span), nullptr, n, stream_);
+        P::template Reduce<true>(f_, in, Input(span), Output(span), nullptr, n, stream_, false);
         break;
       case Prim::kRecvCopySend:
-        std::memcpy(out, in, bytes);
+        internal::CopyOut(out, in, bytes, stream_fifo_);
         internal::CopyOut(Output(span), in, bytes, stream_);
         break;
       case Prim::kRecv:
         internal::CopyOut(Output(span), in, bytes, stream_);
         break;
     }
-    if (out != nullptr) ends_.send->Post(bytes);
+    if (out != nullptr) {
+      if (stream_fifo_) internal::StreamFence();
+      ends_.send->Post(bytes);
+    }
     if (in != nullptr) ends_.recv->Release();
     return base::OkStatus();
   }
@@ -185,6 +196,7 @@ class Channel {
   Range range_{0, 0};
   int root_pos_ = 0;
   bool stream_ = false;
+  bool stream_fifo_ = false;
 };
 
 template <typename T, RedOp kOp>

@@ -44,6 +44,10 @@ struct ChannelPlan {
   int channel = 0;
   int64_t slice_bytes = 0;  // at most the FIFO's slot size
   bool stream_output = false;  // write the output with non-temporal stores (large collectives)
+  // Write the FIFO slots with non-temporal stores. Measured on a 2-core AMD VM
+  // (2 ranks, 16 KiB..256 MiB): 1.4x to 2.2x faster than cached stores, whose
+  // lines the receiver then pulls from the writer's cache one miss at a time.
+  bool stream_fifo = true;
 };
 
 struct ChannelEnds {

@@ -48,7 +48,10 @@ struct OneShotFn {
     board.Post(seq);
 
     // The posts this rank reads, in rank order.
-    std::vector<const T*> in(nranks, nullptr);
+    // Reused per thread: no allocation per call once a thread has seen this many ranks.
+    thread_local std::vector<const T*> in_storage, block_storage;
+    in_storage.assign(nranks, nullptr);
+    const T** in = in_storage.data();
     const bool reads_any = a.coll != Coll::kReduce || rank == a.root;
     for (int q = 0; q < nranks && reads_any; ++q) {
       if (a.coll == Coll::kBroadcast && q != a.root) continue;
@@ -59,15 +62,16 @@ struct OneShotFn {
     const auto f = ReduceFunc<T, kOp>::Make(nranks);
     switch (a.coll) {
       case Coll::kAllReduce:
-        ReduceAll(f, in.data(), nranks, out, a.count);
+        ReduceAll(f, in, nranks, out, a.count);
         break;
       case Coll::kReduce:
-        if (rank == a.root) ReduceAll(f, in.data(), nranks, out, a.count);
+        if (rank == a.root) ReduceAll(f, in, nranks, out, a.count);
         break;
       case Coll::kReduceScatter: {
-        std::vector<const T*> mine_blocks(nranks);
+        block_storage.assign(nranks, nullptr);
+        const T** mine_blocks = block_storage.data();
         for (int q = 0; q < nranks; ++q) mine_blocks[q] = in[q] + rank * block;
-        ReduceAll(f, mine_blocks.data(), nranks, out, block);
+        ReduceAll(f, mine_blocks, nranks, out, block);
         break;
       }
       case Coll::kAllGather:
