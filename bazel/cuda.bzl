@@ -3,6 +3,13 @@
 nvcc runs in a genrule (Bazel 4 has no CUDA rules); each .cu becomes one
 position-independent object, so nvcc builds files in parallel. Objects target
 sm_90 (H100/H200) and sm_80 with PTX for newer chips.
+
+Development flags (both read through config_settings the macro declares in
+the calling package):
+  --define=ringo_cuda_archs=sm_90   sm_90 only (.bazelrc: --config=cudadev)
+  --define=ringo_cuda_kernels=dev   defines RINGO_CUDA_DEV_KERNELS=1, which the
+                                    kernels read to instantiate only a few
+                                    (datatype, op) pairs
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
@@ -34,6 +41,15 @@ def cuda_library(name, srcs, hdrs = [], device_hdrs = [], deps = [], copts = [],
         # No toolkit: the library is empty; callers check RINGO_HAVE_CUDA.
         cc_library(name = name, hdrs = hdrs, deps = deps, visibility = visibility, **kwargs)
         return
+    _declare_dev_settings()
+    arch_flags = select({
+        ":_ringo_cuda_archs_sm_90": " ".join(CUDA_ARCH_FLAGS[:1]),
+        "//conditions:default": " ".join(CUDA_ARCH_FLAGS),
+    })
+    dev_flags = select({
+        ":_ringo_cuda_kernels_dev": "-DRINGO_CUDA_DEV_KERNELS=1",
+        "//conditions:default": "",
+    })
     for src in srcs:
         obj = name + "_" + src.replace("/", "_").replace(".cu", ".o")
         native.genrule(
@@ -50,7 +66,8 @@ def cuda_library(name, srcs, hdrs = [], device_hdrs = [], deps = [], copts = [],
                 "-I.",
                 "-I$(GENDIR)",
                 "-isystem " + CUDA_PATH + "/include",
-            ] + CUDA_ARCH_FLAGS + copts + [
+                "",
+            ]) + arch_flags + " " + dev_flags + " " + " ".join(copts + [
                 "-c $(location " + src + ")",
                 "-o $@",
             ]),
@@ -65,3 +82,16 @@ def cuda_library(name, srcs, hdrs = [], device_hdrs = [], deps = [], copts = [],
         alwayslink = True,
         **kwargs
     )
+
+def _declare_dev_settings():
+    """The config_settings cuda_library selects on, once per package."""
+    if native.existing_rule("_ringo_cuda_archs_sm_90") == None:
+        native.config_setting(
+            name = "_ringo_cuda_archs_sm_90",
+            define_values = {"ringo_cuda_archs": "sm_90"},
+        )
+    if native.existing_rule("_ringo_cuda_kernels_dev") == None:
+        native.config_setting(
+            name = "_ringo_cuda_kernels_dev",
+            define_values = {"ringo_cuda_kernels": "dev"},
+        )

@@ -1,0 +1,136 @@
+// Device side of the connector FIFO protocol (DESIGN.md, "Connectors"): the
+// counters, the waits with their deadline and abort checks, and the error
+// record. Waits and posts are made by one thread of a block (thread 0) for
+// the whole block; the block's barriers carry the ordering to the others.
+//
+// Memory ordering, per method:
+// - WaitCounter: relaxed system-scope polls, then one system-scope acquire
+//   fence once the value is reached: everything the peer wrote before its
+//   release post is visible to this thread, and to the rest of the block after
+//   the next __syncthreads().
+// - PostCounter: __threadfence_system() then a system-scope release store:
+//   everything this block wrote or read before the barrier that precedes the
+//   call (slot data, sizes[]) happens before the peer's acquire of the value.
+// - Watchdog reads the abort flags with volatile (uncached) loads and the
+//   clock from %globaltimer (ns); it claims the error record with a
+//   system-scope CAS and writes `code` last, after a system fence.
+#ifndef RINGO_KERNELS_CUDA_INTERNAL_DEVICE_FIFO_CUH_
+#define RINGO_KERNELS_CUDA_INTERNAL_DEVICE_FIFO_CUH_
+
+#include <cuda/atomic>
+#include <cstdint>
+
+#include "kernels/cuda/device_types.h"
+#include "kernels/cuda/internal/kernel_params.h"
+
+namespace ringo::kernels::gpu::internal {
+
+// Polls between two looks at the clock and the abort flags.
+inline constexpr int kPollsPerCheck = 1024;
+
+using SystemCounter = ::cuda::atomic_ref<uint64_t, ::cuda::thread_scope_system>;
+
+__device__ __forceinline__ uint64_t GlobalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// What a wait is for, kept for the error record.
+struct WaitSite {
+  int peer;
+  int receiving;     // 1: data from the predecessor; 0: a free slot at the successor
+  int64_t step;      // loop * steps + step, as the host executor counts
+  uint64_t expected;
+};
+
+// A block's shared failure flag plus the launch's deadline and abort flag.
+// Trivially copyable; every thread holds one.
+class Watchdog {
+ public:
+  // `p` is the kernel's __grid_constant__ parameter: referenced, not copied.
+  __device__ Watchdog(const RingKernelParams& p, int channel, volatile int* block_failed)
+      : p_(&p), channel_(channel), block_failed_(block_failed) {}
+
+  __device__ bool BlockFailed() const { return *block_failed_ != 0; }
+
+  // Called every kPollsPerCheck polls of one wait; *start is 0 before the
+  // first call. False: stop waiting (another thread of the block failed, or
+  // this one just recorded an abort or a timeout).
+  __device__ bool KeepWaiting(uint64_t* start, const uint32_t* peer_abort, const WaitSite& site,
+                              uint64_t observed) const {
+    if (BlockFailed()) return false;
+    const uint64_t now = GlobalTimerNs();
+    if (*start == 0) *start = now;
+    KernelError code = KernelError::kNone;
+    if (p_->abort != nullptr && *p_->abort != 0) {
+      code = KernelError::kAborted;
+    } else if (peer_abort != nullptr && *static_cast<const volatile uint32_t*>(peer_abort) != 0) {
+      code = KernelError::kPeerAborted;
+    } else if (p_->timeout_ns != 0 && now - *start > p_->timeout_ns) {
+      code = KernelError::kTimeout;
+    }
+    if (code == KernelError::kNone) return true;
+    Fail(code, site, observed, now - *start);
+    return false;
+  }
+
+  // Marks the block failed and records the error if no one has yet.
+  __device__ void Fail(KernelError code, const WaitSite& site, uint64_t observed, uint64_t waited_ns) const {
+    *block_failed_ = 1;
+    ErrorRecord* e = p_->error;
+    if (e == nullptr || atomicCAS_system(&e->claimed, 0, 1) != 0) return;
+    e->rank = p_->rank;
+    e->peer = site.peer;
+    e->channel = channel_;
+    e->receiving = site.receiving;
+    e->step = site.step;
+    e->expected = site.expected;
+    e->observed = observed;
+    e->waited_ns = waited_ns;
+    __threadfence_system();
+    ::cuda::atomic_ref<int32_t, ::cuda::thread_scope_system>(e->code)
+        .store(static_cast<int32_t>(code), ::cuda::memory_order_release);
+  }
+
+ private:
+  const RingKernelParams* p_;
+  int channel_;
+  volatile int* block_failed_;
+};
+
+// Spins until *counter >= target and stores the value seen in *seen. False,
+// with the block marked failed, when the wait gave up. Acquire on success.
+__device__ __forceinline__ bool WaitCounter(uint64_t* counter, uint64_t target, const uint32_t* peer_abort,
+                                            const Watchdog& watchdog, const WaitSite& site, uint64_t* seen) {
+  SystemCounter ref(*counter);
+  uint64_t start = 0;
+  int polls = 0;
+  for (;;) {
+    const uint64_t v = ref.load(::cuda::memory_order_relaxed);
+    if (v >= target) {
+      ::cuda::atomic_thread_fence(::cuda::memory_order_acquire, ::cuda::thread_scope_system);
+      *seen = v;
+      return true;
+    }
+    if (++polls == kPollsPerCheck) {
+      polls = 0;
+      if (!watchdog.KeepWaiting(&start, peer_abort, site, v)) return false;
+    }
+  }
+}
+
+// Publishes `value`: release, after a system fence over what the block did.
+__device__ __forceinline__ void PostCounter(uint64_t* counter, uint64_t value) {
+  __threadfence_system();
+  SystemCounter(*counter).store(value, ::cuda::memory_order_release);
+}
+
+// A counter only its owner writes: the value the previous kernel left.
+__device__ __forceinline__ uint64_t LoadOwnCounter(uint64_t* counter) {
+  return counter == nullptr ? 0 : SystemCounter(*counter).load(::cuda::memory_order_relaxed);
+}
+
+}  // namespace ringo::kernels::gpu::internal
+
+#endif  // RINGO_KERNELS_CUDA_INTERNAL_DEVICE_FIFO_CUH_

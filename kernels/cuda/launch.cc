@@ -1,0 +1,268 @@
+// launch.h: argument checks, the kernel parameters, and the one place where a
+// runtime (datatype, op) becomes a kernel instantiation (Dispatch below).
+// Compiled by the host compiler; the kernels live in the ring_*.cu objects.
+#include "kernels/cuda/launch.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "kernels/cuda/internal/kernel_params.h"
+#include "kernels/cuda/internal/ring_params.h"
+
+#if RINGO_CUDA_KERNELS
+#include <cuda_runtime_api.h>
+#endif
+
+namespace ringo::kernels::gpu {
+namespace {
+
+using base::DataType;
+using base::RedOp;
+using base::Status;
+using internal::RingKernelParams;
+
+// The one (datatype, op) -> template dispatch of the GPU kernels:
+// Fn<T, kOp>::Run(args...) returns a cudaError_t value or kNotBuilt.
+template <typename T, template <typename, RedOp> class Fn, typename... Args>
+int DispatchOp(RedOp op, Args&&... args) {
+  switch (op) {
+    case RedOp::kSum: return Fn<T, RedOp::kSum>::Run(std::forward<Args>(args)...);
+    case RedOp::kProd: return Fn<T, RedOp::kProd>::Run(std::forward<Args>(args)...);
+    case RedOp::kMax: return Fn<T, RedOp::kMax>::Run(std::forward<Args>(args)...);
+    case RedOp::kMin: return Fn<T, RedOp::kMin>::Run(std::forward<Args>(args)...);
+    case RedOp::kAvg: return Fn<T, RedOp::kAvg>::Run(std::forward<Args>(args)...);
+  }
+  return internal::kNotBuilt;
+}
+
+template <template <typename, RedOp> class Fn, typename... Args>
+int Dispatch(DataType dtype, RedOp op, Args&&... args) {
+  switch (dtype) {
+    case DataType::kInt8: return DispatchOp<int8_t, Fn>(op, std::forward<Args>(args)...);
+    case DataType::kUint8: return DispatchOp<uint8_t, Fn>(op, std::forward<Args>(args)...);
+    case DataType::kInt32: return DispatchOp<int32_t, Fn>(op, std::forward<Args>(args)...);
+    case DataType::kUint32: return DispatchOp<uint32_t, Fn>(op, std::forward<Args>(args)...);
+    case DataType::kInt64: return DispatchOp<int64_t, Fn>(op, std::forward<Args>(args)...);
+    case DataType::kUint64: return DispatchOp<uint64_t, Fn>(op, std::forward<Args>(args)...);
+    case DataType::kFloat16: return DispatchOp<base::Half, Fn>(op, std::forward<Args>(args)...);
+    case DataType::kFloat32: return DispatchOp<float, Fn>(op, std::forward<Args>(args)...);
+    case DataType::kFloat64: return DispatchOp<double, Fn>(op, std::forward<Args>(args)...);
+    case DataType::kBFloat16: return DispatchOp<base::BFloat16, Fn>(op, std::forward<Args>(args)...);
+  }
+  return internal::kNotBuilt;
+}
+
+template <typename T, RedOp kOp>
+struct RingFn {
+  static int Run(const RingKernelParams& p, Proto proto, void* stream) {
+#if RINGO_CUDA_KERNELS
+    return internal::LaunchRingTyped<T, kOp>(p, proto, stream);
+#else
+    return internal::kNotBuilt;
+#endif
+  }
+};
+
+template <typename T, RedOp kOp>
+struct ReduceFn {
+  static int Run(const void* a, const void* b, void* dst, int64_t count, void* stream) {
+#if RINGO_CUDA_KERNELS
+    return internal::LaunchReduceTyped<T, kOp>(a, b, dst, count, stream);
+#else
+    return internal::kNotBuilt;
+#endif
+  }
+};
+
+std::string Where(DataType dtype, RedOp op) {
+  return std::string(base::DataTypeName(dtype)) + "/" + base::RedOpName(op);
+}
+
+Status LaunchResult(int result, const std::string& what) {
+  if (result == 0) return base::OkStatus();
+  if (result == internal::kNotBuilt) {
+    return base::InvalidUsage(what + ": this build has no GPU kernel for it (built with "
+                              "--define=ringo_cuda_kernels=dev, which keeps float, bfloat16 and bytes with sum)");
+  }
+#if RINGO_CUDA_KERNELS
+  const auto err = static_cast<cudaError_t>(result);
+  return Status(base::Code::kCudaError,
+                what + ": kernel launch failed: " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+#else
+  return Status(base::Code::kCudaError, what + ": CUDA error " + std::to_string(result));
+#endif
+}
+
+Status NotBuilt() {
+  return base::InvalidUsage("Ringo was built without the CUDA toolkit: no GPU kernels");
+}
+
+bool Aligned(const void* p, size_t to) { return reinterpret_cast<uintptr_t>(p) % to == 0; }
+
+Status CheckFifo(const DeviceFifo& f, const char* which, int c, int64_t slice_bytes, Proto proto) {
+  const std::string where = std::string("channel ") + std::to_string(c) + " " + which + " FIFO";
+  if (f.head == nullptr || f.tail == nullptr || !Aligned(f.head, 8) || !Aligned(f.tail, 8)) {
+    return base::InvalidArgument(where + ": head and tail must be 8-byte aligned device-visible counters");
+  }
+  if (proto == Proto::kSimple && (f.slots == nullptr || !Aligned(f.slots, 16) || f.slot_bytes % 16 != 0)) {
+    return base::InvalidArgument(where + ": Simple slots must be 16-byte aligned, slot_bytes a multiple of 16");
+  }
+  if (proto == Proto::kLL && (f.ll_slots == nullptr || !Aligned(f.ll_slots, 16) || f.ll_slot_bytes % 16 != 0)) {
+    return base::InvalidArgument(where + ": LL slots must be 16-byte aligned, ll_slot_bytes a multiple of 16");
+  }
+  if (slice_bytes > MaxSliceBytes(f, proto)) {
+    return base::InvalidArgument(where + ": slice of " + std::to_string(slice_bytes) + " bytes exceeds the " +
+                                 std::to_string(MaxSliceBytes(f, proto)) + " a slot carries");
+  }
+  return base::OkStatus();
+}
+
+Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels, int nchannels) {
+  if (!base::IsValidDataType(static_cast<int>(a.dtype))) return base::InvalidArgument("unknown datatype");
+  if (!base::IsValidRedOp(static_cast<int>(a.op))) return base::InvalidArgument("unknown reduction op");
+  if (static_cast<int>(a.coll) < 0 || static_cast<int>(a.coll) > static_cast<int>(Coll::kReduce)) {
+    return base::InvalidArgument("unknown collective");
+  }
+  if (a.nranks < 1 || a.pos < 0 || a.pos >= a.nranks || a.rank < 0 || a.rank >= a.nranks) {
+    return base::InvalidArgument("rank, position or rank count out of range");
+  }
+  if (a.root < 0 || a.root >= a.nranks) return base::InvalidArgument("root out of range");
+  if (a.nranks > kMaxInlineRanks && a.device_order == nullptr) {
+    return base::InvalidArgument("more than " + std::to_string(kMaxInlineRanks) + " ranks need device_order");
+  }
+  if (a.count < 0) return base::InvalidArgument("negative count");
+  if (nchannels < 1 || nchannels > kMaxChannels || channels == nullptr) {
+    return base::InvalidArgument("between 1 and " + std::to_string(kMaxChannels) + " channels");
+  }
+  const size_t esize = base::DataTypeSize(a.dtype);
+  if (a.count > 0 && (a.send == nullptr || a.recv == nullptr)) return base::InvalidArgument("null buffer");
+  if (!Aligned(a.send, esize) || !Aligned(a.recv, esize)) {
+    return base::InvalidArgument("buffers must be aligned to the datatype's size");
+  }
+  if (a.proto != Proto::kSimple && a.proto != Proto::kLL) return base::InvalidArgument("unknown protocol");
+  if (a.nranks == 1) return base::OkStatus();
+  // Every chunk must hold at least one element of the kernel's type.
+  if (a.slice_bytes < static_cast<int64_t>(esize)) {
+    return base::InvalidArgument("slice_bytes " + std::to_string(a.slice_bytes) + " below one element");
+  }
+  for (int c = 0; c < nchannels; ++c) {
+    RETURN_IF_ERROR(CheckFifo(channels[c].recv, "recv", c, a.slice_bytes, a.proto));
+    RETURN_IF_ERROR(CheckFifo(channels[c].send, "send", c, a.slice_bytes, a.proto));
+  }
+  return base::OkStatus();
+}
+
+}  // namespace
+
+bool KernelsBuilt() { return RINGO_CUDA_KERNELS != 0; }
+
+int64_t MaxSliceBytes(const DeviceFifo& fifo, Proto proto) {
+  if (proto == Proto::kLL) {
+    return static_cast<int64_t>(fifo.ll_slot_bytes / kLLLineBytes * kLLDataBytesPerLine);
+  }
+  return static_cast<int64_t>(fifo.slot_bytes);
+}
+
+namespace internal {
+
+Status BuildRingParams(const DeviceCollArgs& args, const DeviceChannel* channels, int nchannels,
+                       ErrorRecord* mapped_error, const int* mapped_abort, uint64_t timeout_ns, RingKernelParams* p,
+                       DataType* kernel_dtype, RedOp* kernel_op) {
+  *p = RingKernelParams{};
+  std::memcpy(p->channels, channels, sizeof(DeviceChannel) * nchannels);
+  std::memcpy(p->order, args.order, sizeof(p->order));
+  p->device_order = args.device_order;
+  p->send = args.send;
+  p->recv = args.recv;
+  p->count = args.count;
+  p->slice_bytes = args.slice_bytes;
+  p->coll = args.coll;
+  p->nranks = args.nranks;
+  p->pos = args.pos;
+  p->rank = args.rank;
+  p->nchannels = nchannels;
+  p->abort = mapped_abort;
+  p->error = mapped_error;
+  p->timeout_ns = timeout_ns;
+  p->root_pos = 0;
+  if (args.coll == Coll::kBroadcast || args.coll == Coll::kReduce) {
+    if (args.nranks > kMaxInlineRanks) {
+      return base::InvalidArgument("Broadcast and Reduce take at most " + std::to_string(kMaxInlineRanks) +
+                                   " ranks (the root's ring position is found in the inline order)");
+    }
+    for (int q = 0; q < args.nranks; ++q) {
+      if (args.order[q] == args.root) p->root_pos = q;
+    }
+  }
+  *kernel_dtype = args.dtype;
+  *kernel_op = args.op;
+  if (args.coll == Coll::kAllGather || args.coll == Coll::kBroadcast) {
+    p->count = args.count * static_cast<int64_t>(base::DataTypeSize(args.dtype));
+    *kernel_dtype = DataType::kUint8;
+    *kernel_op = RedOp::kSum;
+  }
+  return base::OkStatus();
+}
+
+}  // namespace internal
+
+Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* channels, int nchannels, void* cuda_stream,
+                        ErrorRecord* mapped_error, const int* mapped_abort, uint64_t timeout_ns) {
+  if (!KernelsBuilt()) return NotBuilt();
+  RETURN_IF_ERROR(CheckArgs(args, channels, nchannels));
+  RingKernelParams p;  // about 5 KB: the channels travel inline in the kernel's parameters
+  DataType dtype;
+  RedOp op;
+  RETURN_IF_ERROR(
+      internal::BuildRingParams(args, channels, nchannels, mapped_error, mapped_abort, timeout_ns, &p, &dtype, &op));
+  return LaunchResult(Dispatch<RingFn>(dtype, op, p, args.proto, cuda_stream),
+                      std::string("ring kernel ") + Where(args.dtype, args.op));
+}
+
+Status LaunchReduceKernel(DataType dtype, RedOp op, const void* a, const void* b, void* dst, int64_t count,
+                          void* cuda_stream) {
+  if (!KernelsBuilt()) return NotBuilt();
+  if (!base::IsValidDataType(static_cast<int>(dtype))) return base::InvalidArgument("unknown datatype");
+  if (!base::IsValidRedOp(static_cast<int>(op))) return base::InvalidArgument("unknown reduction op");
+  if (count < 0) return base::InvalidArgument("negative count");
+  if (count > 0 && (a == nullptr || b == nullptr || dst == nullptr)) return base::InvalidArgument("null buffer");
+  return LaunchResult(Dispatch<ReduceFn>(dtype, op, a, b, dst, count, cuda_stream),
+                      "reduce kernel " + Where(dtype, op));
+}
+
+Status LaunchCopyKernel(const void* src, void* dst, int64_t bytes, void* cuda_stream) {
+  if (!KernelsBuilt()) return NotBuilt();
+  if (bytes < 0) return base::InvalidArgument("negative size");
+  if (bytes > 0 && (src == nullptr || dst == nullptr)) return base::InvalidArgument("null buffer");
+#if RINGO_CUDA_KERNELS
+  return LaunchResult(internal::LaunchCopyBytes(src, dst, bytes, cuda_stream), "copy kernel");
+#else
+  return NotBuilt();
+#endif
+}
+
+Status ErrorRecordStatus(const ErrorRecord& r) {
+  const auto code = static_cast<KernelError>(r.code);
+  if (code == KernelError::kNone) return base::OkStatus();
+  const std::string where = "rank " + std::to_string(r.rank) + (r.receiving ? " receiving from" : " sending to") +
+                            " rank " + std::to_string(r.peer) + " (GPU, channel " + std::to_string(r.channel) +
+                            ", step " + std::to_string(r.step) + ")";
+  switch (code) {
+    case KernelError::kTimeout:
+      return base::Timeout(where + ": no progress for " + std::to_string(r.waited_ns / 1000000) + " ms (waiting for " +
+                           (r.receiving ? "its data" : "a free slot") + ", counter/flag " +
+                           std::to_string(r.observed) + " of " + std::to_string(r.expected) + ")");
+    case KernelError::kAborted: return base::RemoteError(where + ": the communicator was aborted");
+    case KernelError::kPeerAborted: return base::RemoteError(where + ": the peer aborted the connection");
+    case KernelError::kSizeMismatch:
+      return base::InvalidUsage(where + ": expected a chunk of " + std::to_string(r.expected) +
+                                " bytes and its ring predecessor sent " + std::to_string(r.observed) +
+                                ": the ranks did not issue the same collective with the same count");
+    case KernelError::kNone: break;
+  }
+  return base::Internal(where + ": unknown kernel error code " + std::to_string(r.code));
+}
+
+}  // namespace ringo::kernels::gpu

@@ -1,0 +1,70 @@
+// The host-side launch API of the CUDA ring kernels. Includable without CUDA
+// headers: streams travel as `void*` (a cudaStream_t), memory as device
+// pointers. Everything here enqueues work on the given stream and returns at
+// once: completion, and any error a kernel records, are the stream's.
+//
+// Thread safety: the functions keep no state; a stream, its FIFOs and its
+// error record must be used by one thread at a time (as a communicator is).
+// Without a CUDA toolkit at build time every function returns an error saying
+// so (RINGO_CUDA_KERNELS is 0).
+#ifndef RINGO_KERNELS_CUDA_LAUNCH_H_
+#define RINGO_KERNELS_CUDA_LAUNCH_H_
+
+#include <cstdint>
+
+#include "base/device/dtype.h"
+#include "base/status.h"
+#include "kernels/cuda/device_types.h"
+
+namespace ringo::kernels::gpu {
+
+// Whether this build holds the CUDA kernels at all.
+bool KernelsBuilt();
+
+// Enqueues this rank's part of the ring collective `args` on `cuda_stream`:
+// one block of kRingThreads threads per channel, channel c over channels[c]
+// (a host array, read during the call). Every rank of the ring must launch the
+// same collective (coll, count, dtype, op, root, slice_bytes, proto,
+// nchannels); the kernels of all ranks must be able to run at the same time
+// (they wait on each other: separate streams, enough free SMs).
+//
+// Waits give up after `timeout_ns` without progress (0: never) or when
+// `*mapped_abort` becomes non-zero (null: not checked); the kernel then records
+// the peer and step in `*mapped_error` (null: not recorded) and returns, so
+// the stream completes. Both live in host memory mapped for the device and
+// must outlive the kernel. Read the record after the stream completes (or
+// poll `code` while it runs): ErrorRecordStatus turns it into a Status.
+//
+// Returns an error for invalid arguments (sizes, counts, a slice that does not
+// fit a slot, too many channels, unaligned buffers) or a failed launch.
+base::Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* channels, int nchannels,
+                              void* cuda_stream, ErrorRecord* mapped_error, const int* mapped_abort,
+                              uint64_t timeout_ns);
+
+// OK when the record holds no error; otherwise Timeout (timeout), RemoteError
+// (an abort) or InvalidUsage (mismatched collectives), naming rank, peer,
+// channel and step.
+base::Status ErrorRecordStatus(const ErrorRecord& record);
+
+// dst[i] = a[i] (+) b[i] for `count` elements of `dtype` (the ring's
+// recvReduceSend arithmetic, with premul 1 for avg): the reduction-bandwidth
+// kernel. Buffers may alias exactly (dst == a or dst == b) but not partially.
+base::Status LaunchReduceKernel(base::DataType dtype, base::RedOp op, const void* a, const void* b, void* dst,
+                                int64_t count, void* cuda_stream);
+
+// dst = src for `bytes` bytes through the kernels' 16-byte copy loop (any
+// alignment); buffers must not overlap.
+base::Status LaunchCopyKernel(const void* src, void* dst, int64_t bytes, void* cuda_stream);
+
+// The largest slice a channel can carry with `proto`: the slot size for
+// Simple, half the LL slot (rounded down to whole lines) for LL.
+int64_t MaxSliceBytes(const DeviceFifo& fifo, Proto proto);
+
+// Bytes of LL buffer per slot needed for slices of `slice_bytes`.
+inline int64_t LLSlotBytesFor(int64_t slice_bytes) {
+  return (slice_bytes + kLLDataBytesPerLine - 1) / kLLDataBytesPerLine * kLLLineBytes;
+}
+
+}  // namespace ringo::kernels::gpu
+
+#endif  // RINGO_KERNELS_CUDA_LAUNCH_H_

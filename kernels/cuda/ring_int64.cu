@@ -1,0 +1,7 @@
+// Ring and reduction kernels for int64 and uint64: the typed launchers launch.cc dispatches
+// to. One .cu file per datatype family so nvcc builds them in parallel;
+// launch shape and memory ordering: internal/ring.cuh.
+#include "kernels/cuda/internal/ring.cuh"
+
+RINGO_CUDA_INSTANTIATE(int64_t)
+RINGO_CUDA_INSTANTIATE(uint64_t)

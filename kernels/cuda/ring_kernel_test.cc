@@ -1,0 +1,604 @@
+// The CUDA ring kernels without any transport: N ranks on one GPU in this
+// process, one stream each, FIFOs in device memory, every collective x
+// datatype x op x protocol on small, odd and misaligned cases, compared with a
+// host reference folded with the same ReduceFunc. Also the reduction and copy
+// kernels, and the failure paths (timeout, abort, mismatched collectives).
+// Without a visible GPU the GPU tests skip; the argument checks still run.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "base/device/dtype.h"
+#include "kernels/cuda/internal/test_reference.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/reduce_op.h"
+#include "kernels/schedule.h"
+
+#if __has_include(<cuda_runtime_api.h>)
+#include <cuda_runtime_api.h>
+#define RINGO_TEST_HAVE_CUDART 1
+#else
+#define RINGO_TEST_HAVE_CUDART 0
+#endif
+
+namespace ringo::kernels::gpu {
+namespace {
+
+using base::BFloat16;
+using base::DataType;
+using base::Half;
+using base::RedOp;
+
+constexpr char kSkipMessage[] = "no CUDA device visible: GPU kernel tests skipped";
+
+// ---- Host-only checks: run everywhere. ----
+
+TEST(RingKernelArgs, RejectsBadArgumentsBeforeTouchingCuda) {
+  DeviceCollArgs a;
+  a.nranks = 2;
+  a.pos = 0;
+  a.rank = 0;
+  a.count = 16;
+  a.slice_bytes = 256;
+  DeviceChannel ch;  // null FIFOs
+  if (!KernelsBuilt()) {
+    EXPECT_FALSE(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).ok());
+    return;
+  }
+  float buf[16];
+  a.send = buf;
+  a.recv = buf;
+  EXPECT_EQ(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, 0, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  a.root = 5;
+  EXPECT_EQ(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  a.root = 0;
+  a.send = reinterpret_cast<const char*>(buf) + 1;  // not float-aligned
+  EXPECT_EQ(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchReduceKernel(DataType::kFloat32, static_cast<RedOp>(9), buf, buf, buf, 1, nullptr).code(),
+            base::Code::kInvalidArgument);
+}
+
+TEST(RingKernelArgs, SliceLimits) {
+  DeviceFifo f;
+  f.slot_bytes = 4096;
+  f.ll_slot_bytes = 4096;
+  EXPECT_EQ(MaxSliceBytes(f, Proto::kSimple), 4096);
+  EXPECT_EQ(MaxSliceBytes(f, Proto::kLL), 2048);
+  EXPECT_EQ(LLSlotBytesFor(2048), 4096);
+  EXPECT_EQ(LLSlotBytesFor(1), 16);
+}
+
+TEST(RingKernelArgs, ErrorRecordStatusNamesPeerAndStep) {
+  ErrorRecord r{};
+  EXPECT_TRUE(ErrorRecordStatus(r).ok());
+  r.code = static_cast<int32_t>(KernelError::kTimeout);
+  r.rank = 3;
+  r.peer = 2;
+  r.channel = 1;
+  r.receiving = 1;
+  r.step = 17;
+  r.waited_ns = 5000000000ull;
+  const base::Status st = ErrorRecordStatus(r);
+  EXPECT_EQ(st.code(), base::Code::kTimeout);
+  EXPECT_NE(st.message().find("rank 3 receiving from rank 2"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("step 17"), std::string::npos) << st.message();
+  r.code = static_cast<int32_t>(KernelError::kSizeMismatch);
+  EXPECT_EQ(ErrorRecordStatus(r).code(), base::Code::kInvalidUsage);
+  r.code = static_cast<int32_t>(KernelError::kAborted);
+  EXPECT_EQ(ErrorRecordStatus(r).code(), base::Code::kRemoteError);
+}
+
+#if !RINGO_TEST_HAVE_CUDART
+
+TEST(RingKernelGpu, Skipped) { GTEST_SKIP() << kSkipMessage << " (built without the CUDA toolkit)"; }
+
+#else
+
+// ---- GPU plumbing. ----
+
+void Cuda(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
+}
+#define CUDA(call) Cuda((call), #call)
+
+bool GpuVisible() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return n > 0;
+}
+
+#define SKIP_WITHOUT_GPU() \
+  if (!GpuVisible()) GTEST_SKIP() << kSkipMessage
+
+// FIFO memory of one connector, laid out like transport/fifo.h: counters and
+// sizes first, slots from byte 4096, then the LL slots.
+constexpr size_t kTailAt = 0, kHeadAt = 64, kSizesAt = 128, kAbortedAt = 192, kSlotsAt = 4096;
+
+// N ranks on one GPU: FIFOs for every ring edge and channel, a stream, an
+// error record per ring position, one abort flag. Ring position q holds rank
+// order[q], a permutation unlike the identity.
+class GpuRing {
+ public:
+  GpuRing(int nranks, int nchannels, int64_t slot_bytes, int64_t ll_slot_bytes)
+      : n_(nranks), nch_(nchannels), slot_bytes_(slot_bytes), ll_slot_bytes_(ll_slot_bytes) {
+    CUDA(cudaSetDevice(0));
+    for (int q = 0; q < n_; ++q) order_.push_back(n_ - 1 - q);
+    const size_t bytes = kSlotsAt + kFifoSlots * (slot_bytes_ + ll_slot_bytes_);
+    if (n_ > 1) {
+      for (int e = 0; e < n_ * nch_; ++e) {
+        void* m = nullptr;
+        CUDA(cudaMalloc(&m, bytes));
+        CUDA(cudaMemset(m, 0, bytes));
+        edges_.push_back(static_cast<char*>(m));
+      }
+    }
+    streams_.resize(n_);
+    for (auto& s : streams_) CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA(cudaHostAlloc(reinterpret_cast<void**>(&errors_), sizeof(ErrorRecord) * n_, cudaHostAllocMapped));
+    CUDA(cudaHostAlloc(reinterpret_cast<void**>(&abort_), sizeof(int), cudaHostAllocMapped));
+    std::memset(errors_, 0, sizeof(ErrorRecord) * n_);
+    *abort_ = 0;
+    CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&errors_dev_), errors_, 0));
+    CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abort_dev_), abort_, 0));
+    CUDA(cudaDeviceSynchronize());
+  }
+  ~GpuRing() {
+    cudaDeviceSynchronize();
+    for (char* m : edges_) cudaFree(m);
+    for (auto s : streams_) cudaStreamDestroy(s);
+    cudaFreeHost(errors_);
+    cudaFreeHost(abort_);
+  }
+  GpuRing(const GpuRing&) = delete;
+  GpuRing& operator=(const GpuRing&) = delete;
+
+  int nranks() const { return n_; }
+  int nchannels() const { return nch_; }
+  int rank_at(int pos) const { return order_[pos]; }
+  const std::vector<int>& order() const { return order_; }
+  cudaStream_t stream(int pos) const { return streams_[pos]; }
+  ErrorRecord& error(int pos) { return errors_[pos]; }
+  ErrorRecord* error_dev(int pos) { return errors_dev_ + pos; }
+  const int* abort_dev() const { return abort_dev_; }
+  void SetAbort(int v) { *reinterpret_cast<volatile int*>(abort_) = v; }
+
+  // The channels position `pos` runs: edge pos-1 -> pos in, edge pos -> pos+1 out.
+  std::vector<DeviceChannel> Channels(int pos) const {
+    std::vector<DeviceChannel> out(nch_);
+    if (n_ == 1) return out;
+    const int prev = (pos + n_ - 1) % n_;
+    const int next = (pos + 1) % n_;
+    for (int c = 0; c < nch_; ++c) {
+      out[c].recv = Fifo(prev, c, order_[prev]);
+      out[c].send = Fifo(pos, c, order_[next]);
+    }
+    return out;
+  }
+
+ private:
+  DeviceFifo Fifo(int edge, int c, int peer) const {
+    char* m = edges_[edge * nch_ + c];
+    DeviceFifo f;
+    f.tail = reinterpret_cast<uint64_t*>(m + kTailAt);
+    f.head = reinterpret_cast<uint64_t*>(m + kHeadAt);
+    f.sizes = reinterpret_cast<uint64_t*>(m + kSizesAt);
+    f.aborted = reinterpret_cast<const uint32_t*>(m + kAbortedAt);
+    f.slots = m + kSlotsAt;
+    f.slot_bytes = slot_bytes_;
+    f.ll_slots = m + kSlotsAt + kFifoSlots * slot_bytes_;
+    f.ll_slot_bytes = ll_slot_bytes_;
+    f.peer_rank = peer;
+    return f;
+  }
+
+  int n_;
+  int nch_;
+  int64_t slot_bytes_;
+  int64_t ll_slot_bytes_;
+  std::vector<int> order_;
+  std::vector<char*> edges_;
+  std::vector<cudaStream_t> streams_;
+  ErrorRecord* errors_ = nullptr;
+  ErrorRecord* errors_dev_ = nullptr;
+  int* abort_ = nullptr;
+  int* abort_dev_ = nullptr;
+};
+
+// ---- Cases. ----
+
+using testref::AsDouble;
+using testref::Hash;
+using testref::Same;
+using testref::Value;
+
+struct Case {
+  Coll coll;
+  DataType dtype;
+  RedOp op;
+  int64_t count;
+  int root;
+  Proto proto;
+  int64_t slice_bytes;
+  int send_off;  // elements past a 256-byte boundary
+  int recv_off;
+  bool in_place;
+  std::string Name() const {
+    return "coll " + std::to_string(static_cast<int>(coll)) + " " + base::DataTypeName(dtype) + " " +
+           base::RedOpName(op) + " count " + std::to_string(count) + " root " + std::to_string(root) + " proto " +
+           std::to_string(static_cast<int>(proto)) + " slice " + std::to_string(slice_bytes) + " offsets " +
+           std::to_string(send_off) + "/" + std::to_string(recv_off) + (in_place ? " in place" : "");
+  }
+};
+
+constexpr size_t kPad = 256;
+constexpr uint8_t kCanary = 0xA5;
+
+// Per-rank device buffers, reused by every case of a test.
+class Buffers {
+ public:
+  Buffers(int nranks, size_t bytes) : bytes_(bytes + 2 * kPad + 64) {
+    for (int r = 0; r < nranks; ++r) {
+      void* s = nullptr;
+      void* d = nullptr;
+      CUDA(cudaMalloc(&s, bytes_));
+      CUDA(cudaMalloc(&d, bytes_));
+      send_.push_back(static_cast<char*>(s));
+      recv_.push_back(static_cast<char*>(d));
+    }
+  }
+  ~Buffers() {
+    for (char* p : send_) cudaFree(p);
+    for (char* p : recv_) cudaFree(p);
+  }
+  size_t bytes() const { return bytes_; }
+  char* send(int r) const { return send_[r]; }
+  char* recv(int r) const { return recv_[r]; }
+
+ private:
+  size_t bytes_;
+  std::vector<char*> send_;
+  std::vector<char*> recv_;
+};
+
+// Runs one case on every rank and checks outputs and canaries.
+template <typename T>
+void RunCase(GpuRing& ring, Buffers& buf, const Case& c) {
+  SCOPED_TRACE(c.Name());
+  const int n = ring.nranks();
+  const int64_t send_elems = testref::SendElems(c.coll, n, c.count);
+  const int64_t recv_elems = testref::RecvElems(c.coll, n, c.count);
+  const size_t es = sizeof(T);
+
+  const std::vector<std::vector<T>> in = testref::Inputs<T>(c.coll, n, c.count, c.op);
+  // Output bytes [lo, hi) of each recv buffer; the canary around them up to `span`.
+  const size_t lo = kPad + c.recv_off * es, hi = lo + recv_elems * es, span = hi + kPad;
+  std::vector<T*> send_dev(n), recv_dev(n);
+  for (int r = 0; r < n; ++r) {
+    recv_dev[r] = reinterpret_cast<T*>(buf.recv(r) + kPad + c.recv_off * es);
+    if (c.in_place) {
+      send_dev[r] = c.coll == Coll::kAllGather ? recv_dev[r] + r * c.count : recv_dev[r];
+    } else {
+      send_dev[r] = reinterpret_cast<T*>(buf.send(r) + kPad + c.send_off * es);
+    }
+    CUDA(cudaMemset(buf.recv(r), kCanary, span));
+    CUDA(cudaMemcpy(send_dev[r], in[r].data(), send_elems * es, cudaMemcpyHostToDevice));
+  }
+
+  for (int q = 0; q < n; ++q) {
+    const int rank = ring.rank_at(q);
+    DeviceCollArgs a;
+    a.coll = c.coll;
+    a.dtype = c.dtype;
+    a.op = c.op;
+    a.send = send_dev[rank];
+    a.recv = recv_dev[rank];
+    a.count = c.count;
+    a.root = c.root;
+    a.rank = rank;
+    a.nranks = n;
+    a.pos = q;
+    for (int p = 0; p < n; ++p) a.order[p] = ring.order()[p];
+    a.slice_bytes = c.slice_bytes;
+    a.proto = c.proto;
+    const std::vector<DeviceChannel> ch = ring.Channels(q);
+    const base::Status st = LaunchRingKernel(a, ch.data(), ring.nchannels(), ring.stream(q), ring.error_dev(q),
+                                             ring.abort_dev(), 20'000'000'000ull);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  for (int q = 0; q < n; ++q) CUDA(cudaStreamSynchronize(ring.stream(q)));
+  for (int q = 0; q < n; ++q) ASSERT_TRUE(ErrorRecordStatus(ring.error(q)).ok()) << ErrorRecordStatus(ring.error(q)).ToString();
+
+  std::vector<uint8_t> host(span);
+  for (int r = 0; r < n; ++r) {
+    CUDA(cudaMemcpy(host.data(), buf.recv(r), span, cudaMemcpyDeviceToHost));
+    for (size_t b = 0; b < host.size(); ++b) {
+      if (b >= lo && b < hi) continue;
+      ASSERT_EQ(host[b], kCanary) << "rank " << r << " wrote byte " << b << " outside its output";
+    }
+    const T* got = reinterpret_cast<const T*>(host.data() + lo);
+    const bool defined = testref::Writes(c.coll, c.root, r);
+    for (int64_t i = 0; i < recv_elems; ++i) {
+      if (!defined) {  // a non-root Reduce leaves its output alone: the canary, or its input in place
+        const T* want = c.in_place ? &in[r][i] : nullptr;
+        const uint8_t* bytes = reinterpret_cast<const uint8_t*>(got + i);
+        for (size_t b = 0; b < es; ++b) {
+          const uint8_t w = want != nullptr ? reinterpret_cast<const uint8_t*>(want)[b] : kCanary;
+          ASSERT_EQ(bytes[b], w) << "rank " << r << ": non-root Reduce wrote element " << i;
+        }
+        continue;
+      }
+      const T want = testref::Expected<T>(c.coll, c.op, c.root, in, r, c.count, i);
+      ASSERT_TRUE(Same(got[i], want, testref::CompareOp(c.coll, c.op)))
+          << "rank " << r << " element " << i << " of " << recv_elems << ": got " << AsDouble(got[i]) << ", want "
+          << AsDouble(want);
+    }
+  }
+}
+
+void RunCaseAnyType(GpuRing& ring, Buffers& buf, const Case& c) {
+  switch (c.dtype) {
+    case DataType::kInt8: return RunCase<int8_t>(ring, buf, c);
+    case DataType::kUint8: return RunCase<uint8_t>(ring, buf, c);
+    case DataType::kInt32: return RunCase<int32_t>(ring, buf, c);
+    case DataType::kUint32: return RunCase<uint32_t>(ring, buf, c);
+    case DataType::kInt64: return RunCase<int64_t>(ring, buf, c);
+    case DataType::kUint64: return RunCase<uint64_t>(ring, buf, c);
+    case DataType::kFloat16: return RunCase<Half>(ring, buf, c);
+    case DataType::kFloat32: return RunCase<float>(ring, buf, c);
+    case DataType::kFloat64: return RunCase<double>(ring, buf, c);
+    case DataType::kBFloat16: return RunCase<BFloat16>(ring, buf, c);
+  }
+}
+
+// ---- The sweep. ----
+
+constexpr int64_t kSlotBytes = 4096;
+constexpr int64_t kLLSlotBytes = 2048;
+constexpr int64_t kMaxCount = 70001;
+
+class RingSweep : public testing::TestWithParam<int> {};
+
+TEST_P(RingSweep, EveryCollectiveDatatypeOpProtocol) {
+  SKIP_WITHOUT_GPU();
+  const int n = GetParam();
+  // One ring for all cases, protocols alternating: the counters must carry
+  // over from launch to launch and from Simple to LL.
+  GpuRing ring(n, 2, kSlotBytes, kLLSlotBytes);
+  Buffers buf(n, static_cast<size_t>(kMaxCount) * n * 8);
+  const Coll colls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce};
+  const int64_t counts[] = {0, 1, 7, 33, 1000, 4099};
+  for (Proto proto : {Proto::kSimple, Proto::kLL}) {
+    // Small slices so small counts reach the multi-loop, multi-chunk paths.
+    const int64_t slice = proto == Proto::kSimple ? 256 : 128;
+    for (Coll coll : colls) {
+      const bool reduces = coll == Coll::kAllReduce || coll == Coll::kReduceScatter || coll == Coll::kReduce;
+      for (int d = 0; d < base::kNumDataTypes; ++d) {
+        const auto dtype = static_cast<DataType>(d);
+        for (int o = 0; o < (reduces ? base::kNumRedOps : 1); ++o) {
+          const auto op = static_cast<RedOp>(o);
+          const int root = n > 1 ? 1 : 0;
+          for (int64_t count : counts) {
+            RunCaseAnyType(ring, buf, Case{coll, dtype, op, count, root, proto, slice, 0, 0, false});
+            if (HasFatalFailure()) return;
+          }
+          // Misaligned: shared offset (scalar head, then vectors), differing offsets (scalar).
+          for (auto [so, ro] : {std::pair<int, int>{1, 1}, {1, 2}}) {
+            RunCaseAnyType(ring, buf, Case{coll, dtype, op, 1000, root, proto, slice, so, ro, false});
+            if (HasFatalFailure()) return;
+          }
+          if (coll != Coll::kReduceScatter) {
+            RunCaseAnyType(ring, buf, Case{coll, dtype, op, 1001, root, proto, slice, 0, 3, true});
+            if (HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+  // Large slices and a count of many loops, for the common types.
+  for (Proto proto : {Proto::kSimple, Proto::kLL}) {
+    const int64_t slice = proto == Proto::kSimple ? kSlotBytes : kLLSlotBytes / 2;
+    for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt8}) {
+      for (Coll coll : colls) {
+        RunCaseAnyType(ring, buf, Case{coll, dtype, RedOp::kSum, kMaxCount, 0, proto, slice, 0, 0, false});
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RingSweep, testing::Values(1, 2, 3, 4, 8),
+                         [](const testing::TestParamInfo<int>& i) { return std::to_string(i.param) + "ranks"; });
+
+// ---- Failure paths: a fresh ring each, since counters end out of step. ----
+
+// Launches position `pos` alone (its peers never run).
+void LaunchAlone(GpuRing& ring, Buffers& buf, int pos, int64_t count, uint64_t timeout_ns) {
+  DeviceCollArgs a;
+  a.coll = Coll::kAllReduce;
+  a.dtype = DataType::kFloat32;
+  a.op = RedOp::kSum;
+  a.rank = ring.rank_at(pos);
+  a.send = buf.send(a.rank) + kPad;
+  a.recv = buf.recv(a.rank) + kPad;
+  a.count = count;
+  a.nranks = ring.nranks();
+  a.pos = pos;
+  for (int p = 0; p < ring.nranks(); ++p) a.order[p] = ring.order()[p];
+  a.slice_bytes = 1024;
+  const std::vector<DeviceChannel> ch = ring.Channels(pos);
+  const base::Status st =
+      LaunchRingKernel(a, ch.data(), ring.nchannels(), ring.stream(pos), ring.error_dev(pos), ring.abort_dev(), timeout_ns);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+}
+
+TEST(RingKernelFailure, TimeoutNamesPeerAndStepAndReturns) {
+  SKIP_WITHOUT_GPU();
+  GpuRing ring(2, 1, kSlotBytes, kLLSlotBytes);
+  Buffers buf(2, 1 << 20);
+  LaunchAlone(ring, buf, 0, 100000, 200'000'000ull);
+  CUDA(cudaStreamSynchronize(ring.stream(0)));
+  const ErrorRecord& e = ring.error(0);
+  EXPECT_EQ(e.code, static_cast<int32_t>(KernelError::kTimeout));
+  EXPECT_EQ(e.rank, ring.rank_at(0));
+  EXPECT_EQ(e.peer, ring.rank_at(1));
+  EXPECT_EQ(e.receiving, 1);
+  EXPECT_EQ(e.step, 1);  // step 0 sends, step 1 waits for the predecessor
+  EXPECT_GE(e.waited_ns, 200'000'000ull);
+  EXPECT_EQ(ErrorRecordStatus(e).code(), base::Code::kTimeout) << ErrorRecordStatus(e).ToString();
+}
+
+TEST(RingKernelFailure, AbortFlagEndsTheWait) {
+  SKIP_WITHOUT_GPU();
+  GpuRing ring(2, 2, kSlotBytes, kLLSlotBytes);
+  Buffers buf(2, 1 << 20);
+  ring.SetAbort(1);
+  const auto t0 = std::chrono::steady_clock::now();
+  LaunchAlone(ring, buf, 1, 100000, 60'000'000'000ull);
+  CUDA(cudaStreamSynchronize(ring.stream(1)));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_EQ(ring.error(1).code, static_cast<int32_t>(KernelError::kAborted));
+  EXPECT_EQ(ErrorRecordStatus(ring.error(1)).code(), base::Code::kRemoteError);
+}
+
+TEST(RingKernelFailure, MismatchedCountsAreReported) {
+  SKIP_WITHOUT_GPU();
+  GpuRing ring(2, 1, kSlotBytes, kLLSlotBytes);
+  Buffers buf(2, 1 << 20);
+  for (int q = 0; q < 2; ++q) {
+    DeviceCollArgs a;
+    a.rank = ring.rank_at(q);
+    a.send = buf.send(a.rank) + kPad;
+    a.recv = buf.recv(a.rank) + kPad;
+    a.count = q == 0 ? 1000 : 2000;
+    a.nranks = 2;
+    a.pos = q;
+    for (int p = 0; p < 2; ++p) a.order[p] = ring.order()[p];
+    a.slice_bytes = 256;
+    const std::vector<DeviceChannel> ch = ring.Channels(q);
+    ASSERT_TRUE(LaunchRingKernel(a, ch.data(), 1, ring.stream(q), ring.error_dev(q), ring.abort_dev(), 500'000'000ull).ok());
+  }
+  for (int q = 0; q < 2; ++q) CUDA(cudaStreamSynchronize(ring.stream(q)));
+  const bool mismatch = ring.error(0).code == static_cast<int32_t>(KernelError::kSizeMismatch) ||
+                        ring.error(1).code == static_cast<int32_t>(KernelError::kSizeMismatch);
+  EXPECT_TRUE(mismatch) << ErrorRecordStatus(ring.error(0)).ToString() << " / "
+                        << ErrorRecordStatus(ring.error(1)).ToString();
+}
+
+// ---- Reduction and copy kernels. ----
+
+template <typename T, RedOp kOp>
+T ReduceOne(T a, T b) {
+  const auto f = ReduceFunc<T, kOp>::Make(1);
+  return f.Partial(f.Apply(ToAcc(a), f.Pre(b)));
+}
+
+template <typename T>
+T ReduceOneOp(RedOp op, T a, T b) {
+  switch (op) {
+    case RedOp::kSum: return ReduceOne<T, RedOp::kSum>(a, b);
+    case RedOp::kProd: return ReduceOne<T, RedOp::kProd>(a, b);
+    case RedOp::kMax: return ReduceOne<T, RedOp::kMax>(a, b);
+    case RedOp::kMin: return ReduceOne<T, RedOp::kMin>(a, b);
+    case RedOp::kAvg: return ReduceOne<T, RedOp::kAvg>(a, b);
+  }
+  return T{};
+}
+
+// A device allocation freed on scope exit.
+struct DeviceBuffer {
+  explicit DeviceBuffer(size_t bytes) { CUDA(cudaMalloc(&p, bytes)); }
+  ~DeviceBuffer() { cudaFree(p); }
+  char* get() const { return static_cast<char*>(p); }
+  void* p = nullptr;
+};
+
+template <typename T>
+void CheckReduce(DataType dtype, RedOp op, int64_t count, int off_a, int off_b, int off_d) {
+  SCOPED_TRACE(std::string(base::DataTypeName(dtype)) + " " + base::RedOpName(op) + " count " +
+               std::to_string(count) + " offsets " + std::to_string(off_a) + "/" + std::to_string(off_b) + "/" +
+               std::to_string(off_d));
+  std::vector<T> a(count), b(count), got(count);
+  for (int64_t i = 0; i < count; ++i) {
+    a[i] = Value<T>(Hash(1, static_cast<uint32_t>(i), 7), op);
+    b[i] = Value<T>(Hash(2, static_cast<uint32_t>(i), 7), op);
+  }
+  const size_t bytes = count * sizeof(T) + 64;
+  DeviceBuffer da(bytes), db(bytes), dd(bytes);
+  T* pa = reinterpret_cast<T*>(da.get()) + off_a;
+  T* pb = reinterpret_cast<T*>(db.get()) + off_b;
+  T* pd = reinterpret_cast<T*>(dd.get()) + off_d;
+  CUDA(cudaMemcpy(pa, a.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+  CUDA(cudaMemcpy(pb, b.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+  const base::Status st = LaunchReduceKernel(dtype, op, pa, pb, pd, count, nullptr);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  CUDA(cudaDeviceSynchronize());
+  CUDA(cudaMemcpy(got.data(), pd, count * sizeof(T), cudaMemcpyDeviceToHost));
+  for (int64_t i = 0; i < count; ++i) {
+    const T want = ReduceOneOp<T>(op, a[i], b[i]);
+    ASSERT_TRUE(Same(got[i], want, RedOp::kSum)) << "element " << i << ": got " << AsDouble(got[i]) << ", want "
+                                                 << AsDouble(want);
+  }
+}
+
+template <typename T>
+void CheckReduceAllOps(DataType dtype) {
+  for (int o = 0; o < base::kNumRedOps; ++o) {
+    for (int64_t count : {0, 1, 15, 1000, 65537}) {
+      for (auto [x, y, z] : {std::tuple<int, int, int>{0, 0, 0}, {1, 1, 1}, {0, 1, 2}}) {
+        CheckReduce<T>(dtype, static_cast<RedOp>(o), count, x, y, z);
+        if (testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(ReduceKernel, MatchesHostForEveryTypeAndOp) {
+  SKIP_WITHOUT_GPU();
+  CheckReduceAllOps<int8_t>(DataType::kInt8);
+  CheckReduceAllOps<uint8_t>(DataType::kUint8);
+  CheckReduceAllOps<int32_t>(DataType::kInt32);
+  CheckReduceAllOps<uint32_t>(DataType::kUint32);
+  CheckReduceAllOps<int64_t>(DataType::kInt64);
+  CheckReduceAllOps<uint64_t>(DataType::kUint64);
+  CheckReduceAllOps<Half>(DataType::kFloat16);
+  CheckReduceAllOps<float>(DataType::kFloat32);
+  CheckReduceAllOps<double>(DataType::kFloat64);
+  CheckReduceAllOps<BFloat16>(DataType::kBFloat16);
+}
+
+TEST(CopyKernel, CopiesAnyAlignmentAndSize) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t bytes : {0, 1, 15, 4097, (1 << 20) + 3}) {
+    for (auto [so, doff] : {std::pair<int, int>{0, 0}, {3, 3}, {1, 6}}) {
+      SCOPED_TRACE(std::to_string(bytes) + " bytes, offsets " + std::to_string(so) + "/" + std::to_string(doff));
+      std::vector<uint8_t> src(bytes), got(bytes);
+      for (int64_t i = 0; i < bytes; ++i) src[i] = static_cast<uint8_t>(Hash(3, static_cast<uint32_t>(i), 1));
+      DeviceBuffer ds(bytes + 16), dd(bytes + 16);
+      CUDA(cudaMemcpy(ds.get() + so, src.data(), bytes, cudaMemcpyHostToDevice));
+      const base::Status st = LaunchCopyKernel(ds.get() + so, dd.get() + doff, bytes, nullptr);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      CUDA(cudaDeviceSynchronize());
+      CUDA(cudaMemcpy(got.data(), dd.get() + doff, bytes, cudaMemcpyDeviceToHost));
+      ASSERT_TRUE(src == got);
+    }
+  }
+}
+
+#endif  // RINGO_TEST_HAVE_CUDART
+
+}  // namespace
+}  // namespace ringo::kernels::gpu

@@ -1,0 +1,341 @@
+// The kernels' ring loop (internal/ring_loop.h), parameter building
+// (launch.cc's BuildRingParams) and element loop (internal/reduce_copy.h)
+// run on the CPU: ranks are threads, the primitives move chunks through host
+// queues and compute with the kernels' own ReduceCopy, run once per emulated
+// GPU thread. Every collective x datatype x op against the host reference.
+// What this cannot see (the FIFO counters, LL flags, barriers, memory
+// ordering) is ring_kernel_test's, on a GPU.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "base/device/dtype.h"
+#include "kernels/cuda/device_types.h"
+#include "kernels/cuda/internal/reduce_copy.h"
+#include "kernels/cuda/internal/ring_loop.h"
+#include "kernels/cuda/internal/ring_params.h"
+#include "kernels/cuda/internal/test_reference.h"
+#include "kernels/reduce_op.h"
+
+namespace ringo::kernels::gpu::internal {
+namespace {
+
+using base::BFloat16;
+using base::DataType;
+using base::Half;
+using base::RedOp;
+
+// Emulated threads per block: few, so strides, heads and tails all show.
+constexpr int kThreads = 3;
+
+// One ring edge of one channel: the chunks in flight, in order.
+struct Edge {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::vector<uint8_t>> chunks;
+};
+
+// The primitives over host queues, with primitives.cuh's semantics.
+template <typename T, RedOp kOp>
+class QueuePrims {
+ public:
+  QueuePrims(Edge* in, Edge* out, int nranks) : in_(in), out_(out), f_(ReduceFunc<T, kOp>::Make(nranks)) {}
+  bool failed() const { return failed_; }
+
+  void Copy(const T* src, T* dst, int64_t n) {
+    if (dst != nullptr) Loop<Mode::kCopy>(src, nullptr, dst, nullptr, n);
+  }
+  void Send(const T* src, int64_t n, int64_t) {
+    std::vector<T> m(n);
+    Loop<kSendMode<T, kOp>>(src, nullptr, m.data(), nullptr, n);
+    Push(m);
+  }
+  void CopySend(const T* src, T* dst, int64_t n, int64_t) {
+    std::vector<T> m(n);
+    Loop<Mode::kCopy>(src, nullptr, m.data(), dst, n);
+    Push(m);
+  }
+  void RecvReduceSend(const T* src, int64_t n, int64_t step) {
+    std::vector<T> in = Pop(n, step), m(n);
+    Loop<Mode::kReduce>(in.data(), src, m.data(), nullptr, n);
+    Push(m);
+  }
+  void RecvReduceCopySend(const T* src, T* dst, int64_t n, int64_t step) {
+    std::vector<T> in = Pop(n, step), m(n);
+    Loop<Mode::kReduceFinal>(in.data(), src, m.data(), dst, n);
+    Push(m);
+  }
+  void RecvReduceCopy(const T* src, T* dst, int64_t n, int64_t step) {
+    std::vector<T> in = Pop(n, step);
+    Loop<Mode::kReduceFinal>(in.data(), src, dst, nullptr, n);
+  }
+  void RecvCopySend(T* dst, int64_t n, int64_t step) {
+    std::vector<T> in = Pop(n, step), m(n);
+    Loop<Mode::kCopy>(in.data(), nullptr, m.data(), dst, n);
+    Push(m);
+  }
+  void Recv(T* dst, int64_t n, int64_t step) {
+    std::vector<T> in = Pop(n, step);
+    Loop<Mode::kCopy>(in.data(), nullptr, dst, nullptr, n);
+  }
+
+  std::string error;
+
+ private:
+  // Each emulated thread's share in turn: a thread touches only its own
+  // elements, so running them one after another equals running them at once.
+  template <Mode kMode>
+  void Loop(const T* a, const T* b, T* d0, T* d1, int64_t n) {
+    if (failed_) return;
+    for (int tid = 0; tid < kThreads; ++tid) ReduceCopy<T, kOp, kMode>(f_, tid, kThreads, a, b, d0, d1, n);
+  }
+  void Push(const std::vector<T>& m) {
+    if (failed_) return;
+    std::vector<uint8_t> bytes(m.size() * sizeof(T));
+    if (!bytes.empty()) std::memcpy(bytes.data(), m.data(), bytes.size());
+    std::lock_guard<std::mutex> lock(out_->mu);
+    out_->chunks.push_back(std::move(bytes));
+    out_->cv.notify_all();
+  }
+  std::vector<T> Pop(int64_t n, int64_t step) {
+    std::vector<T> m(n);
+    if (failed_) return m;
+    std::unique_lock<std::mutex> lock(in_->mu);
+    if (!in_->cv.wait_for(lock, std::chrono::seconds(20), [&] { return !in_->chunks.empty(); })) {
+      Fail("timed out at step " + std::to_string(step));
+      return m;
+    }
+    std::vector<uint8_t> bytes = std::move(in_->chunks.front());
+    in_->chunks.pop_front();
+    if (bytes.size() != m.size() * sizeof(T)) {
+      Fail("step " + std::to_string(step) + ": got " + std::to_string(bytes.size()) + " bytes, want " +
+           std::to_string(m.size() * sizeof(T)));
+      return m;
+    }
+    if (!bytes.empty()) std::memcpy(m.data(), bytes.data(), bytes.size());
+    return m;
+  }
+  void Fail(const std::string& why) {
+    failed_ = true;
+    error = why;
+  }
+
+  Edge* in_;
+  Edge* out_;
+  ReduceFunc<T, kOp> f_;
+  bool failed_ = false;
+};
+
+struct Case {
+  Coll coll;
+  DataType dtype;
+  RedOp op;
+  int nranks;
+  int nchannels;
+  int64_t count;
+  int64_t slice_bytes;
+  int offset;  // elements past a 16-byte boundary (send and recv)
+  bool in_place;
+  std::string Name() const {
+    return "coll " + std::to_string(static_cast<int>(coll)) + " " + base::DataTypeName(dtype) + " " +
+           base::RedOpName(op) + " ranks " + std::to_string(nranks) + " channels " + std::to_string(nchannels) +
+           " count " + std::to_string(count) + " slice " + std::to_string(slice_bytes) + " offset " +
+           std::to_string(offset) + (in_place ? " in place" : "");
+  }
+};
+
+// Runs one rank's channels as the kernel's blocks would, with the kernel's
+// (datatype, op) as BuildRingParams chose it.
+template <typename K, RedOp kOp>
+std::string RunRank(const RingKernelParams& p, std::vector<Edge>& edges) {
+  const int n = p.nranks;
+  for (int c = 0; c < p.nchannels; ++c) {
+    Edge* in = &edges[c * n + (p.pos + n - 1) % n];
+    Edge* out = &edges[c * n + p.pos];
+    QueuePrims<K, kOp> prims(in, out, n);
+    RunRing<K>(p, c, prims);
+    if (prims.failed()) return "rank " + std::to_string(p.rank) + " channel " + std::to_string(c) + ": " + prims.error;
+  }
+  return "";
+}
+
+template <typename T, RedOp kOp>
+std::string RunRankTyped(const RingKernelParams& p, DataType kernel_dtype, std::vector<Edge>& edges) {
+  if (kernel_dtype == DataType::kUint8 && !std::is_same<T, uint8_t>::value) {
+    return RunRank<uint8_t, RedOp::kSum>(p, edges);  // AllGather / Broadcast as bytes
+  }
+  return RunRank<T, kOp>(p, edges);
+}
+
+template <typename T, RedOp kOp>
+void RunCase(const Case& c) {
+  SCOPED_TRACE(c.Name());
+  const int n = c.nranks;
+  const std::vector<std::vector<T>> in = testref::Inputs<T>(c.coll, n, c.count, c.op);
+  const int64_t send_elems = testref::SendElems(c.coll, n, c.count);
+  const int64_t recv_elems = testref::RecvElems(c.coll, n, c.count);
+  // Buffers as 16-byte-aligned storage with the data `offset` elements in.
+  std::vector<std::vector<uint4>> send_mem(n), recv_mem(n);
+  std::vector<T*> send(n), recv(n);
+  const T kFill = testref::Value<T>(12345, RedOp::kSum);
+  for (int r = 0; r < n; ++r) {
+    send_mem[r].resize((send_elems + c.offset) * sizeof(T) / 16 + 2);
+    recv_mem[r].resize((recv_elems + c.offset) * sizeof(T) / 16 + 2);
+    recv[r] = reinterpret_cast<T*>(recv_mem[r].data()) + c.offset;
+    for (int64_t i = 0; i < recv_elems; ++i) recv[r][i] = kFill;
+    send[r] = c.in_place ? (c.coll == Coll::kAllGather ? recv[r] + r * c.count : recv[r])
+                         : reinterpret_cast<T*>(send_mem[r].data()) + c.offset;
+    if (send_elems > 0) std::memcpy(send[r], in[r].data(), send_elems * sizeof(T));
+  }
+
+  std::vector<Edge> edges(static_cast<size_t>(n) * c.nchannels);
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  std::vector<int> order(n);
+  for (int q = 0; q < n; ++q) order[q] = n % 3 != 0 ? (3 * q + 1) % n : n - 1 - q;  // not the identity
+  const int root = n > 1 ? n - 2 : 0;
+  std::vector<std::unique_ptr<RingKernelParams>> params;
+  std::vector<DataType> kernel_dtype(n);
+  for (int q = 0; q < n; ++q) {
+    DeviceCollArgs a;
+    a.coll = c.coll;
+    a.dtype = c.dtype;
+    a.op = c.op;
+    a.rank = order[q];
+    a.send = send[a.rank];
+    a.recv = recv[a.rank];
+    a.count = c.count;
+    a.root = root;
+    a.nranks = n;
+    a.pos = q;
+    for (int p = 0; p < n; ++p) a.order[p] = order[p];
+    a.slice_bytes = c.slice_bytes;
+    std::vector<DeviceChannel> channels(c.nchannels);
+    params.push_back(std::make_unique<RingKernelParams>());
+    RedOp kop;
+    ASSERT_TRUE(
+        BuildRingParams(a, channels.data(), c.nchannels, nullptr, nullptr, 0, params[q].get(), &kernel_dtype[q], &kop)
+            .ok());
+  }
+  for (int q = 0; q < n; ++q) {
+    threads.emplace_back([&, q] { errors[q] = RunRankTyped<T, kOp>(*params[q], kernel_dtype[q], edges); });
+  }
+  for (auto& t : threads) t.join();
+  for (const std::string& e : errors) ASSERT_EQ(e, "");
+  for (auto& e : edges) ASSERT_TRUE(e.chunks.empty()) << "a chunk was sent and never received";
+
+  for (int r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < recv_elems; ++i) {
+      if (!testref::Writes(c.coll, root, r)) {
+        const T want = c.in_place ? in[r][i] : kFill;
+        ASSERT_EQ(std::memcmp(&recv[r][i], &want, sizeof(T)), 0) << "non-root Reduce wrote rank " << r << "[" << i << "]";
+        continue;
+      }
+      const T want = testref::Expected<T>(c.coll, c.op, root, in, r, c.count, i);
+      ASSERT_TRUE(testref::Same(recv[r][i], want, testref::CompareOp(c.coll, c.op)))
+          << "rank " << r << " element " << i << ": got " << testref::AsDouble(recv[r][i]) << ", want "
+          << testref::AsDouble(want);
+    }
+  }
+}
+
+template <typename T>
+void RunCaseOp(const Case& c) {
+  switch (c.op) {
+    case RedOp::kSum: return RunCase<T, RedOp::kSum>(c);
+    case RedOp::kProd: return RunCase<T, RedOp::kProd>(c);
+    case RedOp::kMax: return RunCase<T, RedOp::kMax>(c);
+    case RedOp::kMin: return RunCase<T, RedOp::kMin>(c);
+    case RedOp::kAvg: return RunCase<T, RedOp::kAvg>(c);
+  }
+}
+
+void RunAny(const Case& c) {
+  switch (c.dtype) {
+    case DataType::kInt8: return RunCaseOp<int8_t>(c);
+    case DataType::kUint8: return RunCaseOp<uint8_t>(c);
+    case DataType::kInt32: return RunCaseOp<int32_t>(c);
+    case DataType::kUint32: return RunCaseOp<uint32_t>(c);
+    case DataType::kInt64: return RunCaseOp<int64_t>(c);
+    case DataType::kUint64: return RunCaseOp<uint64_t>(c);
+    case DataType::kFloat16: return RunCaseOp<Half>(c);
+    case DataType::kFloat32: return RunCaseOp<float>(c);
+    case DataType::kFloat64: return RunCaseOp<double>(c);
+    case DataType::kBFloat16: return RunCaseOp<BFloat16>(c);
+  }
+}
+
+class RingLoopHost : public testing::TestWithParam<int> {};
+
+TEST_P(RingLoopHost, EveryCollectiveDatatypeOp) {
+  const int n = GetParam();
+  const Coll colls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce};
+  for (Coll coll : colls) {
+    const bool reduces = coll == Coll::kAllReduce || coll == Coll::kReduceScatter || coll == Coll::kReduce;
+    for (int d = 0; d < base::kNumDataTypes; ++d) {
+      for (int o = 0; o < (reduces ? base::kNumRedOps : 1); ++o) {
+        const auto dtype = static_cast<DataType>(d);
+        const auto op = static_cast<RedOp>(o);
+        int k = 0;
+        for (int64_t count : {0, 1, 7, 33, 1000}) {
+          const int channels = 1 + (k++ % 2);
+          RunAny(Case{coll, dtype, op, n, channels, count, 200, 0, false});
+          if (HasFatalFailure()) return;
+        }
+        RunAny(Case{coll, dtype, op, n, 2, 999, 256, 1, false});
+        if (HasFatalFailure()) return;
+        if (coll != Coll::kReduceScatter) RunAny(Case{coll, dtype, op, n, 2, 1001, 4096, 3, true});
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RingLoopHost, testing::Values(1, 2, 3, 5),
+                         [](const testing::TestParamInfo<int>& i) { return std::to_string(i.param) + "ranks"; });
+
+// ReduceCopy alone: every alignment combination of sources and destinations,
+// against the element function, including in place.
+TEST(ReduceCopyHost, AnyAlignmentAnySize) {
+  using T = Half;
+  const auto f = ReduceFunc<T, RedOp::kSum>::Make(1);
+  for (int64_t n : {0, 1, 7, 8, 9, 63, 64, 65, 1000}) {
+    for (int oa = 0; oa < 8; ++oa) {
+      for (int ob : {0, 3}) {
+        for (int od : {oa, 5}) {
+          std::vector<uint4> ma(n / 8 + 3), mb(n / 8 + 3), md(n / 8 + 3);
+          T* a = reinterpret_cast<T*>(ma.data()) + oa;
+          T* b = reinterpret_cast<T*>(mb.data()) + ob;
+          T* d = reinterpret_cast<T*>(md.data()) + od;
+          for (int64_t i = 0; i < n; ++i) {
+            a[i] = T::FromFloat(static_cast<float>(i % 11));
+            b[i] = T::FromFloat(static_cast<float>(i % 5));
+          }
+          for (int tid = 0; tid < kThreads; ++tid) {
+            ReduceCopy<T, RedOp::kSum, Mode::kReduce>(f, tid, kThreads, a, b, d, nullptr, n);
+          }
+          for (int64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(d[i].ToFloat(), static_cast<float>(i % 11 + i % 5)) << n << " " << oa << " " << ob << " " << od;
+          }
+          for (int tid = 0; tid < kThreads; ++tid) {  // in place: d = d + b
+            ReduceCopy<T, RedOp::kSum, Mode::kReduce>(f, tid, kThreads, d, b, d, nullptr, n);
+          }
+          for (int64_t i = 0; i < n; ++i) ASSERT_EQ(d[i].ToFloat(), static_cast<float>(i % 11 + 2 * (i % 5)));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ringo::kernels::gpu::internal
