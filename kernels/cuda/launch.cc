@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kernels/cuda/internal/kernel_params.h"
+#include "kernels/internal/dispatch.h"
 #include "kernels/cuda/internal/ring_params.h"
 
 #if RINGO_CUDA_KERNELS
@@ -23,35 +24,13 @@ using base::RedOp;
 using base::Status;
 using internal::RingKernelParams;
 
-// The one (datatype, op) -> template dispatch of the GPU kernels:
-// Fn<T, kOp>::Run(args...) returns a cudaError_t value or kNotBuilt.
-template <typename T, template <typename, RedOp> class Fn, typename... Args>
-int DispatchOp(RedOp op, Args&&... args) {
-  switch (op) {
-    case RedOp::kSum: return Fn<T, RedOp::kSum>::Run(std::forward<Args>(args)...);
-    case RedOp::kProd: return Fn<T, RedOp::kProd>::Run(std::forward<Args>(args)...);
-    case RedOp::kMax: return Fn<T, RedOp::kMax>::Run(std::forward<Args>(args)...);
-    case RedOp::kMin: return Fn<T, RedOp::kMin>::Run(std::forward<Args>(args)...);
-    case RedOp::kAvg: return Fn<T, RedOp::kAvg>::Run(std::forward<Args>(args)...);
-  }
-  return internal::kNotBuilt;
-}
-
+// Fn<T, kOp>::Run(args...) returns a cudaError_t value or kNotBuilt; the
+// (datatype, op) dispatch is kernels/internal/dispatch.h's, shared with the
+// host executors.
 template <template <typename, RedOp> class Fn, typename... Args>
 int Dispatch(DataType dtype, RedOp op, Args&&... args) {
-  switch (dtype) {
-    case DataType::kInt8: return DispatchOp<int8_t, Fn>(op, std::forward<Args>(args)...);
-    case DataType::kUint8: return DispatchOp<uint8_t, Fn>(op, std::forward<Args>(args)...);
-    case DataType::kInt32: return DispatchOp<int32_t, Fn>(op, std::forward<Args>(args)...);
-    case DataType::kUint32: return DispatchOp<uint32_t, Fn>(op, std::forward<Args>(args)...);
-    case DataType::kInt64: return DispatchOp<int64_t, Fn>(op, std::forward<Args>(args)...);
-    case DataType::kUint64: return DispatchOp<uint64_t, Fn>(op, std::forward<Args>(args)...);
-    case DataType::kFloat16: return DispatchOp<base::Half, Fn>(op, std::forward<Args>(args)...);
-    case DataType::kFloat32: return DispatchOp<float, Fn>(op, std::forward<Args>(args)...);
-    case DataType::kFloat64: return DispatchOp<double, Fn>(op, std::forward<Args>(args)...);
-    case DataType::kBFloat16: return DispatchOp<base::BFloat16, Fn>(op, std::forward<Args>(args)...);
-  }
-  return internal::kNotBuilt;
+  return kernels::internal::DispatchTypeOpOr<Fn>([] { return internal::kNotBuilt; }, dtype, op,
+                                                 std::forward<Args>(args)...);
 }
 
 template <typename T, RedOp kOp>
