@@ -47,6 +47,10 @@ const std::vector<EnvVarInfo>& Table() {
        "1: before each collective, pass its signature (sequence number, collective, count, "
        "datatype, op, root) around the ring, so mismatched calls fail on every rank instead "
        "of hanging or corrupting data. Costs one hop of latency per collective."},
+      {"RINGO_PROTO", "enum", "",
+       "GPU communicators: simple forces the Simple protocol (data, fence, counter), ll the "
+       "LL protocol (flag in every 8-byte store); unset: LL for small messages (up to one LL "
+       "slice per rank), Simple otherwise. Host communicators ignore it."},
       // Topology (topology/): where the graph comes from, and transport choice per ring edge.
       {"RINGO_TOPO_FILE", "string", "",
        "Use this topology instead of detecting the machine: an hwloc XML file (lstopo --of "
@@ -151,6 +155,12 @@ Config* Load() {
     errors += std::string(errors.empty() ? "" : "; ") + "RINGO_ALGO='" + config->algo +
               "' is not ring or oneshot";
     config->algo = "";
+  }
+  config->proto = config->Get("RINGO_PROTO").value_or("");
+  if (config->proto != "" && config->proto != "simple" && config->proto != "ll") {
+    errors += std::string(errors.empty() ? "" : "; ") + "RINGO_PROTO='" + config->proto +
+              "' is not simple or ll";
+    config->proto = "";
   }
   if (!errors.empty()) config->parse_status = InvalidArgument("bad environment: " + errors);
   return config;

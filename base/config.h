@@ -42,6 +42,7 @@ struct Config {
   int64_t yield_count = -1;              // RINGO_YIELD_COUNT (-1: chosen at init)
   std::string algo;                      // RINGO_ALGO: "", "ring" or "oneshot"
   bool check = false;                    // RINGO_CHECK
+  std::string proto;                     // RINGO_PROTO: "", "simple" or "ll" (GPU communicators)
 
   // Every declared variable that is set, by name.
   std::map<std::string, std::string> raw;

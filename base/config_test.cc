@@ -82,7 +82,7 @@ TEST_F(ConfigTest, EveryDeclaredVariableIsDescribed) {
   // Ringo's own variables are all there.
   for (const char* name : {"RINGO_DEBUG", "RINGO_DEBUG_FILE", "RINGO_TIMEOUT_MS", "RINGO_COMM_ID",
                            "RINGO_SOCKET_IFNAME", "RINGO_SLOT_BYTES", "RINGO_NCHANNELS", "RINGO_SPIN_COUNT",
-                           "RINGO_YIELD_COUNT", "RINGO_ALGO", "RINGO_CHECK", "RINGO_P2P_DISABLE",
+                           "RINGO_YIELD_COUNT", "RINGO_ALGO", "RINGO_CHECK", "RINGO_PROTO", "RINGO_P2P_DISABLE",
                            "RINGO_SHM_DISABLE"}) {
     EXPECT_NE(Find(name), nullptr) << name << " is not declared";
   }
@@ -239,6 +239,20 @@ TEST_F(ConfigTest, Algorithm) {
     const Config& c = With("RINGO_ALGO", bad);
     ExpectBad(c, "RINGO_ALGO", bad);
     EXPECT_EQ(c.algo, "") << bad << " must fall back to the planner's choice";
+  }
+}
+
+TEST_F(ConfigTest, Protocol) {
+  EXPECT_EQ(GetConfig().proto, "");
+  for (const char* proto : {"simple", "ll"}) {
+    const Config& c = With("RINGO_PROTO", proto);
+    EXPECT_TRUE(c.parse_status.ok()) << c.parse_status.ToString();
+    EXPECT_EQ(c.proto, proto);
+  }
+  for (const char* bad : {"LL", "ll128", "fast"}) {
+    const Config& c = With("RINGO_PROTO", bad);
+    ExpectBad(c, "RINGO_PROTO", bad);
+    EXPECT_EQ(c.proto, "") << bad << " must fall back to the planner's choice";
   }
 }
 

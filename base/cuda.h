@@ -1,10 +1,17 @@
 // What the CUDA runtime (linked statically) says about this machine, asked
-// once. A missing driver or device is not an error: Ringo then uses host
-// memory, and says so in the log.
+// once, and the small wrappers every cudart call of Ringo goes through. A
+// missing driver or device is not an error: Ringo then uses host memory, and
+// says so in the log. Without the CUDA toolkit at build time every function
+// below compiles and reports that (no device, or an error Status saying so).
+//
+// Thread safety: ProbeCuda and the free functions are thread-safe; the RAII
+// classes are owned and used by one thread at a time.
 #ifndef RINGO_BASE_CUDA_H_
 #define RINGO_BASE_CUDA_H_
 
 #include <string>
+
+#include "base/status.h"
 
 namespace ringo::base {
 
@@ -16,8 +23,85 @@ struct CudaProbe {
 // Thread-safe; the answer is computed once per process.
 const CudaProbe& ProbeCuda();
 
+// Whether this build links the CUDA runtime at all.
+bool CudaRuntimeBuilt();
+
 // Whether `ptr` is device (or managed) memory; false when CUDA is unusable.
 bool IsDevicePointer(const void* ptr);
+
+// The device ordinal that owns `ptr` when it is device (or managed) memory;
+// -1 for host memory, unknown pointers, or when CUDA is unusable.
+int PointerDevice(const void* ptr);
+
+// The calling thread's current CUDA device.
+StatusOr<int> CurrentDevice();
+
+// OK for error 0 (cudaSuccess); otherwise kCudaError naming the call, where
+// it was made and CUDA's name and text for the error. Clears the runtime's
+// last-error slot. `error` is a cudaError_t.
+Status CudaCallStatus(int error, const char* call, const char* file, int line);
+
+// Wraps one cudart call: returns from the enclosing function on failure.
+#define RINGO_CUDA_RETURN_IF_ERROR(call) \
+  RETURN_IF_ERROR(::ringo::base::CudaCallStatus(static_cast<int>(call), #call, __FILE__, __LINE__))
+
+// Makes `device` the calling thread's current device for the scope and puts
+// the previous one back on destruction (blocking: no; the current device is
+// per thread).
+class ScopedDevice {
+ public:
+  static StatusOr<ScopedDevice> Enter(int device);
+  ScopedDevice() = default;  // restores nothing
+  ScopedDevice(ScopedDevice&& other) noexcept;
+  ScopedDevice& operator=(ScopedDevice&&) = delete;
+  ~ScopedDevice();
+
+ private:
+  int previous_ = -1;  // -1: nothing to restore
+};
+
+// `bytes` of zeroed pinned host memory mapped into every device's address
+// space (cudaHostAlloc, mapped and portable). Owns the memory; freed on
+// destruction (cudaFreeHost, which waits for nothing: free it only once no
+// kernel uses it).
+class MappedHostMemory {
+ public:
+  static StatusOr<MappedHostMemory> Allocate(size_t bytes);
+  MappedHostMemory() = default;
+  MappedHostMemory(MappedHostMemory&& other) noexcept;
+  MappedHostMemory& operator=(MappedHostMemory&& other) noexcept;
+  ~MappedHostMemory();
+
+  void* host() const { return host_; }
+  void* device() const { return device_; }  // the same memory as the kernels address it
+
+ private:
+  void Reset();
+  void* host_ = nullptr;
+  void* device_ = nullptr;
+};
+
+// A timing-free CUDA event on one device: Record() marks the work enqueued so
+// far on a stream; Synchronize() blocks the calling thread until it is done.
+class CudaEvent {
+ public:
+  static StatusOr<CudaEvent> Create(int device);
+  CudaEvent() = default;
+  CudaEvent(CudaEvent&& other) noexcept;
+  CudaEvent& operator=(CudaEvent&& other) noexcept;
+  ~CudaEvent();
+
+  // `stream` is a cudaStream_t (null: the legacy default stream).
+  Status Record(void* stream);
+  // Blocks until the recorded work completes; OK when nothing was recorded.
+  Status Synchronize();
+
+ private:
+  void Reset();
+  void* event_ = nullptr;  // cudaEvent_t
+  int device_ = -1;
+  bool recorded_ = false;
+};
 
 }  // namespace ringo::base
 

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/config.h"
@@ -16,6 +17,7 @@
 #include "base/logging.h"
 #include "collectives/communicator.h"
 #include "collectives/internal/boundary.h"
+#include "kernels/cuda/launch.h"
 #include "ringo/ringo.h"
 #include "transport/bootstrap.h"
 
@@ -39,22 +41,42 @@ static_assert(ringoTimeout == static_cast<int>(base::Code::kTimeout), "result co
 static_assert(ringoBfloat16 == static_cast<int>(base::DataType::kBFloat16), "datatypes match");
 static_assert(ringoAvg == static_cast<int>(base::RedOp::kAvg), "ops match");
 
-// Which memory a new communicator uses. GPU collectives are not in this build.
-StatusOr<int> ResolveDeviceKind(int kind) {
+// Which memory a new communicator uses: RINGO_DEVICE_HOST or
+// RINGO_DEVICE_CUDA. `in_process`: every rank is a thread of this process (or
+// there is one rank), the only GPU configuration this build connects; AUTO
+// then takes a GPU when one is visible and the kernels are built.
+StatusOr<int> ResolveDeviceKind(int kind, bool in_process) {
   if (kind != RINGO_DEVICE_AUTO && kind != RINGO_DEVICE_HOST && kind != RINGO_DEVICE_CUDA) {
     return base::InvalidArgument("config->device_kind " + std::to_string(kind) + " is not a ringoDeviceKind_t");
   }
+  if (kind == RINGO_DEVICE_HOST) return kind;
+  const base::CudaProbe& probe = base::ProbeCuda();
   if (kind == RINGO_DEVICE_CUDA) {
-    return base::InvalidUsage("RINGO_DEVICE_CUDA: GPU communicators are not available in this build");
-  }
-  if (kind == RINGO_DEVICE_AUTO) {
-    const base::CudaProbe& probe = base::ProbeCuda();
     if (probe.device_count == 0) {
-      RINGO_LOG(INFO) << "no usable GPU (" << probe.reason << "): using host memory";
-    } else {
-      RINGO_LOG(WARN) << probe.device_count
-                      << " GPU(s) visible, but GPU collectives are not in this build: using host memory";
+      return base::InvalidUsage("RINGO_DEVICE_CUDA: no GPU is visible (" + probe.reason +
+                                "); use RINGO_DEVICE_HOST or RINGO_DEVICE_AUTO for host memory");
     }
+    if (!ringo::kernels::gpu::KernelsBuilt()) {
+      return base::InvalidUsage("RINGO_DEVICE_CUDA: this build has no GPU kernels (built without the CUDA toolkit)");
+    }
+    if (!in_process) {
+      return base::InvalidUsage(
+          "RINGO_DEVICE_CUDA: GPU communicators are not yet supported across processes: CUDA IPC transport "
+          "pending (ranks that are threads of one process: ringoCommInitAll; or use RINGO_DEVICE_HOST)");
+    }
+    return kind;
+  }
+  if (probe.device_count == 0) {
+    RINGO_LOG(INFO) << "no usable GPU (" << probe.reason << "): using host memory";
+  } else if (!ringo::kernels::gpu::KernelsBuilt()) {
+    RINGO_LOG(WARN) << probe.device_count
+                    << " GPU(s) visible, but this build has no GPU kernels: using host memory";
+  } else if (!in_process) {
+    RINGO_LOG(WARN) << probe.device_count
+                    << " GPU(s) visible, but GPU communicators across processes are not supported yet (CUDA "
+                       "IPC transport pending): using host memory";
+  } else {
+    return static_cast<int>(RINGO_DEVICE_CUDA);
   }
   return static_cast<int>(RINGO_DEVICE_HOST);
 }
@@ -101,12 +123,21 @@ ringoResult_t ringoCommInitRankConfig(ringoComm_t* comm, int nranks, ringoUnique
     }
     if (cfg.blocking != 0 && cfg.blocking != 1) return base::InvalidArgument("config->blocking must be 0 or 1");
     if (cfg.timeout_ms < 0) return base::InvalidArgument("config->timeout_ms is negative");
-    RETURN_IF_ERROR(ResolveDeviceKind(cfg.device_kind).status());
+    ASSIGN_OR_RETURN(const int kind, ResolveDeviceKind(cfg.device_kind, nranks == 1));
     ASSIGN_OR_RETURN(transport::UniqueId id, transport::UniqueId::Decode(unique_id.internal));
     CommOptions options;
     options.timeout_ms = cfg.timeout_ms;
+    std::vector<int> cuda_devices;  // one rank on a GPU: the calling thread's current device, as NCCL
+    if (kind == RINGO_DEVICE_CUDA) {
+      ASSIGN_OR_RETURN(const int device, base::CurrentDevice());
+      cuda_devices.push_back(device);
+    }
     auto* handle = Register(new ringoComm());
-    auto init = [id, nranks, rank, options]() { return Communicator::InitRank(id, nranks, rank, options); };
+    auto init = [id, nranks, rank, options, cuda_devices]() -> StatusOr<std::unique_ptr<Communicator>> {
+      if (cuda_devices.empty()) return Communicator::InitRank(id, nranks, rank, options);
+      ASSIGN_OR_RETURN(auto made, Communicator::InitAll(1, options, cuda_devices));
+      return std::move(made[0]);
+    };
     if (cfg.blocking) {
       auto made = init();
       if (!made.ok()) {
@@ -135,8 +166,20 @@ ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist)
     for (int i = 0; devlist != nullptr && i < ndev; ++i) {
       if (devlist[i] < 0) return base::InvalidArgument("devlist[" + std::to_string(i) + "] is negative");
     }
-    RETURN_IF_ERROR(ResolveDeviceKind(RINGO_DEVICE_AUTO).status());
-    ASSIGN_OR_RETURN(auto made, Communicator::InitAll(ndev, CommOptions()));
+    ASSIGN_OR_RETURN(const int kind, ResolveDeviceKind(RINGO_DEVICE_AUTO, true));
+    std::vector<int> cuda_devices;  // empty: host memory
+    if (kind == RINGO_DEVICE_CUDA) {
+      const int visible = base::ProbeCuda().device_count;
+      for (int i = 0; i < ndev; ++i) {
+        const int d = devlist != nullptr ? devlist[i] : i % visible;
+        if (d >= visible) {
+          return base::InvalidArgument("devlist[" + std::to_string(i) + "] = " + std::to_string(d) + ", but " +
+                                       std::to_string(visible) + " CUDA device(s) are visible");
+        }
+        cuda_devices.push_back(d);
+      }
+    }
+    ASSIGN_OR_RETURN(auto made, Communicator::InitAll(ndev, CommOptions(), cuda_devices));
     for (int i = 0; i < ndev; ++i) {
       auto* handle = new ringoComm();
       handle->Set(std::move(made[i]));
@@ -202,8 +245,8 @@ ringoResult_t ringoCommUserRank(const ringoComm_t comm, int* rank) {
 ringoResult_t ringoCommCuDevice(const ringoComm_t comm, int* device) {
   return Guard("ringoCommCuDevice", comm, [&]() -> Status {
     if (device == nullptr) return base::InvalidArgument("device is NULL");
-    RETURN_IF_ERROR(ResolveReady(comm).status());
-    *device = -1;  // host memory
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    *device = c->device();  // -1: host memory
     return Status();
   });
 }

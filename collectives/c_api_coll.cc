@@ -25,6 +25,7 @@ using ringo::collectives::internal::ResolveReady;
 struct Pending {
   ringoComm* comm;
   kernels::CollArgs args;
+  ringoStream_t stream;
 };
 
 thread_local int t_group_depth = 0;
@@ -41,13 +42,10 @@ const char* CollName(kernels::Coll c) {
   return "?";
 }
 
-Status CheckBuffer(const void* p, const char* name, bool needed) {
+// Host memory on a host communicator, memory of its device on a GPU one.
+Status CheckBuffer(const Communicator* c, const void* p, const char* name, bool needed) {
   if (!needed) return Status();
-  if (p == nullptr) return base::InvalidArgument(std::string(name) + " is NULL");
-  if (base::IsDevicePointer(p)) {
-    return base::InvalidArgument(std::string(name) + " is GPU memory, but this is a host communicator");
-  }
-  return Status();
+  return c->CheckBuffer(p, name);
 }
 
 // Everything about a call that can be wrong before any data moves.
@@ -55,7 +53,9 @@ Status Validate(Communicator* c, const kernels::CollArgs& a, int datatype, int o
                 bool uses_op) {
   if (!base::IsValidDataType(datatype)) return base::InvalidArgument("datatype " + std::to_string(datatype) + " is not a ringoDataType_t");
   if (uses_op && !base::IsValidRedOp(op)) return base::InvalidArgument("op " + std::to_string(op) + " is not a ringoRedOp_t");
-  if (stream != nullptr) return base::InvalidArgument("stream must be NULL on a host communicator");
+  if (stream != nullptr && c->kind() == ringo::collectives::DeviceKind::kHost) {
+    return base::InvalidArgument("stream must be NULL on a host communicator");
+  }
   const uint64_t elem = base::DataTypeSize(a.dtype);
   const bool per_rank = a.coll == kernels::Coll::kReduceScatter || a.coll == kernels::Coll::kAllGather;
   const uint64_t factor = per_rank ? static_cast<uint64_t>(c->nranks()) : 1;
@@ -73,8 +73,8 @@ Status Validate(Communicator* c, const kernels::CollArgs& a, int datatype, int o
   const bool is_root = c->rank() == a.root;
   const bool needs_send = any && (a.coll != kernels::Coll::kBroadcast || is_root);
   const bool needs_recv = any && (a.coll != kernels::Coll::kReduce || is_root);
-  RETURN_IF_ERROR(CheckBuffer(a.send, "sendbuff", needs_send));
-  RETURN_IF_ERROR(CheckBuffer(a.recv, "recvbuff", needs_recv));
+  RETURN_IF_ERROR(CheckBuffer(c, a.send, "sendbuff", needs_send));
+  RETURN_IF_ERROR(CheckBuffer(c, a.recv, "recvbuff", needs_recv));
   return Status();
 }
 
@@ -95,18 +95,18 @@ ringoResult_t Issue(kernels::Coll coll, const void* send, void* recv, size_t cou
     RETURN_IF_ERROR(Validate(c, a, datatype, op, stream, uses_op));
     if (c->finalized()) return base::InvalidUsage("the communicator was finalized");
     if (t_group_depth > 0) {
-      t_group.push_back({comm, a});
+      t_group.push_back({comm, a, stream});
       return Status();
     }
-    return c->Run(a);
+    return c->Run(a, stream);
   });
 }
 
-// Runs one communicator's queued operations in order.
-Status RunQueue(ringoComm* comm, const std::vector<kernels::CollArgs>& ops) {
+// Runs (host) or enqueues (GPU) one communicator's queued operations in order.
+Status RunQueue(ringoComm* comm, const std::vector<Pending>& ops) {
   auto c = ResolveReady(comm);
   if (!c.ok()) return c.status();
-  for (const auto& a : ops) RETURN_IF_ERROR((*c)->Run(a).WithContext(CollName(a.coll)));
+  for (const Pending& p : ops) RETURN_IF_ERROR((*c)->Run(p.args, p.stream).WithContext(CollName(p.args.coll)));
   return Status();
 }
 
@@ -155,10 +155,10 @@ ringoResult_t ringoGroupEnd(void) {
     // Per communicator, in issue order; communicators run side by side, since
     // one thread may be driving every rank of the ring.
     std::vector<ringoComm*> order;
-    std::map<ringoComm*, std::vector<kernels::CollArgs>> per_comm;
+    std::map<ringoComm*, std::vector<Pending>> per_comm;
     for (const Pending& p : queued) {
       if (per_comm.count(p.comm) == 0) order.push_back(p.comm);
-      per_comm[p.comm].push_back(p.args);
+      per_comm[p.comm].push_back(p);
     }
     std::vector<Status> results(order.size());
     std::vector<std::thread> threads;

@@ -7,10 +7,13 @@
 #include <thread>
 
 #include "base/check.h"
+#include "base/cuda.h"
 #include "base/device/dtype.h"
 #include "kernels/host_oneshot.h"
 #include "base/logging.h"
+#include "collectives/internal/gpu_comm.h"
 #include "collectives/ring_choice.h"
+#include "transport/p2p.h"
 
 namespace ringo::collectives {
 
@@ -34,6 +37,7 @@ Communicator::Communicator(int rank, int nranks, const base::Config& config, con
     : rank_(rank), nranks_(nranks), config_(config), timeout_ms_(TimeoutMs(config, options)) {}
 
 Communicator::~Communicator() {
+  gpu_.reset();  // waits for this rank's kernels before freeing their memory
   {
     std::lock_guard<std::mutex> lock(job_mu_);
     stop_ = true;
@@ -105,7 +109,9 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   return comm;
 }
 
-StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAll(int nranks, const CommOptions& options) {
+StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAll(int nranks, const CommOptions& options,
+                                                                           const std::vector<int>& cuda_devices) {
+  if (!cuda_devices.empty()) return InitAllCuda(nranks, options, cuda_devices);
   const base::Config& config = base::GetConfig();
   RETURN_IF_ERROR(config.parse_status);
   // Threads of this process: one host, this thread's NUMA node.
@@ -132,6 +138,49 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAll(int n
                 boards.empty() ? nullptr : std::move(boards[r]), spec.order, nranks);
     comms.push_back(std::move(comm));
   }
+  return comms;
+}
+
+StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAllCuda(
+    int nranks, const CommOptions& options, const std::vector<int>& cuda_devices) {
+  const base::Config& config = base::GetConfig();
+  RETURN_IF_ERROR(config.parse_status);
+  if (static_cast<int>(cuda_devices.size()) != nranks) {
+    return base::InvalidArgument("one CUDA device per rank: " + std::to_string(cuda_devices.size()) + " for " +
+                                 std::to_string(nranks) + " ranks");
+  }
+  std::vector<topology::RankInfo> places(nranks);
+  for (auto& p : places) p.numa = LocalNumaNode(config);
+  ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(config, places));
+  const DeviceGeometry geometry = ChooseDeviceGeometry(config, nranks);
+  std::shared_ptr<transport::P2pRing> p2p;
+  if (nranks > 1) {
+    transport::P2pRingSpec spec;
+    spec.nranks = nranks;
+    spec.order = ring.order;
+    spec.devices = cuda_devices;
+    spec.nchannels = geometry.nchannels;
+    spec.slot_bytes = static_cast<uint64_t>(geometry.slot_bytes);
+    spec.ll_slot_bytes = static_cast<uint64_t>(geometry.ll_slot_bytes);
+    ASSIGN_OR_RETURN(std::unique_ptr<transport::P2pRing> made, transport::P2pRing::Create(spec));
+    p2p = std::move(made);
+  }
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < nranks; ++r) {
+    std::unique_ptr<Communicator> comm(new Communicator(r, nranks, config, options));
+    const uint64_t timeout_ns = static_cast<uint64_t>(comm->timeout_ms_) * 1000000ull;
+    ASSIGN_OR_RETURN(comm->gpu_, internal::GpuComm::Create(r, nranks, cuda_devices[r], ring.order, p2p, geometry,
+                                                           timeout_ns));
+    comm->order_ = ring.order;
+    for (int p = 0; p < nranks; ++p) {
+      if (comm->order_[p] == r) comm->pos_ = p;
+    }
+    RINGO_LOG(INFO) << "rank " << r << "/" << nranks << " ready: CUDA device " << cuda_devices[r] << ", "
+                    << geometry.nchannels << " channel(s), slot " << geometry.slot_bytes << " B, LL slot "
+                    << geometry.ll_slot_bytes << " B, timeout " << comm->timeout_ms_ << " ms";
+    comms.push_back(std::move(comm));
+  }
+  if (nranks > 1) RINGO_LOG(INFO) << "GPU ring: " << ring.Describe();
   return comms;
 }
 
@@ -211,6 +260,7 @@ void Communicator::Fail(const Status& st) {
 }
 
 void Communicator::AbortTransports() {
+  if (gpu_) gpu_->RaiseAbort();
   for (auto& l : links_) {
     transport::AbortFifo(l.recv->header());  // both neighbours
     transport::AbortFifo(l.send->header());
@@ -218,12 +268,46 @@ void Communicator::AbortTransports() {
   if (board_) board_->Abort();
 }
 
-Status Communicator::Run(const kernels::CollArgs& args) {
+int Communicator::device() const { return gpu_ ? gpu_->device() : -1; }
+
+Status Communicator::CheckBuffer(const void* ptr, const char* name) const {
+  if (ptr == nullptr) return base::InvalidArgument(std::string(name) + " is NULL");
+  const int owner = base::PointerDevice(ptr);
+  if (!gpu_) {
+    if (owner < 0) return Status();
+    return base::InvalidArgument(std::string(name) + " is GPU memory, but this is a host communicator");
+  }
+  if (owner == gpu_->device()) return Status();
+  if (owner < 0) {
+    return base::InvalidArgument(std::string(name) + " is host memory, but this is a GPU communicator on CUDA device " +
+                                 std::to_string(gpu_->device()) + ": pass memory from cudaMalloc on that device");
+  }
+  return base::InvalidArgument(std::string(name) + " is memory of CUDA device " + std::to_string(owner) +
+                               ", but this communicator runs on CUDA device " + std::to_string(gpu_->device()));
+}
+
+Status Communicator::RunGpu(const kernels::CollArgs& args, void* stream) {
+  if (args.count > 0) {
+    const bool is_root = rank_ == args.root;
+    if (args.coll != kernels::Coll::kBroadcast || is_root) RETURN_IF_ERROR(CheckBuffer(args.send, "sendbuff"));
+    if (args.coll != kernels::Coll::kReduce || is_root) RETURN_IF_ERROR(CheckBuffer(args.recv, "recvbuff"));
+  }
+  ++sequence_;
+  Status st = gpu_->Enqueue(args, stream);
+  // A launch that failed after the arguments were accepted leaves the peers
+  // waiting for this rank: fail the communicator and tell them.
+  if (st.code() == base::Code::kCudaError) Fail(st);
+  return st;
+}
+
+Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   if (finalized_) return base::InvalidUsage("the communicator was finalized");
   Status failed = AsyncError();
   if (!failed.ok()) return failed.WithContext("the communicator failed earlier; abort or destroy it");
   if (abort_.load()) return base::InvalidUsage("the communicator was aborted");
+  if (gpu_) return RunGpu(args, stream);
+  if (stream != nullptr) return base::InvalidArgument("stream must be NULL on a host communicator");
   if (config_.check && nranks_ > 1) {
     Status st = CheckSignature(args);
     if (!st.ok()) {
@@ -302,6 +386,7 @@ Status Communicator::Finalize() {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   if (finalized_) return base::InvalidUsage("the communicator was already finalized");
   finalized_ = true;  // host collectives finish inside Run(): nothing is pending
+  if (gpu_) RETURN_IF_ERROR(gpu_->Synchronize());  // GPU: wait for the enqueued work
   return AsyncError();
 }
 
@@ -309,11 +394,13 @@ void Communicator::Abort() {
   abort_.store(true);
   AbortTransports();
   std::lock_guard<std::mutex> run_lock(run_mu_);  // waits for a running collective to return
+  if (gpu_) (void)gpu_->Synchronize();             // the kernels see the flag and return
 }
 
 Status Communicator::AsyncError() const {
   std::lock_guard<std::mutex> lock(error_mu_);
-  return async_error_;
+  if (!async_error_.ok() || !gpu_) return async_error_;
+  return gpu_->KernelError();
 }
 
 }  // namespace ringo::collectives

@@ -2,9 +2,14 @@
 // channel, a worker thread per extra channel, and the state machine
 // (ready -> finalized, or -> failed; aborted by ringoCommAbort).
 //
+// Two kinds: a host communicator runs each collective to completion inside
+// Run(); a CUDA communicator (ranks that are threads of one process, see
+// InitAll) enqueues a ring kernel on the caller's stream and returns at once.
+//
 // Thread safety: Run() is called by one thread at a time (the C contract);
 // Abort() may be called from any thread and waits for a running Run() to
-// return; AsyncError() from any thread.
+// return (and, on a GPU, for the rank's kernels to stop); AsyncError() from
+// any thread.
 #ifndef RINGO_COLLECTIVES_COMMUNICATOR_H_
 #define RINGO_COLLECTIVES_COMMUNICATOR_H_
 
@@ -26,6 +31,12 @@
 
 namespace ringo::collectives {
 
+namespace internal {
+class GpuComm;
+}
+
+enum class DeviceKind : int { kHost = 0, kCuda = 1 };
+
 struct CommOptions {
   int64_t timeout_ms = 0;  // 0: RINGO_TIMEOUT_MS
 };
@@ -37,14 +48,24 @@ class Communicator {
   // Joins the communicator named by `id` as `rank` of `nranks` (collective).
   static base::StatusOr<std::unique_ptr<Communicator>> InitRank(const transport::UniqueId& id, int nranks,
                                                                 int rank, const CommOptions& options);
-  // Creates all `nranks` ranks of a communicator in this process.
-  static base::StatusOr<std::vector<std::unique_ptr<Communicator>>> InitAll(int nranks,
-                                                                            const CommOptions& options);
+  // Creates all `nranks` ranks of a communicator in this process: host
+  // memory when `cuda_devices` is empty, else rank r on CUDA device
+  // cuda_devices[r] (one entry per rank; devices may repeat), connected by the
+  // p2p transport. Blocking.
+  static base::StatusOr<std::vector<std::unique_ptr<Communicator>>> InitAll(
+      int nranks, const CommOptions& options, const std::vector<int>& cuda_devices = {});
 
-  // Runs one collective to completion on this rank. A failure mid-way (a
-  // peer lost, a timeout, a mismatched call) leaves the communicator failed:
-  // every later call returns that error, and its peers are told.
-  base::Status Run(const kernels::CollArgs& args);
+  // Host: runs one collective to completion on this rank (`stream` must be
+  // null). CUDA: checks the buffers, enqueues the collective on `stream` (a
+  // cudaStream_t) and returns; completion is the stream's, a kernel's failure
+  // shows in AsyncError(). A failure mid-way (a peer lost, a timeout, a
+  // mismatched call) leaves the communicator failed: every later call returns
+  // that error, and its peers are told.
+  base::Status Run(const kernels::CollArgs& args, void* stream = nullptr);
+
+  // InvalidArgument unless `ptr` is memory this communicator can use: host
+  // memory for a host communicator, memory of its device for a CUDA one.
+  base::Status CheckBuffer(const void* ptr, const char* name) const;
 
   base::Status Finalize();
   // Wakes and fails a running Run(), tells the peers, waits for Run() to return.
@@ -54,9 +75,14 @@ class Communicator {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   bool finalized() const { return finalized_; }
+  DeviceKind kind() const { return gpu_ ? DeviceKind::kCuda : DeviceKind::kHost; }
+  int device() const;  // the CUDA device ordinal; -1 for host memory
 
  private:
   Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options);
+  static base::StatusOr<std::vector<std::unique_ptr<Communicator>>> InitAllCuda(
+      int nranks, const CommOptions& options, const std::vector<int>& cuda_devices);
+  base::Status RunGpu(const kernels::CollArgs& args, void* stream);
   void Start(std::vector<transport::ChannelLinks> links, std::unique_ptr<transport::Board> board,
              const std::vector<int>& order, int local_ranks);
   void AbortTransports();
@@ -94,6 +120,8 @@ class Communicator {
   CollPlan job_plan_;                // GUARDED_BY(job_mu_)
   std::vector<base::Status> job_status_;  // GUARDED_BY(job_mu_), one per channel
   std::vector<std::thread> workers_;
+
+  std::unique_ptr<internal::GpuComm> gpu_;  // CUDA communicators only
 
   mutable std::mutex error_mu_;
   base::Status async_error_;  // GUARDED_BY(error_mu_)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/device/dtype.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/host_oneshot.h"
 
 namespace ringo::collectives {
@@ -23,6 +24,20 @@ constexpr int64_t kMinBytesPerChannel = 512 * 1024;
 // than N reads of every post.
 constexpr int64_t kBoardBytes = 64 * 1024;
 constexpr int64_t kStreamOutputBytes = 8 << 20;
+
+// GPU rings (unmeasured starting points, NCCL-like): 8 x 512 KiB Simple slots
+// and 8 x 16 KiB of LL data per connector; a channel per MiB up to 4 (several
+// ranks share one GPU's SMs).
+constexpr int64_t kDeviceSlotBytes = 512 * 1024;
+constexpr int64_t kDeviceLLSliceBytes = 16 * 1024;
+constexpr int kDeviceChannels = 4;
+constexpr int64_t kMinBytesPerDeviceChannel = 1 << 20;
+
+int64_t CollectiveBytes(const kernels::CollArgs& args, int nranks) {
+  int64_t bytes = args.count * static_cast<int64_t>(base::DataTypeSize(args.dtype));
+  if (args.coll == kernels::Coll::kReduceScatter || args.coll == kernels::Coll::kAllGather) bytes *= nranks;
+  return bytes;
+}
 
 }  // namespace
 
@@ -75,8 +90,7 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
     plan.nchannels = 1;
     return plan;
   }
-  int64_t bytes = args.count * static_cast<int64_t>(base::DataTypeSize(args.dtype));
-  if (args.coll == kernels::Coll::kReduceScatter || args.coll == kernels::Coll::kAllGather) bytes *= nranks;
+  const int64_t bytes = CollectiveBytes(args, nranks);
   plan.slice_bytes = geometry.fixed_slot || bytes >= kWholeSlotFrom
                          ? geometry.slot_bytes
                          : std::min(geometry.slot_bytes, kSmallSliceBytes);
@@ -86,6 +100,50 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
   plan.stream_output = bytes >= kStreamOutputBytes;
   plan.nchannels = geometry.fixed_channels ? geometry.nchannels
                                            : static_cast<int>(std::min<int64_t>(geometry.nchannels, wanted));
+  return plan;
+}
+
+DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks) {
+  DeviceGeometry g;
+  g.slot_bytes = config.slot_bytes > 0 ? config.slot_bytes : kDeviceSlotBytes;
+  g.fixed_slot = config.slot_bytes > 0;
+  // LL slices never exceed the Simple slot, so RINGO_SLOT_BYTES shrinks both
+  // (the tests reach multi-chunk LL paths with small counts that way).
+  const int64_t ll_slice = std::min(kDeviceLLSliceBytes, g.slot_bytes) / kernels::gpu::kLLDataBytesPerLine *
+                           kernels::gpu::kLLDataBytesPerLine;
+  g.ll_slot_bytes = kernels::gpu::LLSlotBytesFor(ll_slice);
+  if (config.nchannels > 0) {
+    g.nchannels = static_cast<int>(std::min<int64_t>(config.nchannels, kernels::gpu::kMaxChannels));
+    g.fixed_channels = true;
+  } else {
+    g.nchannels = kDeviceChannels;
+  }
+  if (nranks == 1) g.nchannels = 1;
+  g.proto = config.proto;
+  return g;
+}
+
+DevicePlan PlanDeviceCollective(const kernels::CollArgs& args, int nranks, const DeviceGeometry& geometry,
+                                int64_t max_simple_slice, int64_t max_ll_slice) {
+  DevicePlan plan;
+  const int64_t bytes = CollectiveBytes(args, nranks);
+  const int64_t esize = static_cast<int64_t>(base::DataTypeSize(args.dtype));
+  bool ll = bytes <= static_cast<int64_t>(nranks) * max_ll_slice;
+  if (geometry.proto == "simple") ll = false;
+  if (geometry.proto == "ll") ll = true;
+  if (ll) {
+    plan.proto = kernels::gpu::Proto::kLL;
+    plan.slice_bytes = max_ll_slice;
+    plan.nchannels = geometry.fixed_channels ? geometry.nchannels : 1;
+  } else {
+    plan.proto = kernels::gpu::Proto::kSimple;
+    plan.slice_bytes = geometry.fixed_slot || bytes >= kWholeSlotFrom ? max_simple_slice
+                                                                      : std::min(max_simple_slice, kSmallSliceBytes);
+    const int64_t wanted = std::max<int64_t>(1, bytes / kMinBytesPerDeviceChannel);
+    plan.nchannels = geometry.fixed_channels ? geometry.nchannels
+                                             : static_cast<int>(std::min<int64_t>(geometry.nchannels, wanted));
+  }
+  plan.slice_bytes = std::max(plan.slice_bytes, esize);
   return plan;
 }
 

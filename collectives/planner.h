@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/config.h"
+#include "kernels/cuda/device_types.h"
 #include "kernels/host_executor.h"
 
 namespace ringo::collectives {
@@ -40,6 +41,33 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
 
 // RINGO_ALGO's value as an Algorithm.
 Algorithm ParseAlgorithm(const std::string& name);
+
+// ---- GPU communicators ----
+
+// FIFO geometry of a GPU ring, chosen at init.
+struct DeviceGeometry {
+  int nchannels = 1;            // channels connected (one CUDA block each)
+  int64_t slot_bytes = 0;       // Simple slot
+  int64_t ll_slot_bytes = 0;    // LL slot (16-byte lines, half of it data)
+  bool fixed_channels = false;  // RINGO_NCHANNELS set
+  bool fixed_slot = false;      // RINGO_SLOT_BYTES set
+  std::string proto;            // RINGO_PROTO: "", "simple" or "ll"
+};
+
+DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks);
+
+struct DevicePlan {
+  kernels::gpu::Proto proto = kernels::gpu::Proto::kSimple;
+  int nchannels = 1;
+  int64_t slice_bytes = 0;  // <= the protocol's largest slice, at least one element
+};
+
+// Protocol, channels and chunk of one GPU collective. `max_simple_slice` and
+// `max_ll_slice` are what a connector carries (kernels::gpu::MaxSliceBytes).
+// LL for messages of at most one LL slice per rank, Simple above, unless
+// RINGO_PROTO forces one. The same inputs give the same plan on every rank.
+DevicePlan PlanDeviceCollective(const kernels::CollArgs& args, int nranks, const DeviceGeometry& geometry,
+                                int64_t max_simple_slice, int64_t max_ll_slice);
 
 }  // namespace ringo::collectives
 

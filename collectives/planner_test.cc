@@ -385,3 +385,89 @@ TEST(PlanCollectiveTest, SliceFollowsSizeUnlessTheSlotIsSet) {
 
 }  // namespace
 }  // namespace ringo::collectives
+
+// ---- GPU communicators: geometry and protocol choice ----
+
+namespace ringo::collectives {
+namespace {
+
+using kernels::gpu::Proto;
+
+// What a connector of `g` carries (kernels::gpu::MaxSliceBytes).
+int64_t LLSlice(const DeviceGeometry& g) {
+  return g.ll_slot_bytes / kernels::gpu::kLLLineBytes * kernels::gpu::kLLDataBytesPerLine;
+}
+
+DevicePlan Plan(const DeviceGeometry& g, Coll coll, DataType dt, int64_t count, int nranks) {
+  CollArgs a;
+  a.coll = coll;
+  a.dtype = dt;
+  a.count = count;
+  return PlanDeviceCollective(a, nranks, g, g.slot_bytes, LLSlice(g));
+}
+
+TEST(DeviceGeometryTest, Defaults) {
+  const DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 4);
+  EXPECT_EQ(g.slot_bytes, 512 * 1024);
+  EXPECT_EQ(LLSlice(g), 16 * 1024);
+  EXPECT_EQ(g.ll_slot_bytes, 32 * 1024);
+  EXPECT_GE(g.nchannels, 1);
+  EXPECT_LE(g.nchannels, kernels::gpu::kMaxChannels);
+  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 1).nchannels, 1);
+}
+
+TEST(DeviceGeometryTest, SmallSlotsShrinkBothProtocols) {
+  Config c = DefaultConfig();
+  c.slot_bytes = 1024;
+  c.nchannels = 100;
+  const DeviceGeometry g = ChooseDeviceGeometry(c, 3);
+  EXPECT_EQ(g.slot_bytes, 1024);
+  EXPECT_EQ(LLSlice(g), 1024);
+  EXPECT_TRUE(g.fixed_slot);
+  EXPECT_TRUE(g.fixed_channels);
+  EXPECT_EQ(g.nchannels, kernels::gpu::kMaxChannels);
+}
+
+TEST(DevicePlanTest, LLForSmallSimpleForLarge) {
+  const DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 4);
+  for (int n : {1, 2, 4, 8}) {
+    const int64_t limit = n * LLSlice(g);  // bytes: one LL slice per rank
+    EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1, n).proto, Proto::kLL);
+    EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kUint8, limit, n).proto, Proto::kLL) << n;
+    EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kUint8, limit + 1, n).proto, Proto::kSimple) << n;
+    // Per-rank counts are multiplied by the ranks.
+    EXPECT_EQ(Plan(g, Coll::kAllGather, DataType::kUint8, limit / n, n).proto, Proto::kLL) << n;
+    EXPECT_EQ(Plan(g, Coll::kAllGather, DataType::kUint8, limit / n + 1, n).proto, Proto::kSimple) << n;
+  }
+}
+
+TEST(DevicePlanTest, SlicesFitTheProtocolAndChannelsGrowWithSize) {
+  const DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 8);
+  for (Coll coll : kColls) {
+    for (DataType dt : {DataType::kInt8, DataType::kFloat16, DataType::kFloat32, DataType::kFloat64}) {
+      for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{4097}, int64_t{1} << 20, int64_t{1} << 26}) {
+        const DevicePlan p = Plan(g, coll, dt, count, 8);
+        const int64_t limit = p.proto == Proto::kLL ? LLSlice(g) : g.slot_bytes;
+        EXPECT_LE(p.slice_bytes, limit);
+        EXPECT_GE(p.slice_bytes, static_cast<int64_t>(base::DataTypeSize(dt)));
+        EXPECT_GE(p.nchannels, 1);
+        EXPECT_LE(p.nchannels, g.nchannels);
+      }
+    }
+  }
+  EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1 << 20, 8).nchannels, g.nchannels);  // 4 MiB
+  EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1 << 26, 8).slice_bytes, g.slot_bytes);
+}
+
+TEST(DevicePlanTest, RingoProtoForcesOne) {
+  DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 2);
+  g.proto = "simple";
+  EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1, 2).proto, Proto::kSimple);
+  g.proto = "ll";
+  const DevicePlan big = Plan(g, Coll::kAllReduce, DataType::kFloat32, 1 << 24, 2);
+  EXPECT_EQ(big.proto, Proto::kLL);
+  EXPECT_EQ(big.slice_bytes, LLSlice(g));
+}
+
+}  // namespace
+}  // namespace ringo::collectives

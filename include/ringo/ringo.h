@@ -11,7 +11,10 @@
  *
  * Completion: a host communicator (RINGO_DEVICE_HOST) finishes every
  * collective before the call returns, and its stream argument must be NULL.
- * Inside a group (ringoGroupStart/End) operations are queued and run when
+ * A GPU communicator (RINGO_DEVICE_CUDA) enqueues each collective on the
+ * stream (a cudaStream_t; NULL: the legacy default stream) and returns at
+ * once; completion is the stream's. Ranks driven from one thread need
+ * separate streams, since their kernels wait on each other. Inside a group (ringoGroupStart/End) operations are queued and run when
  * the outermost ringoGroupEnd is called.
  */
 #ifndef RINGO_RINGO_H_
@@ -100,7 +103,7 @@ typedef struct {
 typedef enum {
   RINGO_DEVICE_AUTO = 0, /* a GPU where one is usable, host memory otherwise */
   RINGO_DEVICE_HOST = 1, /* host (CPU) memory */
-  RINGO_DEVICE_CUDA = 2  /* GPU memory; ringoInvalidUsage in builds without GPU collectives */
+  RINGO_DEVICE_CUDA = 2  /* GPU memory; ringoInvalidUsage without a visible GPU, or across processes */
 } ringoDeviceKind_t;
 
 /* Communicator options. Initialise with RINGO_CONFIG_INITIALIZER, then set
@@ -143,9 +146,10 @@ RINGO_API ringoResult_t ringoCommInitRankConfig(ringoComm_t* comm, int nranks,
                                                 const ringoConfig_t* config);
 
 /* Creates `ndev` communicators in this process, rank i on CUDA device
- * devlist[i] (the same device may repeat; devlist NULL means devices
- * 0..ndev-1, or host memory where there is no GPU). Ranks exchange data in
- * process memory. Blocks until all are set up. */
+ * devlist[i] (the same device may repeat; devlist NULL means device
+ * i % (visible devices); host memory where there is no GPU, devlist then
+ * ignored). Ranks exchange data in process (or device) memory. Blocks until
+ * all are set up. */
 RINGO_API ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist);
 
 /* Finishes every operation issued on `comm`; afterwards only

@@ -1,0 +1,129 @@
+#include "collectives/internal/gpu_comm.h"
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "kernels/cuda/launch.h"
+
+namespace ringo::collectives::internal {
+
+using base::Status;
+using base::StatusOr;
+using kernels::gpu::DeviceFifo;
+using kernels::gpu::ErrorRecord;
+
+namespace {
+
+DeviceFifo ToDeviceFifo(const transport::P2pFifo& f, int peer_rank) {
+  DeviceFifo d;
+  d.slots = f.slots;
+  d.slot_bytes = f.slot_bytes;
+  d.tail = f.tail;
+  d.head = f.head;
+  d.sizes = f.sizes;
+  d.aborted = f.aborted;
+  d.ll_slots = f.ll_slots;
+  d.ll_slot_bytes = f.ll_slot_bytes;
+  d.peer_rank = peer_rank;
+  return d;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<GpuComm>> GpuComm::Create(int rank, int nranks, int device,
+                                                   const std::vector<int>& order,
+                                                   std::shared_ptr<transport::P2pRing> ring,
+                                                   const DeviceGeometry& geometry,
+                                                   uint64_t timeout_ns) {
+  if (nranks > kernels::gpu::kMaxInlineRanks) {
+    return base::InvalidUsage("GPU communicators take at most " +
+                              std::to_string(kernels::gpu::kMaxInlineRanks) + " ranks");
+  }
+  if (nranks > 1 && ring == nullptr)
+    return base::Internal("a GPU ring of several ranks without connectors");
+  std::unique_ptr<GpuComm> g(new GpuComm());
+  g->rank_ = rank;
+  g->nranks_ = nranks;
+  g->device_ = device;
+  g->order_ = order;
+  for (int p = 0; p < nranks; ++p) {
+    if (order[p] == rank) g->pos_ = p;
+  }
+  g->geometry_ = geometry;
+  g->timeout_ns_ = timeout_ns;
+  g->ring_ = std::move(ring);
+  g->channels_.resize(geometry.nchannels);
+  if (nranks > 1) {
+    const int prev = (g->pos_ + nranks - 1) % nranks;
+    const int next = (g->pos_ + 1) % nranks;
+    for (int c = 0; c < geometry.nchannels; ++c) {
+      g->channels_[c].recv = ToDeviceFifo(g->ring_->Edge(prev, c), order[prev]);
+      g->channels_[c].send = ToDeviceFifo(g->ring_->Edge(g->pos_, c), order[next]);
+    }
+  }
+  DeviceFifo sizes;  // what one connector carries, for the protocol choice
+  sizes.slot_bytes = static_cast<uint64_t>(geometry.slot_bytes);
+  sizes.ll_slot_bytes = static_cast<uint64_t>(geometry.ll_slot_bytes);
+  g->max_simple_slice_ = kernels::gpu::MaxSliceBytes(sizes, kernels::gpu::Proto::kSimple);
+  g->max_ll_slice_ = kernels::gpu::MaxSliceBytes(sizes, kernels::gpu::Proto::kLL);
+  ASSIGN_OR_RETURN(g->error_, base::MappedHostMemory::Allocate(sizeof(ErrorRecord)));
+  ASSIGN_OR_RETURN(g->abort_, base::MappedHostMemory::Allocate(sizeof(int)));
+  ASSIGN_OR_RETURN(g->done_, base::CudaEvent::Create(device));
+  return g;
+}
+
+GpuComm::~GpuComm() {
+  // Errors here have nowhere to go; the kernels end (done, timed out or
+  // aborted) before the memory they use is freed.
+  (void)Synchronize();
+}
+
+DevicePlan GpuComm::Plan(const kernels::CollArgs& args) const {
+  return PlanDeviceCollective(args, nranks_, geometry_, max_simple_slice_, max_ll_slice_);
+}
+
+Status GpuComm::Enqueue(const kernels::CollArgs& args, void* stream) {
+  if (args.count == 0) return Status();  // every rank skips it alike
+  const DevicePlan plan = Plan(args);
+  kernels::gpu::DeviceCollArgs a;
+  a.coll = args.coll;
+  a.dtype = args.dtype;
+  a.op = args.op;
+  a.send = args.send;
+  a.recv = args.recv;
+  a.count = args.count;
+  a.root = args.root;
+  a.rank = rank_;
+  a.nranks = nranks_;
+  a.pos = pos_;
+  for (int p = 0; p < nranks_; ++p) a.order[p] = order_[p];
+  a.slice_bytes = plan.slice_bytes;
+  a.proto = plan.proto;
+  ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device_));
+  RETURN_IF_ERROR(kernels::gpu::LaunchRingKernel(
+      a, channels_.data(), plan.nchannels, stream, static_cast<ErrorRecord*>(error_.device()),
+      static_cast<const int*>(abort_.device()), timeout_ns_));
+  return done_.Record(stream);
+}
+
+Status GpuComm::Synchronize() { return done_.Synchronize(); }
+
+void GpuComm::RaiseAbort() {
+  if (abort_.host() != nullptr) *static_cast<volatile int*>(abort_.host()) = 1;
+  if (ring_ != nullptr) ring_->RaiseAbort(pos_);
+}
+
+Status GpuComm::KernelError() const {
+  const auto* record = static_cast<const ErrorRecord*>(error_.host());
+  if (record == nullptr) return Status();
+  // The kernel writes `code` last, after a system fence.
+  if (*reinterpret_cast<const volatile int32_t*>(&record->code) == 0) return Status();
+  std::atomic_thread_fence(std::memory_order_acquire);
+  ErrorRecord copy;
+  std::memcpy(&copy, const_cast<const ErrorRecord*>(record), sizeof(copy));
+  return kernels::gpu::ErrorRecordStatus(copy);
+}
+
+}  // namespace ringo::collectives::internal

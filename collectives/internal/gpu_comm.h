@@ -1,0 +1,75 @@
+// The GPU half of a communicator: one rank's channels over a p2p ring, its
+// mapped abort flag and error record, and the enqueueing of ring kernels on
+// the caller's stream. Owned by a Communicator of kind kCuda.
+//
+// Thread safety: Enqueue, Synchronize and the destructor are called by the
+// communicator's one user thread at a time; RaiseAbort and KernelError from
+// any thread (they touch only mapped host memory with plain loads/stores).
+#ifndef RINGO_COLLECTIVES_INTERNAL_GPU_COMM_H_
+#define RINGO_COLLECTIVES_INTERNAL_GPU_COMM_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/cuda.h"
+#include "base/status.h"
+#include "collectives/planner.h"
+#include "kernels/cuda/device_types.h"
+#include "kernels/host_executor.h"
+#include "transport/p2p.h"
+
+namespace ringo::collectives::internal {
+
+class GpuComm {
+ public:
+  // `ring` is shared by every rank of the ring (null for one rank); `order`
+  // maps ring position to rank. Blocking: allocates mapped host memory and
+  // an event on `device`.
+  static base::StatusOr<std::unique_ptr<GpuComm>> Create(int rank, int nranks, int device,
+                                                         const std::vector<int>& order,
+                                                         std::shared_ptr<transport::P2pRing> ring,
+                                                         const DeviceGeometry& geometry,
+                                                         uint64_t timeout_ns);
+  // Waits for the work this rank enqueued, then frees its memory; the ring's
+  // memory goes with the last rank that holds it.
+  ~GpuComm();
+
+  int device() const { return device_; }
+
+  // The plan Enqueue would use for `args`.
+  DevicePlan Plan(const kernels::CollArgs& args) const;
+  // Enqueues `args` on `stream` (a cudaStream_t; null: the legacy default
+  // stream) and returns at once. Every rank must enqueue the same collective,
+  // on streams whose kernels can run at the same time.
+  base::Status Enqueue(const kernels::CollArgs& args, void* stream);
+  // Blocks until everything enqueued so far has completed.
+  base::Status Synchronize();
+  // Stops this rank's running kernels and tells its ring neighbours' kernels
+  // (the connectors' abort flags). Does not wait.
+  void RaiseAbort();
+  // What a kernel recorded (OK if nothing); may be read while kernels run.
+  base::Status KernelError() const;
+
+ private:
+  GpuComm() = default;
+
+  int rank_ = 0;
+  int nranks_ = 1;
+  int device_ = 0;
+  int pos_ = 0;
+  std::vector<int> order_;
+  DeviceGeometry geometry_;
+  uint64_t timeout_ns_ = 0;
+  int64_t max_simple_slice_ = 0;
+  int64_t max_ll_slice_ = 0;
+  std::vector<kernels::gpu::DeviceChannel> channels_;  // one per connected channel
+  std::shared_ptr<transport::P2pRing> ring_;
+  base::MappedHostMemory error_;  // a kernels::gpu::ErrorRecord
+  base::MappedHostMemory abort_;  // an int, non-zero: stop
+  base::CudaEvent done_;          // recorded after each enqueued collective
+};
+
+}  // namespace ringo::collectives::internal
+
+#endif  // RINGO_COLLECTIVES_INTERNAL_GPU_COMM_H_
