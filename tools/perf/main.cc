@@ -26,7 +26,9 @@ constexpr std::chrono::seconds kIdFileDeadline{60};
 int RunRank(const Options& o, int rank, int nranks, const ringoUniqueId& id, std::FILE* csv,
             const std::function<void()>& after_init) {
   ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
-  config.device_kind = o.host_memory ? RINGO_DEVICE_HOST : RINGO_DEVICE_AUTO;
+  // The benchmark allocates host buffers (GPU buffers are not in ringo-perf
+  // yet), so its communicators use host memory whether or not --host is given.
+  config.device_kind = RINGO_DEVICE_HOST;
   ringoComm_t comm = nullptr;
   const ringoResult_t init = ringoCommInitRankConfig(&comm, nranks, id, rank, &config);
   after_init();
