@@ -75,6 +75,12 @@ CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ra
   return g;
 }
 
+ProtoChoice ParseProto(const std::string& name) {
+  if (name == "simple") return ProtoChoice::kSimple;
+  if (name == "ll") return ProtoChoice::kLL;
+  return ProtoChoice::kAuto;
+}
+
 Algorithm ParseAlgorithm(const std::string& name) {
   if (name == "ring") return Algorithm::kRing;
   if (name == "oneshot") return Algorithm::kOneShot;
@@ -119,7 +125,7 @@ DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks) {
     g.nchannels = kDeviceChannels;
   }
   if (nranks == 1) g.nchannels = 1;
-  g.proto = config.proto;
+  g.proto = ParseProto(config.proto);
   return g;
 }
 
@@ -129,8 +135,8 @@ DevicePlan PlanDeviceCollective(const kernels::CollArgs& args, int nranks, const
   const int64_t bytes = CollectiveBytes(args, nranks);
   const int64_t esize = static_cast<int64_t>(base::DataTypeSize(args.dtype));
   bool ll = bytes <= static_cast<int64_t>(nranks) * max_ll_slice;
-  if (geometry.proto == "simple") ll = false;
-  if (geometry.proto == "ll") ll = true;
+  if (geometry.proto == ProtoChoice::kSimple) ll = false;
+  if (geometry.proto == ProtoChoice::kLL) ll = true;
   if (ll) {
     plan.proto = kernels::gpu::Proto::kLL;
     plan.slice_bytes = max_ll_slice;

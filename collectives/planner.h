@@ -44,6 +44,10 @@ Algorithm ParseAlgorithm(const std::string& name);
 
 // ---- GPU communicators ----
 
+// RINGO_PROTO, parsed once at init.
+enum class ProtoChoice : int { kAuto = 0, kSimple = 1, kLL = 2 };
+ProtoChoice ParseProto(const std::string& name);
+
 // FIFO geometry of a GPU ring, chosen at init.
 struct DeviceGeometry {
   int nchannels = 1;            // channels connected (one CUDA block each)
@@ -51,7 +55,7 @@ struct DeviceGeometry {
   int64_t ll_slot_bytes = 0;    // LL slot (16-byte lines, half of it data)
   bool fixed_channels = false;  // RINGO_NCHANNELS set
   bool fixed_slot = false;      // RINGO_SLOT_BYTES set
-  std::string proto;            // RINGO_PROTO: "", "simple" or "ll"
+  ProtoChoice proto = ProtoChoice::kAuto;  // RINGO_PROTO
 };
 
 DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks);

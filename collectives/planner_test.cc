@@ -461,9 +461,9 @@ TEST(DevicePlanTest, SlicesFitTheProtocolAndChannelsGrowWithSize) {
 
 TEST(DevicePlanTest, RingoProtoForcesOne) {
   DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 2);
-  g.proto = "simple";
+  g.proto = ProtoChoice::kSimple;
   EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1, 2).proto, Proto::kSimple);
-  g.proto = "ll";
+  g.proto = ProtoChoice::kLL;
   const DevicePlan big = Plan(g, Coll::kAllReduce, DataType::kFloat32, 1 << 24, 2);
   EXPECT_EQ(big.proto, Proto::kLL);
   EXPECT_EQ(big.slice_bytes, LLSlice(g));

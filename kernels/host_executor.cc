@@ -34,31 +34,16 @@ struct HostPrims {
   }
 
   // out1 (and out2 if not null) = in (+) Pre(src); final values use Post.
-  // `stream`: out1 is written with non-temporal stores.
+  // `stream1` / `stream2`: that output is written with non-temporal stores.
   template <bool kFinal>
-  static void Reduce(const F& f, const T* in, const T* src, T* out1, T* out2, int64_t n, bool stream,
+  static void Reduce(const F& f, const T* in, const T* src, T* out1, T* out2, int64_t n, bool stream1,
                      bool stream2) {
-    static_assert(kBlock * sizeof(T) % 64 == 0, "whole cache lines per block");
     int64_t i = 0;
     for (; i + kBlock <= n; i += kBlock) {
       alignas(64) T v[kBlock];
       for (int64_t j = 0; j < kBlock; ++j) v[j] = Combine<kFinal>(f, in[i + j], src[i + j]);
-      if (stream) {
-        for (size_t b = 0; b < kBlock * sizeof(T); b += 64) {
-          internal::Store64(reinterpret_cast<char*>(out1 + i) + b, reinterpret_cast<const char*>(v) + b, true);
-        }
-      } else {
-        for (int64_t j = 0; j < kBlock; ++j) out1[i + j] = v[j];
-      }
-      if (out2 != nullptr) {
-        if (stream2) {
-          for (size_t b = 0; b < kBlock * sizeof(T); b += 64) {
-            internal::Store64(reinterpret_cast<char*>(out2 + i) + b, reinterpret_cast<const char*>(v) + b, true);
-          }
-        } else {
-          for (int64_t j = 0; j < kBlock; ++j) out2[i + j] = v[j];
-        }
-      }
+      StoreBlock(out1 + i, v, stream1);
+      if (out2 != nullptr) StoreBlock(out2 + i, v, stream2);
     }
     for (; i < n; ++i) {
       T v = Combine<kFinal>(f, in[i], src[i]);
@@ -68,6 +53,18 @@ struct HostPrims {
   }
 
  private:
+  // dst[0, kBlock) = v, streamed when asked.
+  static void StoreBlock(T* dst, const T* v, bool stream) {
+    static_assert(kBlock * sizeof(T) % 64 == 0, "whole cache lines per block");
+    if (stream) {
+      for (size_t b = 0; b < kBlock * sizeof(T); b += 64) {
+        internal::Store64(reinterpret_cast<char*>(dst) + b, reinterpret_cast<const char*>(v) + b, true);
+      }
+    } else {
+      for (int64_t j = 0; j < kBlock; ++j) dst[j] = v[j];
+    }
+  }
+
   template <bool kFinal>
   static T Combine(const F& f, T in, T src) {
     Acc v = f.Apply(ToAcc(in), f.Pre(src));

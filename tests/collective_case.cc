@@ -13,31 +13,31 @@ const Collective kAllCollectives[5] = {Collective::kAllReduce, Collective::kRedu
                                        Collective::kAllGather, Collective::kBroadcast,
                                        Collective::kReduce};
 
-namespace {
-
-ringoResult_t Call(const Case& c, const void* send, void* recv, ringoComm_t comm) {
+ringoResult_t CallCollective(const Case& c, const void* send, void* recv, ringoComm_t comm,
+                             ringoStream_t stream) {
   switch (c.collective) {
     case Collective::kAllReduce:
-      return ringoAllReduce(send, recv, c.count, c.dtype, c.op, comm, nullptr);
+      return ringoAllReduce(send, recv, c.count, c.dtype, c.op, comm, stream);
     case Collective::kReduceScatter:
-      return ringoReduceScatter(send, recv, c.count, c.dtype, c.op, comm, nullptr);
+      return ringoReduceScatter(send, recv, c.count, c.dtype, c.op, comm, stream);
     case Collective::kAllGather:
-      return ringoAllGather(send, recv, c.count, c.dtype, comm, nullptr);
+      return ringoAllGather(send, recv, c.count, c.dtype, comm, stream);
     case Collective::kBroadcast:
-      return ringoBroadcast(send, recv, c.count, c.dtype, c.root, comm, nullptr);
+      return ringoBroadcast(send, recv, c.count, c.dtype, c.root, comm, stream);
     case Collective::kReduce:
-      return ringoReduce(send, recv, c.count, c.dtype, c.op, c.root, comm, nullptr);
+      return ringoReduce(send, recv, c.count, c.dtype, c.op, c.root, comm, stream);
   }
   return ringoInternalError;
 }
 
-// Elements in the send and receive buffers of one rank.
 size_t SendElems(const Case& c) {
   return c.collective == Collective::kReduceScatter ? c.count * c.nranks : c.count;
 }
 size_t RecvElems(const Case& c) {
   return c.collective == Collective::kAllGather ? c.count * c.nranks : c.count;
 }
+
+namespace {
 
 bool IsSentinel(const unsigned char* p, size_t bytes) {
   for (size_t i = 0; i < bytes; ++i) {
@@ -186,7 +186,7 @@ CaseRun::CaseRun(const Case& c, const Expected& expected, int rank)
   }
 }
 
-ringoResult_t CaseRun::Issue(ringoComm_t comm) { return Call(case_, send_, recv_, comm); }
+ringoResult_t CaseRun::Issue(ringoComm_t comm) { return CallCollective(case_, send_, recv_, comm, nullptr); }
 
 std::string CaseRun::Check() const {
   std::string problems = CheckOutput(case_, expected_, rank_, recv_, own_input_);

@@ -39,6 +39,14 @@ struct Case {
   std::string Describe() const;
 };
 
+// Elements in the send and receive buffers of one rank.
+size_t SendElems(const Case& c);
+size_t RecvElems(const Case& c);
+
+// Calls the collective `c` names on `comm` with these buffers and stream.
+ringoResult_t CallCollective(const Case& c, const void* send, void* recv, ringoComm_t comm,
+                             ringoStream_t stream);
+
 // What every rank should hold afterwards. For AllReduce and Reduce, the
 // reduction of `count` elements; ReduceScatter, of nranks*count (rank r
 // checks its slice); AllGather, every rank's input concatenated; Broadcast,

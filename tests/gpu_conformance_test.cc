@@ -46,18 +46,24 @@ std::string SkipMessage() {
 #define SKIP_WITHOUT_GPU() \
   if (!GpuVisible()) GTEST_SKIP() << SkipMessage()
 
-// ---- Refusals that need no GPU ----
-
-TEST(GpuComm, CudaKindWithoutGpuSaysWhy) {
-  if (GpuVisible()) GTEST_SKIP() << "a GPU is visible: the no-GPU refusal is not reachable";
+// ringoCommInitRankConfig with RINGO_DEVICE_CUDA and `nranks` ranks fails
+// with ringoInvalidUsage and a message containing `why`.
+void ExpectCudaInitRefused(int nranks, const std::string& why) {
   ringoUniqueId id;
   std::memset(&id, 0, sizeof(id));
   ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
   config.device_kind = RINGO_DEVICE_CUDA;
   ringoComm_t comm = nullptr;
-  EXPECT_EQ(ringoCommInitRankConfig(&comm, 1, id, 0, &config), ringoInvalidUsage);
+  EXPECT_EQ(ringoCommInitRankConfig(&comm, nranks, id, 0, &config), ringoInvalidUsage);
   const std::string msg = ringoGetLastError(nullptr);
-  EXPECT_NE(msg.find("no GPU is visible"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(why), std::string::npos) << msg;
+}
+
+// ---- Refusals that need no GPU ----
+
+TEST(GpuComm, CudaKindWithoutGpuSaysWhy) {
+  if (GpuVisible()) GTEST_SKIP() << "a GPU is visible: the no-GPU refusal is not reachable";
+  ExpectCudaInitRefused(1, "no GPU is visible");
 }
 
 TEST(GpuComm, InitAllWithoutGpuStaysOnHost) {
@@ -145,30 +151,6 @@ class DeviceBuffers {
   std::vector<unsigned char*> recv_;
 };
 
-size_t SendElems(const Case& c) {
-  return c.collective == Collective::kReduceScatter ? c.count * c.nranks : c.count;
-}
-size_t RecvElems(const Case& c) {
-  return c.collective == Collective::kAllGather ? c.count * c.nranks : c.count;
-}
-
-ringoResult_t Call(const Case& c, const void* send, void* recv, ringoComm_t comm,
-                   cudaStream_t stream) {
-  switch (c.collective) {
-    case Collective::kAllReduce:
-      return ringoAllReduce(send, recv, c.count, c.dtype, c.op, comm, stream);
-    case Collective::kReduceScatter:
-      return ringoReduceScatter(send, recv, c.count, c.dtype, c.op, comm, stream);
-    case Collective::kAllGather:
-      return ringoAllGather(send, recv, c.count, c.dtype, comm, stream);
-    case Collective::kBroadcast:
-      return ringoBroadcast(send, recv, c.count, c.dtype, c.root, comm, stream);
-    case Collective::kReduce:
-      return ringoReduce(send, recv, c.count, c.dtype, c.op, c.root, comm, stream);
-  }
-  return ringoInternalError;
-}
-
 // Runs `c` on every rank (buffers offset by send_off / recv_off elements
 // from a 256-byte boundary) and returns "" or what went wrong.
 std::string RunGpuCase(const GpuRanks& ranks, const DeviceBuffers& buf, const Case& c, int send_off,
@@ -210,7 +192,7 @@ std::string RunGpuCase(const GpuRanks& ranks, const DeviceBuffers& buf, const Ca
     recv_ptr[r] = rp;
   }
   for (int r = 0; r < n; ++r) {
-    const ringoResult_t rc = Call(c, send_ptr[r], recv_ptr[r], ranks.comm(r), ranks.stream(r));
+    const ringoResult_t rc = CallCollective(c, send_ptr[r], recv_ptr[r], ranks.comm(r), ranks.stream(r));
     if (rc != ringoSuccess) {
       // The ranks that launched wait for this one: abort them all (the caller drops the set).
       return c.Describe() + " rank " + std::to_string(r) + ": returned " + ResultName(rc) + ": " +
@@ -438,14 +420,7 @@ TEST(GpuComm, SingleRankFromInitRankUsesTheCurrentDevice) {
 
 TEST(GpuComm, AcrossProcessesIsRefusedClearly) {
   SKIP_WITHOUT_GPU();
-  ringoUniqueId id;
-  std::memset(&id, 0, sizeof(id));
-  ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
-  config.device_kind = RINGO_DEVICE_CUDA;
-  ringoComm_t comm = nullptr;
-  EXPECT_EQ(ringoCommInitRankConfig(&comm, 2, id, 0, &config), ringoInvalidUsage);
-  const std::string msg = ringoGetLastError(nullptr);
-  EXPECT_NE(msg.find("CUDA IPC transport pending"), std::string::npos) << msg;
+  ExpectCudaInitRefused(2, "CUDA IPC transport pending");
 }
 
 // Rank 0 enqueues an all-reduce its peer never joins; aborting it stops the
