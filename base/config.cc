@@ -42,7 +42,9 @@ const std::vector<EnvVarInfo>& Table() {
       {"RINGO_ALGO", "enum", "",
        "ring: every collective runs the ring; oneshot: collectives whose data fits the "
        "one-shot board (64 KiB per rank) run as one exchange among the ranks of a host; "
-       "unset: the planner chooses by size."},
+       "direct: every AllReduce (of any size) among the ranks of one host is reduced straight from every "
+       "rank's buffers where all of them are reachable (threads of one process, or buffers "
+       "from ringoMemAlloc), the ring otherwise; unset: the planner chooses by size."},
       {"RINGO_CHECK", "bool", "0",
        "1: before each collective, pass its signature (sequence number, collective, count, "
        "datatype, op, root) around the ring, so mismatched calls fail on every rank instead "
@@ -151,9 +153,10 @@ Config* Load() {
     }
   }
   config->algo = config->Get("RINGO_ALGO").value_or("");
-  if (config->algo != "" && config->algo != "ring" && config->algo != "oneshot") {
+  if (config->algo != "" && config->algo != "ring" && config->algo != "oneshot" &&
+      config->algo != "direct") {
     errors += std::string(errors.empty() ? "" : "; ") + "RINGO_ALGO='" + config->algo +
-              "' is not ring or oneshot";
+              "' is not ring, oneshot or direct";
     config->algo = "";
   }
   config->proto = config->Get("RINGO_PROTO").value_or("");

@@ -230,7 +230,7 @@ TEST_F(ConfigTest, YieldCount) {
 
 TEST_F(ConfigTest, Algorithm) {
   EXPECT_EQ(GetConfig().algo, "");
-  for (const char* algo : {"ring", "oneshot"}) {
+  for (const char* algo : {"ring", "oneshot", "direct"}) {
     const Config& c = With("RINGO_ALGO", algo);
     EXPECT_TRUE(c.parse_status.ok()) << c.parse_status.ToString();
     EXPECT_EQ(c.algo, algo);

@@ -38,27 +38,36 @@ def main():
     assert c.segments([8, 16, 64], 1.0) == [([8, 16], 100, 10), ([64], 100, 10)]
     assert c.median_spread([1.0, 2.0, 3.0]) == (2.0, 0.5)
     raw = [{"nranks": 2, "size": 1 << 20, "program": p, "time_us": t}
-           for p, ts in (("ringo", [100, 110, 90]), ("ompi:default", [200, 210, 190]),
+           for p, ts in (("ringo", [100, 110, 90]), ("ringo:memalloc", [80, 85, 75]),
+                         ("ompi:default", [200, 210, 190]),
                          ("ompi:ring", [180, 170, 175]), ("gloo", [1000, 2000, 3000]))
            for t in ts]
     progs = c.programs_for(["ompi", "gloo"])
     [row] = c.build_table(raw, 2, [1 << 20], progs, True)
     assert row["ompi_config"] == "ring" and row["ompi"][0] == 175
-    assert abs(row["ringo"][2] - c.busbw(1 << 20, 100, 2)) < 1e-9
+    assert row["ringo_config"] == "memalloc" and row["ringo"][0] == 80, row
+    assert abs(row["ringo"][2] - c.busbw(1 << 20, 80, 2)) < 1e-9
+    assert abs(row["ringo_heap"][2] - c.busbw(1 << 20, 100, 2)) < 1e-9
     assert row["marks"] == [("busbw>=1.5xOMPI", True), (">=10xGloo", True)], row["marks"]
     assert c.targets(2, 8, (2.5, 0.0), None, None, True) == [("lat<=2us", False)]
     assert c.targets(4, 8, (1, 2.0), (1, 2.0), (1, 0.3), True) == [(">=OMPI", True),
                                                                    (">=10xGloo", False)]
     assert c.targets(2, 8, (1, 1), None, None, False) == []
-    cmd, env = progs[2].command({"ompi-perf": "O"}, 4, ["-n", "5"], ["mpirun"])
+    assert [p.name for p in progs[:2]] == ["ringo", "ringo:memalloc"]
+    assert progs[0].command({"ringo-perf": "R"}, 2, ["-n", "5"], [])[0] == [
+        "R", "allreduce", "-np", "2", "--host", "-n", "5"]
+    assert progs[1].command({"ringo-perf": "R"}, 2, [], [])[0] == [
+        "R", "allreduce", "-np", "2", "--host", "-R", "1"]
+    cmd, env = progs[3].command({"ompi-perf": "O"}, 4, ["-n", "5"], ["mpirun"])
     assert cmd == ["mpirun", "--mca", "coll_tuned_use_dynamic_rules", "1", "--mca",
                    "coll_tuned_allreduce_algorithm", "4", "-np", "4", "O", "allreduce", "-n", "5"]
-    assert env == {} and progs[3].command({"ompi-perf": "O"}, 2, [], [])[1] == c.MALLOC_ENV
+    assert env == {} and progs[4].command({"ompi-perf": "O"}, 2, [], [])[1] == c.MALLOC_ENV
 
     # A table with a peer missing at one size, and the CSV written from it.
     raw.append({"nranks": 2, "size": 8, "program": "ringo", "time_us": 1.5})
     rows = c.build_table(raw, 2, [8, 1 << 20], progs, True)
     assert rows[0]["ompi"] is None and rows[0]["marks"] == [("lat<=2us", True)]
+    assert rows[0]["ringo_config"] == "heap", rows[0]
     lines = []
     args = argparse.Namespace(datatype="float", op="sum")
     c.print_table(rows, 2, args, lines.append)

@@ -20,6 +20,7 @@
 #include "kernels/cuda/launch.h"
 #include "ringo/ringo.h"
 #include "transport/bootstrap.h"
+#include "transport/shared_region.h"
 
 using ringo::base::Status;
 using ringo::base::StatusOr;
@@ -90,6 +91,22 @@ ringoResult_t ringoGetVersion(int* version) {
     if (version == nullptr) return base::InvalidArgument("version is NULL");
     *version = RINGO_VERSION_CODE;
     return Status();
+  });
+}
+
+ringoResult_t ringoMemAlloc(void** ptr, size_t size) {
+  return Guard("ringoMemAlloc", nullptr, [&]() -> Status {
+    if (ptr == nullptr) return base::InvalidArgument("ptr is NULL");
+    *ptr = nullptr;
+    ASSIGN_OR_RETURN(*ptr, transport::SharedAlloc(size));
+    return Status();
+  });
+}
+
+ringoResult_t ringoMemFree(void* ptr) {
+  return Guard("ringoMemFree", nullptr, [&]() -> Status {
+    if (ptr == nullptr) return base::InvalidArgument("ptr is NULL");
+    return transport::SharedFree(ptr);
   });
 }
 

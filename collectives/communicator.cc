@@ -9,6 +9,7 @@
 #include "base/check.h"
 #include "base/cuda.h"
 #include "base/device/dtype.h"
+#include "kernels/host_direct.h"
 #include "kernels/host_oneshot.h"
 #include "base/logging.h"
 #include "collectives/internal/gpu_comm.h"
@@ -32,6 +33,19 @@ int64_t TimeoutMs(const base::Config& config, const CommOptions& options) {
 }
 
 }  // namespace
+
+// What each rank posts on the board before a direct AllReduce: its buffers'
+// addresses in its own process, and their shared regions where they lie in one.
+struct Communicator::DirectPost {
+  uint64_t send_addr;
+  uint64_t recv_addr;
+  transport::RegionName send_region;  // fd -1: not in a shared region
+  transport::RegionName recv_region;
+  uint64_t send_offset;
+  uint64_t recv_offset;
+  int32_t pid;
+  int32_t reserved;
+};
 
 Communicator::Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options)
     : rank_(rank), nranks_(nranks), config_(config), timeout_ms_(TimeoutMs(config, options)) {}
@@ -74,6 +88,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   shared.slot_bytes = peers[0].slot_bytes;
   shared.algo = peers[0].algorithm == static_cast<int32_t>(Algorithm::kRing)      ? "ring"
                 : peers[0].algorithm == static_cast<int32_t>(Algorithm::kOneShot) ? "oneshot"
+                : peers[0].algorithm == static_cast<int32_t>(Algorithm::kDirect)  ? "direct"
                                                                                   : "";
   comm->geometry_ = ChooseGeometry(shared, nranks, local_ranks, Cores());
   const CommGeometry local = ChooseGeometry(config, nranks, local_ranks, Cores());  // waits are local
@@ -323,6 +338,14 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
     Status first = AsyncError();
     return first.ok() ? st : first;
   }
+  if (plan.algorithm == Algorithm::kDirect) {
+    bool ran = false;
+    Status st = RunDirect(args, plan, &ran);
+    if (!st.ok()) Fail(st);
+    Status first = AsyncError();
+    if (!first.ok() || ran) return first.ok() ? st : first;
+    // Some rank's buffers are out of reach: the ring, as planned.
+  }
   if (plan.nchannels > 1) {
     std::lock_guard<std::mutex> lock(job_mu_);
     job_args_ = &args;
@@ -338,6 +361,81 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
   }
   Status first = AsyncError();  // the first failure of any channel, in time order
   return first.ok() ? st : first;
+}
+
+Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& plan, bool* ran) {
+  *ran = false;
+  const transport::WaitContext wait = MakeWait(0);
+  const size_t bytes = static_cast<size_t>(args.count) * base::DataTypeSize(args.dtype);
+  DirectPost mine{};
+  mine.send_addr = reinterpret_cast<uint64_t>(args.send);
+  mine.recv_addr = reinterpret_cast<uint64_t>(args.recv);
+  mine.pid = static_cast<int32_t>(getpid());
+  if (!transport::FindSharedRegion(args.send, bytes, &mine.send_region, &mine.send_offset)) mine.send_region.fd = -1;
+  if (!transport::FindSharedRegion(args.recv, bytes, &mine.recv_region, &mine.recv_offset)) mine.recv_region.fd = -1;
+
+  // Exchange 1: every rank is inside the collective, and says where its buffers are.
+  const uint64_t seq = ++board_seq_;
+  ASSIGN_OR_RETURN(void* out, board_->AcquireWrite(seq, wait));
+  std::memcpy(out, &mine, sizeof(mine));
+  board_->Post(seq);
+  direct_posts_.resize(nranks_);
+  for (int q = 0; q < nranks_; ++q) {
+    ASSIGN_OR_RETURN(const void* in, board_->WaitPosted(q, seq, wait));
+    std::memcpy(&direct_posts_[q], in, sizeof(DirectPost));
+  }
+  board_->Done(seq);
+
+  // The same decision on every rank: one process, or every buffer shared.
+  bool one_process = true;
+  bool all_shared = true;
+  for (const DirectPost& p : direct_posts_) {
+    one_process = one_process && p.pid == direct_posts_[0].pid;
+    all_shared = all_shared && p.send_region.fd >= 0 && p.recv_region.fd >= 0;
+  }
+  if (!one_process && !all_shared) {
+    if (!direct_fallback_logged_) {
+      direct_fallback_logged_ = true;
+      RINGO_LOG(INFO) << "rank " << rank_ << ": AllReduce through the ring: some rank's buffers are not "
+                      << "from ringoMemAlloc, so the others cannot read them directly";
+    }
+    return Status();
+  }
+
+  direct_sends_.resize(nranks_);
+  direct_recvs_.resize(nranks_);
+  for (int q = 0; q < nranks_; ++q) {
+    const DirectPost& p = direct_posts_[q];
+    if (p.pid == mine.pid) {
+      direct_sends_[q] = reinterpret_cast<const void*>(p.send_addr);
+      direct_recvs_[q] = reinterpret_cast<void*>(p.recv_addr);
+      continue;
+    }
+    // Mapping failures still let the peers finish: they wait for this rank below, and Fail() aborts them.
+    auto send = peer_regions_.Map(p.send_region);
+    if (!send.ok()) return send.status().WithContext("rank " + std::to_string(q) + "'s sendbuff");
+    auto recv = peer_regions_.Map(p.recv_region);
+    if (!recv.ok()) return recv.status().WithContext("rank " + std::to_string(q) + "'s recvbuff");
+    // Map() may evict: both lookups again now that both regions are cached.
+    ASSIGN_OR_RETURN(char* send_base, peer_regions_.Map(p.send_region));
+    direct_sends_[q] = send_base + p.send_offset;
+    direct_recvs_[q] = *recv + p.recv_offset;
+  }
+  RETURN_IF_ERROR(kernels::RunHostDirect(args, rank_, nranks_, direct_sends_.data(), direct_recvs_.data(),
+                                         plan.stream_output));
+
+  // Exchange 2: nobody returns (and reuses its buffers) before everyone is done with them.
+  const uint64_t done = ++board_seq_;
+  RETURN_IF_ERROR(board_->AcquireWrite(done, wait).status());
+  board_->Post(done);
+  for (int q = 0; q < nranks_; ++q) RETURN_IF_ERROR(board_->WaitPosted(q, done, wait).status());
+  board_->Done(done);
+  *ran = true;
+  if (direct_runs_++ == 0) {
+    RINGO_LOG(INFO) << "rank " << rank_ << ": AllReduce reduced directly from every rank's buffers ("
+                    << (one_process ? "ranks in one process" : "ringoMemAlloc regions") << ")";
+  }
+  return Status();
 }
 
 namespace {

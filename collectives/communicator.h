@@ -28,6 +28,7 @@
 #include "transport/board.h"
 #include "transport/bootstrap.h"
 #include "transport/ring_links.h"
+#include "transport/shared_region.h"
 
 namespace ringo::collectives {
 
@@ -77,6 +78,8 @@ class Communicator {
   bool finalized() const { return finalized_; }
   DeviceKind kind() const { return gpu_ ? DeviceKind::kCuda : DeviceKind::kHost; }
   int device() const;  // the CUDA device ordinal; -1 for host memory
+  // AllReduces this rank ran with the direct executor (for tests and logs).
+  uint64_t direct_runs() const { return direct_runs_; }
 
  private:
   Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options);
@@ -89,6 +92,9 @@ class Communicator {
   void WorkerLoop(int channel);
   void Fail(const base::Status& st);
   base::Status RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan);
+  // Agrees with the peers over the board on a direct AllReduce and runs it
+  // (*ran); returns OK with *ran false when some rank's buffers are out of reach.
+  base::Status RunDirect(const kernels::CollArgs& args, const CollPlan& plan, bool* ran);
   transport::WaitContext MakeWait(int channel) const;
   // RINGO_CHECK: compares this call's signature with the previous rank's.
   base::Status CheckSignature(const kernels::CollArgs& args);
@@ -103,6 +109,13 @@ class Communicator {
   std::vector<transport::ChannelLinks> links_;
   std::unique_ptr<transport::Board> board_;  // one-shot exchange; null across hosts
   uint64_t board_seq_ = 0;                   // board operations run so far
+  transport::PeerRegions peer_regions_;      // peers' ringoMemAlloc regions mapped here
+  struct DirectPost;                         // defined in communicator.cc
+  std::vector<DirectPost> direct_posts_;     // per rank, reused by every direct AllReduce
+  std::vector<const void*> direct_sends_;
+  std::vector<void*> direct_recvs_;
+  uint64_t direct_runs_ = 0;
+  bool direct_fallback_logged_ = false;
   std::atomic<bool> abort_{false};
   bool finalized_ = false;
   uint64_t sequence_ = 0;  // collectives run so far

@@ -24,6 +24,9 @@ constexpr int64_t kMinBytesPerChannel = 512 * 1024;
 // than N reads of every post.
 constexpr int64_t kBoardBytes = 64 * 1024;
 constexpr int64_t kStreamOutputBytes = 8 << 20;
+// The smallest AllReduce tried direct (one more board exchange per call
+// decides whether every rank's buffers are reachable).
+constexpr int64_t kDirectFromBytes = 256 * 1024;
 
 // GPU rings (unmeasured starting points, NCCL-like): 8 x 512 KiB Simple slots
 // and 8 x 16 KiB of LL data per connector; a channel per MiB up to 4 (several
@@ -72,6 +75,7 @@ CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ra
   // outnumber cores (4 ranks on 2 cores, 64 KiB: one-shot 43 us, ring 49-65 us;
   // each ring hop then costs a trip through the scheduler).
   g.oneshot_auto_bytes = oversubscribed ? kBoardBytes : 2 * 1024;
+  g.direct_auto_bytes = g.board_bytes > 0 ? kDirectFromBytes : 0;
   return g;
 }
 
@@ -84,13 +88,16 @@ ProtoChoice ParseProto(const std::string& name) {
 Algorithm ParseAlgorithm(const std::string& name) {
   if (name == "ring") return Algorithm::kRing;
   if (name == "oneshot") return Algorithm::kOneShot;
+  if (name == "direct") return Algorithm::kDirect;
   return Algorithm::kAuto;
 }
 
 CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry) {
   CollPlan plan;
   const int64_t post = kernels::OneShotPostBytes(args, nranks);
-  if (geometry.board_bytes > 0 && geometry.algorithm != Algorithm::kRing && post <= geometry.board_bytes &&
+  if (geometry.board_bytes > 0 && geometry.algorithm != Algorithm::kRing &&
+      !(geometry.algorithm == Algorithm::kDirect && args.coll == kernels::Coll::kAllReduce) &&
+      post <= geometry.board_bytes &&
       (geometry.algorithm == Algorithm::kOneShot || post <= geometry.oneshot_auto_bytes)) {
     plan.algorithm = Algorithm::kOneShot;
     plan.nchannels = 1;
@@ -106,6 +113,12 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
   plan.stream_output = bytes >= kStreamOutputBytes;
   plan.nchannels = geometry.fixed_channels ? geometry.nchannels
                                            : static_cast<int>(std::min<int64_t>(geometry.nchannels, wanted));
+  if (args.coll == kernels::Coll::kAllReduce && nranks > 1 && geometry.board_bytes > 0 &&
+      (geometry.algorithm == Algorithm::kDirect ||
+       (geometry.algorithm == Algorithm::kAuto && geometry.direct_auto_bytes > 0 &&
+        bytes >= geometry.direct_auto_bytes))) {
+    plan.algorithm = Algorithm::kDirect;
+  }
   return plan;
 }
 

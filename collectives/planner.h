@@ -13,7 +13,10 @@
 
 namespace ringo::collectives {
 
-enum class Algorithm : int { kAuto = 0, kRing = 1, kOneShot = 2 };
+// kDirect: an AllReduce reduced straight from every rank's buffers
+// (kernels/host_direct.h), where every rank can address them; the ranks
+// agree per call over the board and fall back to the ring otherwise.
+enum class Algorithm : int { kAuto = 0, kRing = 1, kOneShot = 2, kDirect = 3 };
 
 struct CommGeometry {
   int nchannels = 1;       // channels connected at init
@@ -25,13 +28,15 @@ struct CommGeometry {
   Algorithm algorithm = Algorithm::kAuto;  // RINGO_ALGO
   int64_t board_bytes = 0;  // one-shot board buffer; 0: no board (ranks on several hosts)
   int64_t oneshot_auto_bytes = 0;  // largest post sent one-shot when RINGO_ALGO is unset
+  int64_t direct_auto_bytes = 0;   // smallest AllReduce tried direct when RINGO_ALGO is unset; 0: never
 };
 
 // Chosen at init from the configuration, the rank counts and the cores.
 CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ranks, int cores);
 
 struct CollPlan {
-  Algorithm algorithm = Algorithm::kRing;  // kRing or kOneShot
+  // kRing, kOneShot, or kDirect (whose ring fields below are the fallback's)
+  Algorithm algorithm = Algorithm::kRing;
   int nchannels = 1;        // channels this collective uses (<= geometry's)
   int64_t slice_bytes = 0;  // chunk size (<= slot size, a multiple of 64)
   bool stream_output = false;  // non-temporal stores for the output

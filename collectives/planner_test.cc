@@ -56,6 +56,7 @@ TEST(ChooseGeometryTest, AlgorithmFromConfig) {
   EXPECT_EQ(ParseAlgorithm(""), Algorithm::kAuto);
   EXPECT_EQ(ParseAlgorithm("ring"), Algorithm::kRing);
   EXPECT_EQ(ParseAlgorithm("oneshot"), Algorithm::kOneShot);
+  EXPECT_EQ(ParseAlgorithm("direct"), Algorithm::kDirect);
   EXPECT_EQ(ParseAlgorithm("tree"), Algorithm::kAuto);
   Config c = DefaultConfig();
   c.algo = "ring";
@@ -172,7 +173,10 @@ int64_t PostBytes(const CollArgs& a, int nranks) {
 // A ring plan: channels within [1, geometry], all of them when fixed; a chunk
 // that fits a slot and keeps 64-byte chunk starts whole elements.
 ::testing::AssertionResult ValidRingPlan(const CollPlan& p, const CommGeometry& g, DataType t) {
-  if (p.algorithm != Algorithm::kRing) return ::testing::AssertionFailure() << "not a ring plan";
+  // A direct plan carries the ring plan it falls back to.
+  if (p.algorithm != Algorithm::kRing && p.algorithm != Algorithm::kDirect) {
+    return ::testing::AssertionFailure() << "not a ring plan";
+  }
   if (p.nchannels < 1 || p.nchannels > g.nchannels) {
     return ::testing::AssertionFailure() << p.nchannels << " channels, geometry " << g.nchannels;
   }
@@ -331,11 +335,38 @@ TEST(PlanCollectiveTest, FixedChannelsAreAllUsedByRingPlans) {
   }
 }
 
+// Direct: AllReduce only, among the ranks of one host (a board), from the
+// planner's threshold up unless RINGO_ALGO says otherwise.
+TEST(PlanCollectiveTest, DirectForLargeAllReducesOnOneHost) {
+  Config c = DefaultConfig();
+  const CommGeometry g = ChooseGeometry(c, 2, 2, 2);
+  ASSERT_GT(g.direct_auto_bytes, 0);
+  const int64_t at = g.direct_auto_bytes / 4;  // float32 elements
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, at), 2, g).algorithm, Algorithm::kDirect);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, at - 16), 2, g).algorithm,
+            Algorithm::kRing);
+  for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
+    EXPECT_EQ(PlanCollective(Args(coll, DataType::kFloat32, at * 4), 2, g).algorithm, Algorithm::kRing);
+  }
+  const CommGeometry hosts = ChooseGeometry(c, 4, 2, 2);  // ranks on two hosts: no board
+  EXPECT_EQ(hosts.direct_auto_bytes, 0);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, at * 4), 4, hosts).algorithm,
+            Algorithm::kRing);
+  c.algo = "ring";
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, at * 4), 2, ChooseGeometry(c, 2, 2, 2))
+                .algorithm,
+            Algorithm::kRing);
+  c.algo = "direct";  // every AllReduce too large for the one-shot board's auto choice
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 1000), 2, ChooseGeometry(c, 2, 2, 2))
+                .algorithm,
+            Algorithm::kDirect);
+}
+
 // The geometry a real configuration produces is always a valid plan input.
 TEST(PlanCollectiveTest, FromConfiguredGeometry) {
   for (int64_t slot : {int64_t{0}, int64_t{64}, int64_t{192}, int64_t{4096}}) {
     for (int64_t nch : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{5}}) {
-      for (const char* algo : {"", "ring", "oneshot"}) {
+      for (const char* algo : {"", "ring", "oneshot", "direct"}) {
         Config c = DefaultConfig();
         c.slot_bytes = slot;
         c.nchannels = nch;
@@ -348,7 +379,14 @@ TEST(PlanCollectiveTest, FromConfiguredGeometry) {
           for (Coll coll : kColls) {
             for (int64_t count : {int64_t{0}, int64_t{3}, int64_t{1} << 22}) {
               const CollPlan p = PlanCollective(Args(coll, DataType::kFloat16, count), local, g);
-              if (p.algorithm == Algorithm::kRing) {
+              if (p.algorithm == Algorithm::kDirect) {
+                EXPECT_EQ(coll, Coll::kAllReduce);
+                EXPECT_GT(local, 1);
+                EXPECT_NE(std::string(algo), "ring");
+                EXPECT_NE(std::string(algo), "oneshot");
+              }
+              if (p.algorithm == Algorithm::kRing || p.algorithm == Algorithm::kDirect) {
+                // A direct plan's ring fields are its fallback.
                 EXPECT_TRUE(ValidRingPlan(p, g, DataType::kFloat16)) << "slot " << slot << " nch " << nch;
                 if (nch > 0 && local > 1) {
                   EXPECT_EQ(p.nchannels, nch);

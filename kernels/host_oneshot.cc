@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/internal/dispatch.h"
+#include "kernels/internal/reduce_all.h"
 #include "kernels/reduce_op.h"
 
 namespace ringo::kernels {
@@ -11,28 +12,6 @@ namespace {
 
 using base::RedOp;
 using base::Status;
-
-// out[i] = Post(Pre(in[0][i]) (+) ... (+) Pre(in[n-1][i])), in rank order.
-// Blocks of 64 bytes are combined in registers, then stored (vectorises).
-template <typename T, RedOp kOp>
-void ReduceAll(const ReduceFunc<T, kOp>& f, const T* const* in, int n, T* out, int64_t count) {
-  using Acc = typename ReduceFunc<T, kOp>::Acc;
-  constexpr int64_t kBlock = 64 / sizeof(T) >= 16 ? 64 / sizeof(T) : 16;
-  int64_t i = 0;
-  for (; i + kBlock <= count; i += kBlock) {
-    Acc acc[kBlock];
-    for (int64_t j = 0; j < kBlock; ++j) acc[j] = f.Pre(in[0][i + j]);
-    for (int q = 1; q < n; ++q) {
-      for (int64_t j = 0; j < kBlock; ++j) acc[j] = f.Apply(acc[j], f.Pre(in[q][i + j]));
-    }
-    for (int64_t j = 0; j < kBlock; ++j) out[i + j] = f.Post(acc[j]);
-  }
-  for (; i < count; ++i) {
-    Acc acc = f.Pre(in[0][i]);
-    for (int q = 1; q < n; ++q) acc = f.Apply(acc, f.Pre(in[q][i]));
-    out[i] = f.Post(acc);
-  }
-}
 
 template <typename T, RedOp kOp>
 struct OneShotFn {
@@ -62,16 +41,16 @@ struct OneShotFn {
     const auto f = ReduceFunc<T, kOp>::Make(nranks);
     switch (a.coll) {
       case Coll::kAllReduce:
-        ReduceAll(f, in, nranks, out, a.count);
+        internal::ReduceAll(f, in, nranks, &out, 1, a.count, false);
         break;
       case Coll::kReduce:
-        if (rank == a.root) ReduceAll(f, in, nranks, out, a.count);
+        if (rank == a.root) internal::ReduceAll(f, in, nranks, &out, 1, a.count, false);
         break;
       case Coll::kReduceScatter: {
         block_storage.assign(nranks, nullptr);
         const T** mine_blocks = block_storage.data();
         for (int q = 0; q < nranks; ++q) mine_blocks[q] = in[q] + rank * block;
-        ReduceAll(f, mine_blocks, nranks, out, block);
+        internal::ReduceAll(f, mine_blocks, nranks, &out, 1, block, false);
         break;
       }
       case Coll::kAllGather:

@@ -2,6 +2,8 @@
 #include "tests/collective_case.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -126,8 +128,34 @@ Expected BuildExpected(const Case& c) {
   return e;
 }
 
-GuardedBuffer::GuardedBuffer(size_t bytes)
-    : bytes_(bytes), storage_(bytes + 2 * kGuardBytes, kSentinel) {}
+namespace {
+bool use_ringo_mem_alloc = false;
+}  // namespace
+
+void SetUseRingoMemAlloc(bool use) { use_ringo_mem_alloc = use; }
+
+GuardedBuffer::GuardedBuffer(size_t bytes) : bytes_(bytes) {
+  const size_t total = bytes + 2 * kGuardBytes;
+  void* p = nullptr;
+  if (use_ringo_mem_alloc && ringoMemAlloc(&p, total) == ringoSuccess) {
+    from_ringo_ = true;
+    storage_ = static_cast<unsigned char*>(p);
+  } else if (use_ringo_mem_alloc) {
+    std::fprintf(stderr, "ringoMemAlloc(%zu) failed: %s\n", total, ringoGetLastError(nullptr));
+    std::abort();
+  } else {
+    storage_ = new unsigned char[total];
+  }
+  std::memset(storage_, kSentinel, total);
+}
+
+GuardedBuffer::~GuardedBuffer() {
+  if (from_ringo_) {
+    ringoMemFree(storage_);
+  } else {
+    delete[] storage_;
+  }
+}
 
 std::string GuardedBuffer::CheckGuards(const char* name) const {
   std::ostringstream out;

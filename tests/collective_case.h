@@ -57,6 +57,11 @@ struct Expected {
 
 Expected BuildExpected(const Case& c);
 
+// Where this process's GuardedBuffers come from: the heap (the default), or
+// ringoMemAlloc (buffers the other processes' ranks can map). Per process;
+// set it before building CaseRuns.
+void SetUseRingoMemAlloc(bool use);
+
 // A buffer with guard regions of kGuardBytes on both sides, filled with a
 // sentinel. data() keeps the allocation's 16-byte alignment: this tests
 // bounds, not misaligned buffers.
@@ -65,14 +70,18 @@ class GuardedBuffer {
   static constexpr size_t kGuardBytes = 256;  // catches a slot (64 B) overrun
   static constexpr unsigned char kSentinel = 0xA5;
   explicit GuardedBuffer(size_t bytes);
-  unsigned char* data() { return storage_.data() + kGuardBytes; }
-  const unsigned char* data() const { return storage_.data() + kGuardBytes; }
+  ~GuardedBuffer();
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  unsigned char* data() { return storage_ + kGuardBytes; }
+  const unsigned char* data() const { return storage_ + kGuardBytes; }
   // "" or which guard was overwritten, naming the buffer.
   std::string CheckGuards(const char* name) const;
 
  private:
   size_t bytes_;
-  std::vector<unsigned char> storage_;
+  bool from_ringo_ = false;        // ringoMemAlloc, else new[]
+  unsigned char* storage_ = nullptr;  // bytes_ + 2 * kGuardBytes
 };
 
 // One rank's part of a Case: its buffers, laid out and filled on

@@ -18,6 +18,11 @@
 //   small messages, up to and just past the board's capacity (which falls
 //   back to the ring). The other suites pin RINGO_ALGO=ring so that small
 //   counts take the ring's multi-chunk paths.
+// - Direct, DirectProcesses, DirectMixedProcesses: RINGO_ALGO=direct, every
+//   AllReduce reduced straight from every rank's buffers: ranks as threads
+//   (any buffers), as processes with ringoMemAlloc buffers, and as processes
+//   where rank 0's buffers are plain heap memory (the ring takes over).
+//   Large and Huge (planner's choice) reach the direct path for threads too.
 #include <algorithm>
 #include <memory>
 #include <ostream>
@@ -60,6 +65,7 @@ constexpr Variant kSmallSlots{64, 0, "ring"};
 constexpr Variant kTwoChannels{64, 2, "ring"};
 constexpr Variant kDefaults{0, 0, nullptr};
 constexpr Variant kOneShot{0, 0, "oneshot"};
+constexpr Variant kDirect{0, 0, "direct"};
 // The one-shot board's buffer (collectives/planner.cc): posts up to this many
 // bytes per rank go one-shot under RINGO_ALGO=oneshot, larger ones the ring.
 constexpr size_t kBoardBytes = 64 * 1024;
@@ -279,8 +285,12 @@ void RunWithInitAll(const SweepParam& p, const Variant& v, const std::vector<Cas
   EXPECT_ALL_RANKS_OK(results) << cases.size() << " calls per rank";
 }
 
+// Where forked ranks take their buffers from.
+enum class Buffers { kHeap, kRingoMemAlloc, kMixed /* rank 0 heap, the others ringoMemAlloc */ };
+
 // Forked ranks, each creating its communicator from the parent's unique id.
-void RunInProcesses(const SweepParam& p, const Variant& v, const std::vector<Case>& cases) {
+void RunInProcesses(const SweepParam& p, const Variant& v, const std::vector<Case>& cases,
+                    Buffers buffers = Buffers::kHeap) {
   const std::vector<Expected> expected = BuildAll(cases);  // inherited by the children
   // Fork from a quiet process: no communicator of the thread suites (and none
   // of their threads' locks) behind the children's backs.
@@ -288,6 +298,8 @@ void RunInProcesses(const SweepParam& p, const Variant& v, const std::vector<Cas
   ApplyVariant(v);
   auto results = RunRanks(p.nranks, RankMode::kProcesses, kDeadline,
                           [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+                            SetUseRingoMemAlloc(buffers == Buffers::kRingoMemAlloc ||
+                                                (buffers == Buffers::kMixed && rank != 0));
                             ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
                             config.device_kind = RINGO_DEVICE_HOST;
                             ringoComm_t comm = nullptr;
@@ -527,6 +539,56 @@ INSTANTIATE_TEST_SUITE_P(Sweep, OneShotProcesses,
                          ::testing::ValuesIn(MakeParams({2, 3, 8}, kColls,
                                                         {ringoInt32, ringoBfloat16, ringoFloat64},
                                                         kOps, /*all_ops_in_one=*/true)),
+                         ParamName);
+
+// ---- Direct: every rank reads every rank's buffers ----
+
+// The sweep counts, and a count of several MiB that is not a multiple of the
+// rank count or of any vector width.
+std::vector<size_t> DirectCounts(const SweepParam& p) {
+  std::vector<size_t> counts = SweepCounts(p.dtype, p.nranks);
+  counts.push_back((size_t{1} << 20) / DataTypeSize(p.dtype) + 13);
+  return counts;
+}
+
+class Direct : public ::testing::TestWithParam<SweepParam> {};
+
+TEST_P(Direct, MatchesReference) {
+  const SweepParam& p = GetParam();
+  RunWithInitAll(p, kDirect, MakeCases(p, DirectCounts(p), /*every_root=*/false));
+}
+
+// AllReduce (the only direct collective) at odd and even rank counts up to
+// 8 and every datatype, every op folded into each case.
+INSTANTIATE_TEST_SUITE_P(Sweep, Direct,
+                         ::testing::ValuesIn(MakeParams({1, 2, 3, 5, 8}, {Collective::kAllReduce}, kDtypes, kOps,
+                                                        /*all_ops_in_one=*/true)),
+                         ParamName);
+
+class DirectProcesses : public ::testing::TestWithParam<SweepParam> {};
+
+TEST_P(DirectProcesses, MatchesReference) {
+  const SweepParam& p = GetParam();
+  RunInProcesses(p, kDirect, MakeCases(p, DirectCounts(p), /*every_root=*/false), Buffers::kRingoMemAlloc);
+}
+
+// The regions mapped across processes: one type per element size.
+INSTANTIATE_TEST_SUITE_P(Sweep, DirectProcesses,
+                         ::testing::ValuesIn(MakeParams({2, 3, 4}, {Collective::kAllReduce},
+                                                        {ringoUint8, ringoBfloat16, ringoFloat32, ringoInt64},
+                                                        kOps, /*all_ops_in_one=*/true)),
+                         ParamName);
+
+class DirectMixedProcesses : public ::testing::TestWithParam<SweepParam> {};
+
+TEST_P(DirectMixedProcesses, MatchesReference) {
+  const SweepParam& p = GetParam();
+  RunInProcesses(p, kDirect, MakeCases(p, DirectCounts(p), /*every_root=*/false), Buffers::kMixed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sweep, DirectMixedProcesses,
+                         ::testing::ValuesIn(MakeParams({2, 3}, {Collective::kAllReduce}, {ringoFloat32},
+                                                        {ringoSum, ringoAvg}, /*all_ops_in_one=*/true)),
                          ParamName);
 
 }  // namespace

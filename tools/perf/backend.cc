@@ -16,7 +16,15 @@ using base::StatusOr;
 // wall clock around the calls is the collective's time.
 class HostBackend final : public Backend {
  public:
+  explicit HostBackend(const HostAllocator* allocator) {
+    if (allocator != nullptr) allocator_ = *allocator;
+  }
   StatusOr<void*> Alloc(size_t bytes) override {
+    if (allocator_.alloc) {
+      ASSIGN_OR_RETURN(void* ptr, allocator_.alloc(bytes));
+      std::memset(ptr, 0, bytes);  // fault the pages in now, not inside a timed loop
+      return ptr;
+    }
     void* ptr = nullptr;
     // posix_memalign(0) may return NULL; ask for a byte so every buffer is real.
     const int err = posix_memalign(&ptr, 64, bytes > 0 ? bytes : 1);
@@ -27,7 +35,13 @@ class HostBackend final : public Backend {
     std::memset(ptr, 0, bytes);  // fault the pages in now, not inside a timed loop
     return ptr;
   }
-  void Free(void* ptr) override { std::free(ptr); }
+  void Free(void* ptr) override {
+    if (allocator_.free) {
+      allocator_.free(ptr);
+    } else {
+      std::free(ptr);
+    }
+  }
   Status CopyToBackend(void* dst, const void* src, size_t bytes) override {
     std::memcpy(dst, src, bytes);
     return Status();
@@ -52,16 +66,17 @@ class HostBackend final : public Backend {
 
  private:
   std::chrono::steady_clock::time_point start_;
+  HostAllocator allocator_;
 };
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Backend>> MakeBackend(int cuda_device) {
+StatusOr<std::unique_ptr<Backend>> MakeBackend(int cuda_device, const HostAllocator* allocator) {
   if (cuda_device >= 0) {
     return base::InvalidUsage("the communicator uses CUDA device " + std::to_string(cuda_device) +
                               ", but this ringo-perf has only host buffers; pass --host");
   }
-  return std::unique_ptr<Backend>(new HostBackend());
+  return std::unique_ptr<Backend>(new HostBackend(allocator));
 }
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {

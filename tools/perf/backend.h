@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "base/status.h"
@@ -42,8 +43,15 @@ class Backend {
   virtual base::StatusOr<double> StopTimer() = 0;
 };
 
-// The backend for a communicator on CUDA device `cuda_device` (-1: host).
-base::StatusOr<std::unique_ptr<Backend>> MakeBackend(int cuda_device);
+// Where host buffers come from when not from posix_memalign (-R 1).
+struct HostAllocator {
+  std::function<base::StatusOr<void*>(size_t)> alloc;
+  std::function<void(void*)> free;
+};
+
+// The backend for a communicator on CUDA device `cuda_device` (-1: host);
+// host buffers from `allocator` where it is not null.
+base::StatusOr<std::unique_ptr<Backend>> MakeBackend(int cuda_device, const HostAllocator* allocator = nullptr);
 
 // A backend buffer freed on destruction.
 class Buffer {

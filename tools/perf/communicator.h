@@ -44,6 +44,14 @@ class Communicator {
   virtual base::Status Issue(Collective c, const void* send, void* recv, size_t count,
                              base::DataType type, base::RedOp op, int root, void* stream) = 0;
 
+  // Host memory from the library's own allocator, for -R 1 (ringoMemAlloc);
+  // InvalidUsage where the library has none.
+  virtual base::StatusOr<void*> AllocRegistered(size_t bytes) {
+    (void)bytes;
+    return base::InvalidUsage(Library() + " has no buffer allocator of its own (-R 1)");
+  }
+  virtual void FreeRegistered(void* ptr) { (void)ptr; }
+
   // After a failure on this rank: make peers blocked on it fail instead of
   // waiting forever, where the library can (best effort; may not return).
   virtual void Abort() = 0;

@@ -45,7 +45,10 @@ int BenchmarkRank(const std::string& program, const Options& o, Communicator* co
                   std::FILE* csv) {
   const int rank = comm->rank();
   auto totals = [&]() -> base::StatusOr<BenchTotals> {
-    ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, MakeBackend(comm->CudaDevice()));
+    HostAllocator registered{[comm](size_t bytes) { return comm->AllocRegistered(bytes); },
+                             [comm](void* ptr) { comm->FreeRegistered(ptr); }};
+    ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
+                     MakeBackend(comm->CudaDevice(), o.local_register == 1 ? &registered : nullptr));
     Reporter reporter(rank == 0, rank == 0 ? csv : nullptr);
     return RunBenchmark(o, program, comm, backend.get(), &reporter);
   }();

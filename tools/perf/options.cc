@@ -174,6 +174,11 @@ const Flag kFlags[] = {
        ASSIGN_OR_RETURN(o->num_procs, ParseSmallInt(f, v, 1, 4096));
        return Status();
      }},
+    {"-R", "--local_register", true,
+     [](const std::string& f, const std::string& v, Options* o) -> Status {
+       ASSIGN_OR_RETURN(o->local_register, ParseSmallInt(f, v, 0, 1));
+       return Status();
+     }},
     {nullptr, "--host", false,
      [](const std::string&, const std::string&, Options* o) -> Status {
        o->host_memory = true;
@@ -353,6 +358,9 @@ std::string FlagsUsage(const std::string& program) {
          "                           (default 1)\n"
          "  -np N                    fork N ranks on this host (no launcher needed)\n"
          "  --host                   use host memory even where a GPU is usable\n"
+         "  -R, --local_register <0/1>  1: buffers from the library's allocator\n"
+         "                           (ringoMemAlloc: every rank reads its peers' buffers\n"
+         "                           directly); 0: plain host memory (default 0)\n"
          "  --median                 time each iteration alone and report the median\n"
          "                           (10th/90th percentiles in the CSV), not the mean\n"
          "  --no-inplace             measure out of place only (in-place columns N/A)\n"

@@ -37,6 +37,7 @@ struct Options {
   bool host_memory = false;
   bool median = false;    // --median: time each iteration, report the median
   bool in_place = true;   // --no-inplace: out-of-place measurements only
+  int local_register = 0;  // -R 1: buffers from the library's allocator (ringoMemAlloc)
   std::string csv_path;
   bool help = false;  // -h/--help: print Usage(); the other fields are not validated
 };

@@ -53,6 +53,7 @@ TEST(ParseOptions, DefaultsAreNcclTests) {
   EXPECT_FALSE(o->host_memory);
   EXPECT_FALSE(o->median);
   EXPECT_TRUE(o->in_place);
+  EXPECT_EQ(o->local_register, 0);
   EXPECT_TRUE(o->csv_path.empty());
 }
 
@@ -74,9 +75,10 @@ TEST(ParseOptions, EveryFlag) {
   auto o = Parse({"reduce", "-b", "8", "-e",  "64M", "-f",     "4",     "-i",     "16",       "-n",
                   "7",      "-w", "0", "-c",  "0",   "-o",     "max",   "-d",     "bfloat16", "-r",
                   "3",      "-a", "2", "-np", "4",   "--host", "--csv", "out.csv", "--median",
-                  "--no-inplace"});
+                  "--no-inplace", "-R", "1"});
   ASSERT_TRUE(o.ok()) << o.status().ToString();
   EXPECT_EQ(o->collective, Collective::kReduce);
+  EXPECT_EQ(o->local_register, 1);
   EXPECT_EQ(o->min_bytes, 8u);
   EXPECT_EQ(o->max_bytes, 64u << 20);
   EXPECT_EQ(o->step_factor, 4u);
@@ -93,6 +95,17 @@ TEST(ParseOptions, EveryFlag) {
   EXPECT_EQ(o->csv_path, "out.csv");
   EXPECT_TRUE(o->median);
   EXPECT_FALSE(o->in_place);
+}
+
+TEST(ParseOptions, LocalRegisterIsZeroOrOne) {
+  auto o = Parse({"allreduce", "--local_register=1"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->local_register, 1);
+  for (const char* bad : {"2", "-1", "yes"}) {
+    auto b = Parse({"allreduce", "-R", bad});
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find("-R"), std::string::npos) << b.status().ToString();
+  }
 }
 
 TEST(ParseOptions, LongAndAttachedSpellings) {

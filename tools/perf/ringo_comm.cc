@@ -50,6 +50,14 @@ Status RingoCommunicator::Issue(Collective c, const void* send, void* recv, size
   return RingoStatus(result, CollectiveName(c), comm_);
 }
 
+base::StatusOr<void*> RingoCommunicator::AllocRegistered(size_t bytes) {
+  void* ptr = nullptr;
+  RETURN_IF_ERROR(RingoStatus(ringoMemAlloc(&ptr, bytes > 0 ? bytes : 1), "ringoMemAlloc", nullptr));
+  return ptr;
+}
+
+void RingoCommunicator::FreeRegistered(void* ptr) { ringoMemFree(ptr); }
+
 void RingoCommunicator::Abort() {
   if (aborted_) return;
   aborted_ = true;

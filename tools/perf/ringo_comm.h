@@ -26,6 +26,8 @@ class RingoCommunicator final : public Communicator {
   base::Status Issue(Collective c, const void* send, void* recv, size_t count, base::DataType type,
                      base::RedOp op, int root, void* stream) override;
   void Abort() override;
+  base::StatusOr<void*> AllocRegistered(size_t bytes) override;
+  void FreeRegistered(void* ptr) override;
 
   // Fills rank, size and device from the communicator; call once after
   // construction. Errors name the failing ringo* call.
