@@ -402,29 +402,42 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
     return Status();
   }
 
-  direct_sends_.resize(nranks_);
-  direct_recvs_.resize(nranks_);
-  for (int q = 0; q < nranks_; ++q) {
-    const DirectPost& p = direct_posts_[q];
-    if (p.pid == mine.pid) {
-      direct_sends_[q] = reinterpret_cast<const void*>(p.send_addr);
-      direct_recvs_[q] = reinterpret_cast<void*>(p.recv_addr);
-      continue;
+  Status mapped = MapDirectBuffers(mine.pid);
+  if (!one_process) {
+    // Exchange 2 (across processes): did every rank map every region? If
+    // one could not, all take the ring, before anyone has written anything.
+    const uint64_t check = ++board_seq_;
+    ASSIGN_OR_RETURN(void* flag, board_->AcquireWrite(check, wait));
+    const int32_t ok = mapped.ok() ? 1 : 0;
+    std::memcpy(flag, &ok, sizeof(ok));
+    board_->Post(check);
+    int failed_rank = -1;
+    for (int q = 0; q < nranks_; ++q) {
+      ASSIGN_OR_RETURN(const void* in, board_->WaitPosted(q, check, wait));
+      int32_t theirs = 0;
+      std::memcpy(&theirs, in, sizeof(theirs));
+      if (theirs != 1 && failed_rank < 0) failed_rank = q;
     }
-    // Mapping failures still let the peers finish: they wait for this rank below, and Fail() aborts them.
-    auto send = peer_regions_.Map(p.send_region);
-    if (!send.ok()) return send.status().WithContext("rank " + std::to_string(q) + "'s sendbuff");
-    auto recv = peer_regions_.Map(p.recv_region);
-    if (!recv.ok()) return recv.status().WithContext("rank " + std::to_string(q) + "'s recvbuff");
-    // Map() may evict: both lookups again now that both regions are cached.
-    ASSIGN_OR_RETURN(char* send_base, peer_regions_.Map(p.send_region));
-    direct_sends_[q] = send_base + p.send_offset;
-    direct_recvs_[q] = *recv + p.recv_offset;
+    board_->Done(check);
+    if (failed_rank >= 0) {
+      if (!direct_fallback_logged_) {
+        direct_fallback_logged_ = true;
+        if (!mapped.ok()) {
+          RINGO_LOG(WARN) << "rank " << rank_ << ": cannot map a peer's ringoMemAlloc buffer, AllReduce "
+                          << "through the ring: " << mapped.ToString();
+        } else {
+          RINGO_LOG(INFO) << "rank " << rank_ << ": AllReduce through the ring: rank " << failed_rank
+                          << " cannot map every ringoMemAlloc buffer";
+        }
+      }
+      return Status();
+    }
   }
+  RETURN_IF_ERROR(mapped);
   RETURN_IF_ERROR(kernels::RunHostDirect(args, rank_, nranks_, direct_sends_.data(), direct_recvs_.data(),
                                          plan.stream_output));
 
-  // Exchange 2: nobody returns (and reuses its buffers) before everyone is done with them.
+  // Last exchange: nobody returns (and reuses its buffers) before everyone is done with them.
   const uint64_t done = ++board_seq_;
   RETURN_IF_ERROR(board_->AcquireWrite(done, wait).status());
   board_->Post(done);
@@ -434,6 +447,28 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   if (direct_runs_++ == 0) {
     RINGO_LOG(INFO) << "rank " << rank_ << ": AllReduce reduced directly from every rank's buffers ("
                     << (one_process ? "ranks in one process" : "ringoMemAlloc regions") << ")";
+  }
+  return Status();
+}
+
+Status Communicator::MapDirectBuffers(int32_t self_pid) {
+  direct_sends_.resize(nranks_);
+  direct_recvs_.resize(nranks_);
+  // Every region of this call stays mapped until the call ends.
+  peer_regions_.Reserve(2 * static_cast<size_t>(nranks_));
+  for (int q = 0; q < nranks_; ++q) {
+    const DirectPost& p = direct_posts_[q];
+    if (p.pid == self_pid) {
+      direct_sends_[q] = reinterpret_cast<const void*>(p.send_addr);
+      direct_recvs_[q] = reinterpret_cast<void*>(p.recv_addr);
+      continue;
+    }
+    auto send = peer_regions_.Map(p.send_region);
+    if (!send.ok()) return send.status().WithContext("rank " + std::to_string(q) + "'s sendbuff");
+    auto recv = peer_regions_.Map(p.recv_region);
+    if (!recv.ok()) return recv.status().WithContext("rank " + std::to_string(q) + "'s recvbuff");
+    direct_sends_[q] = *send + p.send_offset;
+    direct_recvs_[q] = *recv + p.recv_offset;
   }
   return Status();
 }

@@ -95,6 +95,8 @@ class Communicator {
   // Agrees with the peers over the board on a direct AllReduce and runs it
   // (*ran); returns OK with *ran false when some rank's buffers are out of reach.
   base::Status RunDirect(const kernels::CollArgs& args, const CollPlan& plan, bool* ran);
+  // Fills direct_sends_/direct_recvs_ from direct_posts_, mapping peers' regions.
+  base::Status MapDirectBuffers(int32_t self_pid);
   transport::WaitContext MakeWait(int channel) const;
   // RINGO_CHECK: compares this call's signature with the previous rank's.
   base::Status CheckSignature(const kernels::CollArgs& args);

@@ -53,11 +53,13 @@ class PeerRegions {
   // This process's address of the region's first byte: the owner's own
   // address when the owner is this process, else a mapping (made on first
   // use, populated). Fails with the system's reason when the region cannot
-  // be opened or mapped. The address stays valid until the next call that
-  // may evict (keep at most `capacity` regions in use at once).
+  // be opened or mapped. The address stays valid while fewer than
+  // `capacity` other regions are mapped after it (Reserve for more).
   base::StatusOr<char*> Map(const RegionName& name);
 
   size_t mapped() const { return entries_.size(); }
+  // Keeps at least `n` regions mapped from now on.
+  void Reserve(size_t n) { capacity_ = n > capacity_ ? n : capacity_; }
 
  private:
   struct Entry {
