@@ -15,7 +15,8 @@ DeviceRequest ParseDeviceRequest(const std::string& env_value) {
 StatusOr<WishChoice> ChooseWish(DeviceRequest api, DeviceRequest env, const CudaFacts& facts,
                                 bool in_process) {
   const DeviceRequest request = api != DeviceRequest::kAuto ? api : env;
-  const std::string source = api != DeviceRequest::kAuto ? "RINGO_DEVICE_CUDA" : "RINGO_DEVICE=cuda";
+  const std::string source =
+      api != DeviceRequest::kAuto ? "RINGO_DEVICE_CUDA" : "RINGO_DEVICE=cuda";
   WishChoice choice;
   if (request == DeviceRequest::kHost) return choice;
   if (request == DeviceRequest::kCuda) {
@@ -49,37 +50,43 @@ StatusOr<DeviceAgreement> AgreeOnDevice(const std::vector<DeviceWish>& wishes,
   int required_rank = -1;  // the first rank that requires a GPU
   int other_host = -1;     // the first rank on another host than rank 0
   for (int r = 0; r < n; ++r) {
-    if (wishes[r] != DeviceWish::kHost && wishes[r] != DeviceWish::kCuda && wishes[r] != DeviceWish::kCudaIfAll) {
+    if (wishes[r] != DeviceWish::kHost && wishes[r] != DeviceWish::kCuda &&
+        wishes[r] != DeviceWish::kCudaIfAll) {
       return base::Internal("rank " + std::to_string(r) + " sent an unknown device wish " +
-                            std::to_string(static_cast<int32_t>(wishes[r])) + " (another Ringo build?)");
+                            std::to_string(static_cast<int32_t>(wishes[r])) +
+                            " (another Ringo build?)");
     }
     if (wishes[r] == DeviceWish::kHost && host_rank < 0) host_rank = r;
     if (wishes[r] == DeviceWish::kCuda && required_rank < 0) required_rank = r;
-    if (r < static_cast<int>(hosts.size()) && hosts[r] != hosts[0] && other_host < 0) other_host = r;
+    if (r < static_cast<int>(hosts.size()) && hosts[r] != hosts[0] && other_host < 0)
+      other_host = r;
   }
   bool any_gpu_wish = false;
   for (DeviceWish w : wishes) any_gpu_wish = any_gpu_wish || w != DeviceWish::kHost;
   if (!any_gpu_wish) return out;  // host memory everywhere, as asked
   if (required_rank >= 0 && host_rank >= 0) {
-    return base::InvalidUsage("rank " + std::to_string(required_rank) +
-                              " asked for GPU memory (RINGO_DEVICE_CUDA or RINGO_DEVICE=cuda) but rank " +
-                              std::to_string(host_rank) +
-                              " uses host memory (RINGO_DEVICE_HOST, RINGO_DEVICE=host, or no usable GPU): "
-                              "every rank of a communicator must use the same kind of memory");
+    return base::InvalidUsage(
+        "rank " + std::to_string(required_rank) +
+        " asked for GPU memory (RINGO_DEVICE_CUDA or RINGO_DEVICE=cuda) but rank " +
+        std::to_string(host_rank) +
+        " uses host memory (RINGO_DEVICE_HOST, RINGO_DEVICE=host, or no usable GPU): "
+        "every rank of a communicator must use the same kind of memory");
   }
   if (required_rank >= 0 && other_host >= 0) {
-    return base::InvalidUsage("rank " + std::to_string(required_rank) +
-                              " asked for GPU memory, but rank 0 and rank " + std::to_string(other_host) +
-                              " are on different hosts: GPU communicators connect ranks of one host only "
-                              "(CUDA IPC); use host memory across hosts");
+    return base::InvalidUsage(
+        "rank " + std::to_string(required_rank) + " asked for GPU memory, but rank 0 and rank " +
+        std::to_string(other_host) +
+        " are on different hosts: GPU communicators connect ranks of one host only "
+        "(CUDA IPC); use host memory across hosts");
   }
   if (host_rank >= 0) {
     out.note = "rank " + std::to_string(host_rank) + " uses host memory: so does every rank";
     return out;
   }
   if (other_host >= 0) {
-    out.note = "rank 0 and rank " + std::to_string(other_host) +
-               " are on different hosts and GPU communicators connect one host only: using host memory";
+    out.note =
+        "rank 0 and rank " + std::to_string(other_host) +
+        " are on different hosts and GPU communicators connect one host only: using host memory";
     return out;
   }
   out.cuda = n > 0;

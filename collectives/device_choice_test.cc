@@ -63,8 +63,9 @@ TEST(DeviceChoice, RequiredGpuThatIsNotThereSaysWhy) {
   auto from_api = ChooseWish(R::kCuda, R::kAuto, Gpus(0), true);
   ASSERT_FALSE(from_api.ok());
   EXPECT_EQ(from_api.status().code(), base::Code::kInvalidUsage);
-  EXPECT_NE(from_api.status().message().find("RINGO_DEVICE_CUDA: no GPU is visible (no CUDA device"),
-            std::string::npos)
+  EXPECT_NE(
+      from_api.status().message().find("RINGO_DEVICE_CUDA: no GPU is visible (no CUDA device"),
+      std::string::npos)
       << from_api.status().message();
   auto from_env = ChooseWish(R::kAuto, R::kCuda, Gpus(0), false);
   ASSERT_FALSE(from_env.ok());
@@ -81,7 +82,8 @@ DeviceAgreement Agree(const std::vector<W>& wishes, const std::vector<uint64_t>&
 }
 
 TEST(DeviceChoice, RanksOfOneHostThatAllWantAGpuGetIt) {
-  EXPECT_TRUE(Agree({W::kCudaIfAll, W::kCudaIfAll, W::kCudaIfAll, W::kCudaIfAll}, {7, 7, 7, 7}).cuda);
+  EXPECT_TRUE(
+      Agree({W::kCudaIfAll, W::kCudaIfAll, W::kCudaIfAll, W::kCudaIfAll}, {7, 7, 7, 7}).cuda);
   EXPECT_TRUE(Agree({W::kCuda, W::kCudaIfAll}, {7, 7}).cuda);
   EXPECT_TRUE(Agree({W::kCuda, W::kCuda}, {7, 7}).cuda);
   const DeviceAgreement host = Agree({W::kHost, W::kHost, W::kHost}, {1, 2, 3});
@@ -106,10 +108,12 @@ TEST(DeviceChoice, ARequiredGpuThatCannotBeHadFailsOnEveryRank) {
   EXPECT_NE(mixed.status().message().find("but rank 0 uses host memory"), std::string::npos);
   auto garbage = AgreeOnDevice({W::kCuda, static_cast<W>(7)}, {7, 7});
   ASSERT_FALSE(garbage.ok());
-  EXPECT_NE(garbage.status().message().find("rank 1 sent an unknown device wish 7"), std::string::npos);
+  EXPECT_NE(garbage.status().message().find("rank 1 sent an unknown device wish 7"),
+            std::string::npos);
   auto hosts = AgreeOnDevice({W::kCuda, W::kCuda}, {7, 8});
   ASSERT_FALSE(hosts.ok());
-  EXPECT_NE(hosts.status().message().find("different hosts"), std::string::npos) << hosts.status().message();
+  EXPECT_NE(hosts.status().message().find("different hosts"), std::string::npos)
+      << hosts.status().message();
 }
 
 }  // namespace

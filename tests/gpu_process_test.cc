@@ -74,7 +74,8 @@ const GpuProbe& ProbeInChild() {
     ::close(fds[1]);
     std::string msg;
     char buf[256];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) msg.append(buf, static_cast<size_t>(n));
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;)
+      msg.append(buf, static_cast<size_t>(n));
     ::close(fds[0]);
     int status = 0;
     if (pid > 0) ::waitpid(pid, &status, 0);
@@ -90,14 +91,16 @@ const GpuProbe& ProbeInChild() {
   return probe;
 }
 
-#define SKIP_WITHOUT_GPU()                                                                \
-  if (ProbeInChild().device_count == 0)                                                   \
-  GTEST_SKIP() << "no CUDA device visible (" << ProbeInChild().reason                     \
+#define SKIP_WITHOUT_GPU()                                            \
+  if (ProbeInChild().device_count == 0)                               \
+  GTEST_SKIP() << "no CUDA device visible (" << ProbeInChild().reason \
                << "): GPU communicators across processes (CUDA IPC) not tested"
 
 #if !RINGO_TEST_HAVE_CUDART
 
-TEST(GpuProcesses, Skipped) { GTEST_SKIP() << "built without the CUDA toolkit: CUDA IPC not tested"; }
+TEST(GpuProcesses, Skipped) {
+  GTEST_SKIP() << "built without the CUDA toolkit: CUDA IPC not tested";
+}
 
 #else
 
@@ -108,9 +111,9 @@ constexpr unsigned char kSentinel = 0xA5;
 std::string CudaError(cudaError_t err, const char* what) {
   return std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")";
 }
-#define CHILD_CUDA(call)                                   \
-  do {                                                     \
-    const cudaError_t err_ = (call);                       \
+#define CHILD_CUDA(call)                                    \
+  do {                                                      \
+    const cudaError_t err_ = (call);                        \
     if (err_ != cudaSuccess) return CudaError(err_, #call); \
   } while (0)
 
@@ -126,7 +129,8 @@ class RankGpu {
     const ringoResult_t rc = ringoCommInitRankConfig(&comm_, nranks, id, rank, &config);
     if (rc != ringoSuccess) {
       comm_ = nullptr;
-      return "ringoCommInitRankConfig returned " + ResultName(rc) + ": " + ringoGetLastError(nullptr);
+      return "ringoCommInitRankConfig returned " + ResultName(rc) + ": " +
+             ringoGetLastError(nullptr);
     }
     CHILD_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     bytes_ = bytes + 2 * kPad + 64;
@@ -162,8 +166,8 @@ class RankGpu {
 // 256-byte boundary) and checks the output, the guards and, for Reduce, that
 // a non-root's recvbuff is untouched. "" or what went wrong. *call_failed:
 // the ring may be out of step, stop.
-std::string RunCaseOnGpuRank(const RankGpu& g, const Case& c, const Expected& expected, int r, int send_off,
-                             int recv_off, bool* call_failed) {
+std::string RunCaseOnGpuRank(const RankGpu& g, const Case& c, const Expected& expected, int r,
+                             int send_off, int recv_off, bool* call_failed) {
   const size_t es = DataTypeSize(c.dtype);
   const size_t send_bytes = SendElems(c) * es;
   const size_t recv_bytes = (c.in_place ? std::max(SendElems(c), RecvElems(c)) : RecvElems(c)) * es;
@@ -179,7 +183,8 @@ std::string RunCaseOnGpuRank(const RankGpu& g, const Case& c, const Expected& ex
     if (c.collective == Collective::kReduceScatter) rp = rb + r * c.count * es;
   }
   const bool copy_input = !(c.in_place && c.collective == Collective::kBroadcast && r != c.root);
-  if (copy_input && send_bytes > 0) CHILD_CUDA(cudaMemcpy(sp, input.data(), send_bytes, cudaMemcpyHostToDevice));
+  if (copy_input && send_bytes > 0)
+    CHILD_CUDA(cudaMemcpy(sp, input.data(), send_bytes, cudaMemcpyHostToDevice));
   const ringoResult_t rc = CallCollective(c, sp, rp, g.comm(), g.stream());
   if (rc != ringoSuccess) {
     *call_failed = true;
@@ -190,8 +195,8 @@ std::string RunCaseOnGpuRank(const RankGpu& g, const Case& c, const Expected& ex
   ringoCommGetAsyncError(g.comm(), &async);
   if (synced != cudaSuccess || async != ringoSuccess) {
     *call_failed = true;
-    return c.Describe() + ": stream " + cudaGetErrorString(synced) + ", async error " + ResultName(async) + ": " +
-           ringoGetLastError(g.comm());
+    return c.Describe() + ": stream " + cudaGetErrorString(synced) + ", async error " +
+           ResultName(async) + ": " + ringoGetLastError(g.comm());
   }
   const size_t lead = kPad + recv_off * es;
   std::vector<unsigned char> host(lead + recv_bytes + kPad);
@@ -210,15 +215,16 @@ std::string RunCaseOnGpuRank(const RankGpu& g, const Case& c, const Expected& ex
       problem = CompareToReference(c.dtype, out, RecvElems(c), expected.result, 0);
       break;
     case Collective::kReduceScatter:
-      problem = CompareToReference(c.dtype, out + (c.in_place ? r * c.count * es : 0), c.count, expected.result,
-                                   r * c.count);
+      problem = CompareToReference(c.dtype, out + (c.in_place ? r * c.count * es : 0), c.count,
+                                   expected.result, r * c.count);
       break;
     case Collective::kReduce:
       if (r == c.root) {
         problem = CompareToReference(c.dtype, out, c.count, expected.result, 0);
       } else if (c.in_place) {
         problem = CompareBytes(c.dtype, out, input.data(), c.count);
-      } else if (std::any_of(out, out + c.count * es, [](unsigned char v) { return v != kSentinel; })) {
+      } else if (std::any_of(out, out + c.count * es,
+                             [](unsigned char v) { return v != kSentinel; })) {
         problem = "non-root recvbuff was written";
       }
       break;
@@ -229,16 +235,20 @@ std::string RunCaseOnGpuRank(const RankGpu& g, const Case& c, const Expected& ex
 // The chunk, in elements, the planner gives a small collective under the
 // current configuration (RINGO_PROTO, RINGO_SLOT_BYTES); CPU arithmetic only.
 size_t ChunkElems(ringoDataType_t dt, int nranks) {
-  const collectives::DeviceGeometry g = collectives::ChooseDeviceGeometry(base::GetConfig(), nranks);
+  const collectives::DeviceGeometry g =
+      collectives::ChooseDeviceGeometry(base::GetConfig(), nranks);
   kernels::CollArgs probe;
   probe.dtype = static_cast<base::DataType>(dt);
   probe.count = 1;
-  const int64_t ll_slice = g.ll_slot_bytes / kernels::gpu::kLLLineBytes * kernels::gpu::kLLDataBytesPerLine;
-  const collectives::DevicePlan plan = collectives::PlanDeviceCollective(probe, nranks, g, g.slot_bytes, ll_slice);
+  const int64_t ll_slice =
+      g.ll_slot_bytes / kernels::gpu::kLLLineBytes * kernels::gpu::kLLDataBytesPerLine;
+  const collectives::DevicePlan plan =
+      collectives::PlanDeviceCollective(probe, nranks, g, g.slot_bytes, ll_slice);
   return std::max<size_t>(1, plan.slice_bytes / DataTypeSize(dt));
 }
 
-constexpr ringoDataType_t kTypes[] = {ringoFloat32, ringoFloat16, ringoBfloat16, ringoInt32, ringoUint8, ringoFloat64};
+constexpr ringoDataType_t kTypes[] = {ringoFloat32, ringoFloat16, ringoBfloat16,
+                                      ringoInt32,   ringoUint8,   ringoFloat64};
 constexpr ringoRedOp_t kOps[] = {ringoSum, ringoMax, ringoAvg};
 constexpr size_t kBigBytes = 256 << 10;
 
@@ -248,7 +258,13 @@ std::vector<Case> BuildCases(int n) {
   for (Collective coll : kAllCollectives) {
     for (ringoDataType_t dt : kTypes) {
       const size_t chunk = ChunkElems(dt, n);
-      std::vector<size_t> counts = {0, 1, 7, chunk - 1, chunk, chunk + 1, 4 * chunk + 3,
+      std::vector<size_t> counts = {0,
+                                    1,
+                                    7,
+                                    chunk - 1,
+                                    chunk,
+                                    chunk + 1,
+                                    4 * chunk + 3,
                                     kBigBytes / DataTypeSize(dt) / n + 3};
       std::sort(counts.begin(), counts.end());
       counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
@@ -284,10 +300,12 @@ TEST_P(GpuProcesses, EveryCollectiveOnOneGpu) {
   SKIP_WITHOUT_GPU();
   const Sweep sweep = std::get<0>(GetParam());
   const int n = std::get<1>(GetParam());
-  ScopedEnv env({{"RINGO_PROTO", *sweep.proto ? std::optional<std::string>(sweep.proto) : std::nullopt},
-                 {"RINGO_SLOT_BYTES", sweep.slot_bytes ? std::optional<std::string>(sweep.slot_bytes) : std::nullopt},
-                 {"RINGO_DEVICE", std::nullopt},
-                 {"RINGO_TIMEOUT_MS", std::string("30000")}});
+  ScopedEnv env(
+      {{"RINGO_PROTO", *sweep.proto ? std::optional<std::string>(sweep.proto) : std::nullopt},
+       {"RINGO_SLOT_BYTES",
+        sweep.slot_bytes ? std::optional<std::string>(sweep.slot_bytes) : std::nullopt},
+       {"RINGO_DEVICE", std::nullopt},
+       {"RINGO_TIMEOUT_MS", std::string("30000")}});
   const std::vector<Case> cases = BuildCases(n);  // inherited by the ranks
   std::vector<Expected> expected;
   for (const Case& c : cases) expected.push_back(BuildExpected(c));
@@ -295,27 +313,29 @@ TEST_P(GpuProcesses, EveryCollectiveOnOneGpu) {
   for (const Case& c : cases) {
     max_bytes = std::max(max_bytes, std::max(SendElems(c), RecvElems(c)) * DataTypeSize(c.dtype));
   }
-  auto results = RunRanks(n, RankMode::kProcesses, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) {
-    RankGpu g;
-    std::string error = g.Init(rank, nranks, id, max_bytes + 64, RINGO_DEVICE_CUDA);
-    if (!error.empty()) return error;
-    int device = -1;
-    if (ringoCommCuDevice(g.comm(), &device) != ringoSuccess || device != 0) {
-      return "ringoCommCuDevice: " + std::to_string(device) + ", not 0";
-    }
-    std::string report;
-    int failures = 0;
-    for (size_t i = 0; i < cases.size(); ++i) {
-      bool call_failed = false;
-      const int send_off = static_cast<int>(i % 3);
-      const int recv_off = static_cast<int>((i + 1) % 3);
-      const std::string problem = RunCaseOnGpuRank(g, cases[i], expected[i], rank, send_off, recv_off, &call_failed);
-      if (problem.empty()) continue;
-      report += "\n    " + problem;
-      if (call_failed || ++failures >= 5) break;  // a failed rank leaves the ring out of step
-    }
-    return report;
-  });
+  auto results = RunRanks(
+      n, RankMode::kProcesses, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) {
+        RankGpu g;
+        std::string error = g.Init(rank, nranks, id, max_bytes + 64, RINGO_DEVICE_CUDA);
+        if (!error.empty()) return error;
+        int device = -1;
+        if (ringoCommCuDevice(g.comm(), &device) != ringoSuccess || device != 0) {
+          return "ringoCommCuDevice: " + std::to_string(device) + ", not 0";
+        }
+        std::string report;
+        int failures = 0;
+        for (size_t i = 0; i < cases.size(); ++i) {
+          bool call_failed = false;
+          const int send_off = static_cast<int>(i % 3);
+          const int recv_off = static_cast<int>((i + 1) % 3);
+          const std::string problem =
+              RunCaseOnGpuRank(g, cases[i], expected[i], rank, send_off, recv_off, &call_failed);
+          if (problem.empty()) continue;
+          report += "\n    " + problem;
+          if (call_failed || ++failures >= 5) break;  // a failed rank leaves the ring out of step
+        }
+        return report;
+      });
   EXPECT_ALL_RANKS_OK(results) << cases.size() << " cases per rank, proto '" << sweep.proto << "'";
 }
 
@@ -336,31 +356,35 @@ INSTANTIATE_TEST_SUITE_P(Sweep, GpuProcesses,
 TEST(GpuProcessFaults, PeerAbortStopsAWaitingKernel) {
   SKIP_WITHOUT_GPU();
   ScopedEnv env({{"RINGO_TIMEOUT_MS", std::string("60000")}, {"RINGO_DEVICE", std::nullopt}});
-  auto results = RunRanks(2, RankMode::kProcesses, milliseconds(120000),
-                          [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
-    RankGpu g;
-    std::string error = g.Init(rank, nranks, id, 1 << 20, RINGO_DEVICE_CUDA);
-    if (!error.empty()) return error;
-    if (rank == 1) {
-      std::this_thread::sleep_for(milliseconds(500));  // let rank 0's kernel start waiting
-      const ringoResult_t rc = ringoCommAbort(g.comm());  // returns once rank 0 has released (destroyed)
-      g.Forget();
-      return rc == ringoSuccess ? "" : "ringoCommAbort returned " + ResultName(rc);
-    }
-    const auto start = std::chrono::steady_clock::now();
-    const ringoResult_t rc =
-        ringoAllReduce(g.send(), g.recv(), 1 << 18, ringoFloat32, ringoSum, g.comm(), g.stream());
-    if (rc != ringoSuccess) return "ringoAllReduce returned " + ResultName(rc);
-    CHILD_CUDA(cudaStreamSynchronize(g.stream()));
-    const auto waited = std::chrono::steady_clock::now() - start;
-    ringoResult_t async = ringoSuccess;
-    ringoCommGetAsyncError(g.comm(), &async);
-    if (async != ringoRemoteError) {
-      return "async error " + ResultName(async) + " (" + ringoGetLastError(g.comm()) + "), not ringoRemoteError";
-    }
-    if (waited > std::chrono::seconds(20)) return "the kernel took more than 20 s to see the peer's abort";
-    return "";
-  });
+  auto results = RunRanks(
+      2, RankMode::kProcesses, milliseconds(120000),
+      [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+        RankGpu g;
+        std::string error = g.Init(rank, nranks, id, 1 << 20, RINGO_DEVICE_CUDA);
+        if (!error.empty()) return error;
+        if (rank == 1) {
+          std::this_thread::sleep_for(milliseconds(500));  // let rank 0's kernel start waiting
+          const ringoResult_t rc =
+              ringoCommAbort(g.comm());  // returns once rank 0 has released (destroyed)
+          g.Forget();
+          return rc == ringoSuccess ? "" : "ringoCommAbort returned " + ResultName(rc);
+        }
+        const auto start = std::chrono::steady_clock::now();
+        const ringoResult_t rc = ringoAllReduce(g.send(), g.recv(), 1 << 18, ringoFloat32, ringoSum,
+                                                g.comm(), g.stream());
+        if (rc != ringoSuccess) return "ringoAllReduce returned " + ResultName(rc);
+        CHILD_CUDA(cudaStreamSynchronize(g.stream()));
+        const auto waited = std::chrono::steady_clock::now() - start;
+        ringoResult_t async = ringoSuccess;
+        ringoCommGetAsyncError(g.comm(), &async);
+        if (async != ringoRemoteError) {
+          return "async error " + ResultName(async) + " (" + ringoGetLastError(g.comm()) +
+                 "), not ringoRemoteError";
+        }
+        if (waited > std::chrono::seconds(20))
+          return "the kernel took more than 20 s to see the peer's abort";
+        return "";
+      });
   EXPECT_ALL_RANKS_OK(results);
 }
 
@@ -369,35 +393,40 @@ TEST(GpuProcessFaults, PeerAbortStopsAWaitingKernel) {
 TEST(GpuProcessFaults, MissingPeerTimesOutNamingIt) {
   SKIP_WITHOUT_GPU();
   ScopedEnv env({{"RINGO_TIMEOUT_MS", std::string("5000")}, {"RINGO_DEVICE", std::nullopt}});
-  auto results = RunRanks(2, RankMode::kProcesses, milliseconds(120000),
-                          [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
-    RankGpu g;
-    std::string error = g.Init(rank, nranks, id, 1 << 20, RINGO_DEVICE_CUDA);
-    if (!error.empty()) return error;
-    if (rank == 1) {
-      // Past rank 0's 5 s timeout, then destroy (rank 0's destroy waits for
-      // this rank to release its memory).
-      std::this_thread::sleep_for(milliseconds(7500));
-      return "";
-    }
-    const ringoResult_t rc =
-        ringoAllReduce(g.send(), g.recv(), 1 << 18, ringoFloat32, ringoSum, g.comm(), g.stream());
-    if (rc != ringoSuccess) return "ringoAllReduce returned " + ResultName(rc);
-    const auto start = std::chrono::steady_clock::now();
-    CHILD_CUDA(cudaStreamSynchronize(g.stream()));
-    if (std::chrono::steady_clock::now() - start > std::chrono::seconds(7)) {
-      return "the kernel outlived its 5 s timeout by far";
-    }
-    ringoResult_t async = ringoSuccess;
-    ringoCommGetAsyncError(g.comm(), &async);
-    if (async != ringoTimeout) return "async error " + ResultName(async) + ", not ringoTimeout";
-    // The next call returns the kernel's error with its text.
-    const ringoResult_t again = ringoAllReduce(g.send(), g.recv(), 1, ringoFloat32, ringoSum, g.comm(), g.stream());
-    const std::string msg = ringoGetLastError(g.comm());
-    if (again != ringoTimeout) return "the call after the timeout returned " + ResultName(again) + ": " + msg;
-    if (msg.find("rank 1") == std::string::npos) return "the timeout does not name rank 1: " + msg;
-    return "";
-  });
+  auto results =
+      RunRanks(2, RankMode::kProcesses, milliseconds(120000),
+               [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+                 RankGpu g;
+                 std::string error = g.Init(rank, nranks, id, 1 << 20, RINGO_DEVICE_CUDA);
+                 if (!error.empty()) return error;
+                 if (rank == 1) {
+                   // Past rank 0's 5 s timeout, then destroy (rank 0's destroy waits for
+                   // this rank to release its memory).
+                   std::this_thread::sleep_for(milliseconds(7500));
+                   return "";
+                 }
+                 const ringoResult_t rc = ringoAllReduce(g.send(), g.recv(), 1 << 18, ringoFloat32,
+                                                         ringoSum, g.comm(), g.stream());
+                 if (rc != ringoSuccess) return "ringoAllReduce returned " + ResultName(rc);
+                 const auto start = std::chrono::steady_clock::now();
+                 CHILD_CUDA(cudaStreamSynchronize(g.stream()));
+                 if (std::chrono::steady_clock::now() - start > std::chrono::seconds(7)) {
+                   return "the kernel outlived its 5 s timeout by far";
+                 }
+                 ringoResult_t async = ringoSuccess;
+                 ringoCommGetAsyncError(g.comm(), &async);
+                 if (async != ringoTimeout)
+                   return "async error " + ResultName(async) + ", not ringoTimeout";
+                 // The next call returns the kernel's error with its text.
+                 const ringoResult_t again = ringoAllReduce(g.send(), g.recv(), 1, ringoFloat32,
+                                                            ringoSum, g.comm(), g.stream());
+                 const std::string msg = ringoGetLastError(g.comm());
+                 if (again != ringoTimeout)
+                   return "the call after the timeout returned " + ResultName(again) + ": " + msg;
+                 if (msg.find("rank 1") == std::string::npos)
+                   return "the timeout does not name rank 1: " + msg;
+                 return "";
+               });
   EXPECT_ALL_RANKS_OK(results);
 }
 
@@ -406,18 +435,21 @@ TEST(GpuProcessFaults, MissingPeerTimesOutNamingIt) {
 TEST(GpuProcessChoice, AutoTakesTheGpuUnlessRingoDeviceSaysHost) {
   SKIP_WITHOUT_GPU();
   for (const char* device : {"auto", "host"}) {
-    ScopedEnv env({{"RINGO_DEVICE", std::string(device)}, {"RINGO_TIMEOUT_MS", std::string("30000")}});
+    ScopedEnv env(
+        {{"RINGO_DEVICE", std::string(device)}, {"RINGO_TIMEOUT_MS", std::string("30000")}});
     const int want = std::string(device) == "host" ? -1 : 0;
     auto results = RunRanks(2, RankMode::kProcesses, milliseconds(120000),
                             [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
-      RankGpu g;
-      std::string error = g.Init(rank, nranks, id, 4096, RINGO_DEVICE_AUTO);
-      if (!error.empty()) return error;
-      int got = -2;
-      ringoCommCuDevice(g.comm(), &got);
-      if (got != want) return "RINGO_DEVICE=" + std::string(device) + ": device " + std::to_string(got);
-      return "";
-    });
+                              RankGpu g;
+                              std::string error = g.Init(rank, nranks, id, 4096, RINGO_DEVICE_AUTO);
+                              if (!error.empty()) return error;
+                              int got = -2;
+                              ringoCommCuDevice(g.comm(), &got);
+                              if (got != want)
+                                return "RINGO_DEVICE=" + std::string(device) + ": device " +
+                                       std::to_string(got);
+                              return "";
+                            });
     EXPECT_ALL_RANKS_OK(results) << "RINGO_DEVICE=" << device;
   }
 }

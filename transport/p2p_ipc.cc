@@ -34,7 +34,8 @@ Status CheckSpec(const P2pIpcSpec& spec) {
   if (static_cast<int>(spec.order.size()) != spec.nranks) {
     return base::InvalidArgument("p2p IPC ring: the order needs one entry per rank");
   }
-  if (spec.rank < 0 || spec.rank >= spec.nranks) return base::InvalidArgument("p2p IPC ring: rank out of range");
+  if (spec.rank < 0 || spec.rank >= spec.nranks)
+    return base::InvalidArgument("p2p IPC ring: rank out of range");
   if (spec.nchannels < 1) return base::InvalidArgument("p2p IPC ring: at least one channel");
   if (spec.slot_bytes == 0 || spec.slot_bytes % 16 != 0 || spec.ll_slot_bytes == 0 ||
       spec.ll_slot_bytes % 16 != 0) {
@@ -52,7 +53,8 @@ int PositionOf(const std::vector<int>& order, int rank) {
 
 // The connector of `channel` in an allocation at `base` (either end's view).
 P2pFifo FifoAt(void* base, int channel, const P2pIpcSpec& spec, int device) {
-  char* b = static_cast<char*>(base) + static_cast<uint64_t>(channel) * P2pIpcStride(spec.slot_bytes, spec.ll_slot_bytes);
+  char* b = static_cast<char*>(base) +
+            static_cast<uint64_t>(channel) * P2pIpcStride(spec.slot_bytes, spec.ll_slot_bytes);
   P2pFifo f;
   f.tail = reinterpret_cast<uint64_t*>(b + kP2pTailOffset);
   f.head = reinterpret_cast<uint64_t*>(b + kP2pHeadOffset);
@@ -68,13 +70,17 @@ P2pFifo FifoAt(void* base, int channel, const P2pIpcSpec& spec, int device) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<P2pIpcRing>> P2pIpcRing::Connect(Bootstrap& bootstrap, const P2pIpcSpec& spec) {
+StatusOr<std::unique_ptr<P2pIpcRing>> P2pIpcRing::Connect(Bootstrap& bootstrap,
+                                                          const P2pIpcSpec& spec) {
   RETURN_IF_ERROR(CheckSpec(spec));
   if (bootstrap.nranks() != spec.nranks || bootstrap.rank() != spec.rank) {
-    return base::InvalidArgument("p2p IPC ring: the spec's rank and size differ from the bootstrap's");
+    return base::InvalidArgument(
+        "p2p IPC ring: the spec's rank and size differ from the bootstrap's");
   }
   const int pos = PositionOf(spec.order, spec.rank);
-  if (pos < 0) return base::InvalidArgument("p2p IPC ring: rank " + std::to_string(spec.rank) + " is not on the ring");
+  if (pos < 0)
+    return base::InvalidArgument("p2p IPC ring: rank " + std::to_string(spec.rank) +
+                                 " is not on the ring");
 #if !RINGO_P2P_CUDA
   return base::InvalidUsage("GPU p2p transport: Ringo was built without the CUDA toolkit");
 #else
@@ -145,7 +151,8 @@ Status P2pIpcRing::Export(IpcRecord* mine) {
   static_assert(sizeof(cudaIpcMemHandle_t) == internal::kIpcHandleBytes, "IPC handle size");
   cudaIpcMemHandle_t handle;
   RINGO_CUDA_RETURN_IF_ERROR(cudaIpcGetMemHandle(&handle, own_));
-  RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceGetPCIBusId(mine->bus_id, sizeof(mine->bus_id), spec_.device));
+  RINGO_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetPCIBusId(mine->bus_id, sizeof(mine->bus_id), spec_.device));
   std::memcpy(mine->handle, &handle, sizeof(handle));
   mine->ok = 1;
   mine->nchannels = spec_.nchannels;
@@ -167,7 +174,9 @@ Status P2pIpcRing::OpenSuccessor(const IpcRecord& next, const IpcRecord& mine) {
   if (internal::SameProcess(next, mine)) {
     // Ranks that are threads of this process: CUDA refuses to open a handle
     // where it was exported, and needs none.
-    if (their_device < 0) return base::Internal("rank " + std::to_string(next.rank) + "'s GPU " + bus + " is not visible in its own process");
+    if (their_device < 0)
+      return base::Internal("rank " + std::to_string(next.rank) + "'s GPU " + bus +
+                            " is not visible in its own process");
     RETURN_IF_ERROR(EnablePeerAccess(spec_.device, their_device));
     peer_ = reinterpret_cast<void*>(next.device_pointer);
   } else {
@@ -175,10 +184,11 @@ Status P2pIpcRing::OpenSuccessor(const IpcRecord& next, const IpcRecord& mine) {
       int can = 0;
       RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceCanAccessPeer(&can, spec_.device, their_device));
       if (can == 0) {
-        return base::InvalidUsage("GPU " + std::to_string(spec_.device) + " cannot access GPU " + bus +
-                                  " (rank " + std::to_string(next.rank) +
-                                  "'s) : no peer-to-peer path; the shared-memory GPU transport is not implemented "
-                                  "yet (RINGO_DEVICE=host uses host memory)");
+        return base::InvalidUsage(
+            "GPU " + std::to_string(spec_.device) + " cannot access GPU " + bus + " (rank " +
+            std::to_string(next.rank) +
+            "'s) : no peer-to-peer path; the shared-memory GPU transport is not implemented "
+            "yet (RINGO_DEVICE=host uses host memory)");
       }
     }
     cudaIpcMemHandle_t handle;
@@ -187,7 +197,8 @@ Status P2pIpcRing::OpenSuccessor(const IpcRecord& next, const IpcRecord& mine) {
     const cudaError_t err = cudaIpcOpenMemHandle(&mapped, handle, cudaIpcMemLazyEnablePeerAccess);
     if (err != cudaSuccess) {
       return base::CudaCallStatus(err, "cudaIpcOpenMemHandle", __FILE__, __LINE__)
-          .WithContext("opening rank " + std::to_string(next.rank) + "'s GPU connectors (GPU " + bus + ")");
+          .WithContext("opening rank " + std::to_string(next.rank) + "'s GPU connectors (GPU " +
+                       bus + ")");
     }
     peer_ = mapped;
     peer_opened_ = true;
@@ -217,8 +228,8 @@ void P2pIpcRing::ReleaseAndFree() {
   // 1. Tell the successor this rank is done with its memory (after any abort
   // write: same stream), then unmap it.
   if (peer_ != nullptr) {
-    (void)cudaMemcpyAsync(static_cast<char*>(peer_) + kP2pReleaseOffset, words_.host(), sizeof(uint32_t),
-                          cudaMemcpyDefault, stream);
+    (void)cudaMemcpyAsync(static_cast<char*>(peer_) + kP2pReleaseOffset, words_.host(),
+                          sizeof(uint32_t), cudaMemcpyDefault, stream);
     (void)cudaStreamSynchronize(stream);
     if (peer_opened_) (void)cudaIpcCloseMemHandle(peer_);
     peer_ = nullptr;
@@ -229,11 +240,13 @@ void P2pIpcRing::ReleaseAndFree() {
     if (pred_opened_ < 0) {
       // Init broke during the exchange: whether the predecessor maps this
       // memory is unknown, and it may never say. Leak it rather than wait.
-      RINGO_LOG(WARN) << "rank " << spec_.rank << ": leaving this rank's GPU connectors allocated (the exchange "
+      RINGO_LOG(WARN) << "rank " << spec_.rank
+                      << ": leaving this rank's GPU connectors allocated (the exchange "
                       << "broke; the ring predecessor may map them)";
       own_ = nullptr;
     }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(spec_.timeout_ms);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(spec_.timeout_ms);
     auto* seen = static_cast<volatile uint32_t*>(words_.host()) + 1;
     while (own_ != nullptr && !released) {
       *seen = 0;
@@ -244,7 +257,8 @@ void P2pIpcRing::ReleaseAndFree() {
       }
       released = *seen != 0;
       // A predecessor process that is gone has lost its mappings with its context.
-      if (!released && !pred_same_process_ && pred_pid_ > 0 && ::kill(pred_pid_, 0) != 0 && errno == ESRCH) {
+      if (!released && !pred_same_process_ && pred_pid_ > 0 && ::kill(pred_pid_, 0) != 0 &&
+          errno == ESRCH) {
         released = true;
       }
       if (released || std::chrono::steady_clock::now() > deadline) break;
@@ -253,9 +267,10 @@ void P2pIpcRing::ReleaseAndFree() {
     if (released) {
       (void)cudaFree(own_);
     } else if (own_ != nullptr) {
-      RINGO_LOG(WARN) << "rank " << spec_.rank << ": the ring predecessor did not release this rank's GPU "
-                      << "connectors within " << spec_.timeout_ms
-                      << " ms; leaving them allocated (freeing memory another process maps is undefined)";
+      RINGO_LOG(WARN)
+          << "rank " << spec_.rank << ": the ring predecessor did not release this rank's GPU "
+          << "connectors within " << spec_.timeout_ms
+          << " ms; leaving them allocated (freeing memory another process maps is undefined)";
     }
     own_ = nullptr;
   }
@@ -269,7 +284,9 @@ P2pIpcRing::~P2pIpcRing() { ReleaseAndFree(); }
 #else
 
 Status P2pIpcRing::AllocateOwn() { return base::InvalidUsage("built without the CUDA toolkit"); }
-Status P2pIpcRing::Export(IpcRecord*) { return base::InvalidUsage("built without the CUDA toolkit"); }
+Status P2pIpcRing::Export(IpcRecord*) {
+  return base::InvalidUsage("built without the CUDA toolkit");
+}
 Status P2pIpcRing::OpenSuccessor(const IpcRecord&, const IpcRecord&) {
   return base::InvalidUsage("built without the CUDA toolkit");
 }

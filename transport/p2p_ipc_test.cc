@@ -100,7 +100,8 @@ TEST(P2pIpcRing, StrideKeepsEachConnectorOnItsOwnPages) {
 // Two ranks (threads) through a real bootstrap where no GPU is usable: both
 // fail at once with an error, neither waits for its timeout.
 TEST(P2pIpcRing, WithoutAGpuEveryRankFailsPromptly) {
-  if (base::ProbeCuda().device_count > 0) GTEST_SKIP() << "a GPU is visible: the no-GPU path is not reachable";
+  if (base::ProbeCuda().device_count > 0)
+    GTEST_SKIP() << "a GPU is visible: the no-GPU path is not reachable";
   constexpr int64_t kTimeoutMs = 20000;
   auto id = CreateUniqueId("", "lo", kTimeoutMs);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
@@ -141,10 +142,12 @@ TEST(P2pIpcRing, RejectsBadSpecsBeforeTouchingTheBootstrap) {
   spec.order = {0};
   spec.slot_bytes = 4096;
   spec.ll_slot_bytes = 1024;
-  EXPECT_EQ(P2pIpcRing::Connect(**boot, spec).status().code(), base::Code::kInvalidArgument);  // one rank
+  EXPECT_EQ(P2pIpcRing::Connect(**boot, spec).status().code(),
+            base::Code::kInvalidArgument);  // one rank
   spec.nranks = 2;
   spec.order = {0, 1};
-  EXPECT_EQ(P2pIpcRing::Connect(**boot, spec).status().code(), base::Code::kInvalidArgument);  // size differs
+  EXPECT_EQ(P2pIpcRing::Connect(**boot, spec).status().code(),
+            base::Code::kInvalidArgument);  // size differs
   spec.slot_bytes = 100;
   EXPECT_EQ(P2pIpcRing::Connect(**boot, spec).status().code(), base::Code::kInvalidArgument);
 }

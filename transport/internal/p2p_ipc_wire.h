@@ -29,12 +29,12 @@ struct IpcRecord {
   int32_t nchannels;
   int32_t pid;
   int32_t reserved;
-  uint64_t process_nonce;   // random per process (fork keeps it: compare with pid)
-  uint64_t slot_bytes;      // Simple slot
-  uint64_t ll_slot_bytes;   // LL slot
-  uint64_t stride;          // bytes from one channel's connector to the next
-  uint64_t device_pointer;  // the allocation as its owner addresses it
-  char bus_id[kBusIdBytes];  // the owner's GPU, NUL-terminated (cudaDeviceGetPCIBusId)
+  uint64_t process_nonce;                 // random per process (fork keeps it: compare with pid)
+  uint64_t slot_bytes;                    // Simple slot
+  uint64_t ll_slot_bytes;                 // LL slot
+  uint64_t stride;                        // bytes from one channel's connector to the next
+  uint64_t device_pointer;                // the allocation as its owner addresses it
+  char bus_id[kBusIdBytes];               // the owner's GPU, NUL-terminated (cudaDeviceGetPCIBusId)
   unsigned char handle[kIpcHandleBytes];  // cudaIpcMemHandle_t of the allocation
 };
 static_assert(sizeof(IpcRecord) == 160, "fixed-size record, sent raw");
