@@ -53,6 +53,12 @@ const std::vector<EnvVarInfo>& Table() {
        "GPU communicators: simple forces the Simple protocol (data, fence, counter), ll the "
        "LL protocol (flag in every 8-byte store); unset: LL for small messages (up to one LL "
        "slice per rank), Simple otherwise. Host communicators ignore it."},
+      {"RINGO_DEVICE", "enum", "auto",
+       "Where communicators whose device kind is AUTO put their buffers (ringoCommInitAll, "
+       "ringoCommInitRank, a ringoConfig_t left at RINGO_DEVICE_AUTO): host forces host "
+       "memory even where a GPU is visible, cuda forces GPU memory (an error without a usable "
+       "GPU), auto takes a GPU where one is visible. An explicit RINGO_DEVICE_HOST or "
+       "RINGO_DEVICE_CUDA in ringoConfig_t wins over it."},
       // Topology (topology/): where the graph comes from, and transport choice per ring edge.
       {"RINGO_TOPO_FILE", "string", "",
        "Use this topology instead of detecting the machine: an hwloc XML file (lstopo --of "
@@ -164,6 +170,13 @@ Config* Load() {
     errors += std::string(errors.empty() ? "" : "; ") + "RINGO_PROTO='" + config->proto +
               "' is not simple or ll";
     config->proto = "";
+  }
+  config->device = config->Get("RINGO_DEVICE").value_or("");
+  if (config->device != "" && config->device != "auto" && config->device != "host" &&
+      config->device != "cuda") {
+    errors += std::string(errors.empty() ? "" : "; ") + "RINGO_DEVICE='" + config->device +
+              "' is not host, cuda or auto";
+    config->device = "";
   }
   if (!errors.empty()) config->parse_status = InvalidArgument("bad environment: " + errors);
   return config;

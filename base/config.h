@@ -43,6 +43,7 @@ struct Config {
   std::string algo;                      // RINGO_ALGO: "", "ring", "oneshot" or "direct"
   bool check = false;                    // RINGO_CHECK
   std::string proto;                     // RINGO_PROTO: "", "simple" or "ll" (GPU communicators)
+  std::string device;                    // RINGO_DEVICE: "", "auto", "host" or "cuda"
 
   // Every declared variable that is set, by name.
   std::map<std::string, std::string> raw;

@@ -82,7 +82,8 @@ TEST_F(ConfigTest, EveryDeclaredVariableIsDescribed) {
   // Ringo's own variables are all there.
   for (const char* name : {"RINGO_DEBUG", "RINGO_DEBUG_FILE", "RINGO_TIMEOUT_MS", "RINGO_COMM_ID",
                            "RINGO_SOCKET_IFNAME", "RINGO_SLOT_BYTES", "RINGO_NCHANNELS", "RINGO_SPIN_COUNT",
-                           "RINGO_YIELD_COUNT", "RINGO_ALGO", "RINGO_CHECK", "RINGO_PROTO", "RINGO_P2P_DISABLE",
+                           "RINGO_YIELD_COUNT", "RINGO_ALGO", "RINGO_CHECK", "RINGO_PROTO", "RINGO_DEVICE",
+                           "RINGO_P2P_DISABLE",
                            "RINGO_SHM_DISABLE"}) {
     EXPECT_NE(Find(name), nullptr) << name << " is not declared";
   }
@@ -253,6 +254,20 @@ TEST_F(ConfigTest, Protocol) {
     const Config& c = With("RINGO_PROTO", bad);
     ExpectBad(c, "RINGO_PROTO", bad);
     EXPECT_EQ(c.proto, "") << bad << " must fall back to the planner's choice";
+  }
+}
+
+TEST_F(ConfigTest, DeviceKind) {
+  EXPECT_EQ(GetConfig().device, "");
+  for (const char* device : {"auto", "host", "cuda"}) {
+    const Config& c = With("RINGO_DEVICE", device);
+    EXPECT_TRUE(c.parse_status.ok()) << c.parse_status.ToString();
+    EXPECT_EQ(c.device, device);
+  }
+  for (const char* bad : {"HOST", "gpu", "cpu", "1"}) {
+    const Config& c = With("RINGO_DEVICE", bad);
+    ExpectBad(c, "RINGO_DEVICE", bad);
+    EXPECT_EQ(c.device, "") << bad << " must fall back to auto";
   }
 }
 

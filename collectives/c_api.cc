@@ -16,6 +16,7 @@
 #include "base/device/dtype.h"
 #include "base/logging.h"
 #include "collectives/communicator.h"
+#include "collectives/device_choice.h"
 #include "collectives/internal/boundary.h"
 #include "kernels/cuda/launch.h"
 #include "ringo/ringo.h"
@@ -36,52 +37,45 @@ namespace {
 namespace base = ringo::base;
 namespace transport = ringo::transport;
 using ringo::collectives::CommOptions;
+using ringo::collectives::DeviceWish;
 
 static_assert(sizeof(ringoUniqueId) == ringo::transport::kUniqueIdBytes, "unique id size");
 static_assert(ringoTimeout == static_cast<int>(base::Code::kTimeout), "result codes match");
 static_assert(ringoBfloat16 == static_cast<int>(base::DataType::kBFloat16), "datatypes match");
 static_assert(ringoAvg == static_cast<int>(base::RedOp::kAvg), "ops match");
 
-// Which memory a new communicator uses: RINGO_DEVICE_HOST or
-// RINGO_DEVICE_CUDA. `in_process`: every rank is a thread of this process (or
-// there is one rank), the only GPU configuration this build connects; AUTO
-// then takes a GPU when one is visible and the kernels are built.
-StatusOr<int> ResolveDeviceKind(int kind, bool in_process) {
+// This rank's wish for its memory (collectives/device_choice.h): the
+// config's device kind, else RINGO_DEVICE, against what this process sees.
+// `in_process`: one rank, or every rank a thread of this process (InitAll),
+// where AUTO takes a GPU outright; across processes AUTO's GPU needs every
+// rank to agree (Communicator::InitRank).
+StatusOr<ringo::collectives::DeviceWish> ResolveDeviceWish(int kind, bool in_process) {
+  using ringo::collectives::DeviceRequest;
   if (kind != RINGO_DEVICE_AUTO && kind != RINGO_DEVICE_HOST && kind != RINGO_DEVICE_CUDA) {
     return base::InvalidArgument("config->device_kind " + std::to_string(kind) + " is not a ringoDeviceKind_t");
   }
-  if (kind == RINGO_DEVICE_HOST) return kind;
-  const base::CudaProbe& probe = base::ProbeCuda();
-  if (kind == RINGO_DEVICE_CUDA) {
-    if (probe.device_count == 0) {
-      return base::InvalidUsage("RINGO_DEVICE_CUDA: no GPU is visible (" + probe.reason +
-                                "); use RINGO_DEVICE_HOST or RINGO_DEVICE_AUTO for host memory");
-    }
-    if (!ringo::kernels::gpu::KernelsBuilt()) {
-      return base::InvalidUsage("RINGO_DEVICE_CUDA: this build has no GPU kernels (built without the CUDA toolkit)");
-    }
-    if (!in_process) {
-      return base::InvalidUsage(
-          "RINGO_DEVICE_CUDA: GPU communicators are not yet supported across processes: CUDA IPC transport "
-          "pending (ranks that are threads of one process: ringoCommInitAll; or use RINGO_DEVICE_HOST)");
-    }
-    return kind;
+  const base::Config& config = base::GetConfig();
+  RETURN_IF_ERROR(config.parse_status);
+  const DeviceRequest api = kind == RINGO_DEVICE_HOST   ? DeviceRequest::kHost
+                            : kind == RINGO_DEVICE_CUDA ? DeviceRequest::kCuda
+                                                        : DeviceRequest::kAuto;
+  const DeviceRequest env = ringo::collectives::ParseDeviceRequest(config.device);
+  const DeviceRequest request = api != DeviceRequest::kAuto ? api : env;
+  ringo::collectives::CudaFacts facts;
+  if (request != DeviceRequest::kHost) {  // host memory asked for: CUDA is not even initialised
+    const base::CudaProbe& probe = base::ProbeCuda();
+    facts.device_count = probe.device_count;
+    facts.no_gpu_reason = probe.reason;
+    facts.kernels_built = ringo::kernels::gpu::KernelsBuilt();
   }
-  if (probe.device_count == 0) {
-    RINGO_LOG(INFO) << "no usable GPU (" << probe.reason << "): using host memory";
-  } else if (!ringo::kernels::gpu::KernelsBuilt()) {
-    RINGO_LOG(WARN) << probe.device_count
-                    << " GPU(s) visible, but this build has no GPU kernels: using host memory";
-  } else if (!in_process) {
-    RINGO_LOG(WARN) << probe.device_count
-                    << " GPU(s) visible, but GPU communicators across processes are not supported yet (CUDA "
-                       "IPC transport pending): using host memory";
-  } else {
-    return static_cast<int>(RINGO_DEVICE_CUDA);
+  ASSIGN_OR_RETURN(const ringo::collectives::WishChoice choice,
+                   ringo::collectives::ChooseWish(api, env, facts, in_process));
+  if (!choice.note.empty()) {
+    if (facts.device_count > 0) RINGO_LOG(WARN) << choice.note;
+    else RINGO_LOG(INFO) << choice.note;
   }
-  return static_cast<int>(RINGO_DEVICE_HOST);
+  return choice.wish;
 }
-
 }  // namespace
 
 extern "C" {
@@ -140,14 +134,17 @@ ringoResult_t ringoCommInitRankConfig(ringoComm_t* comm, int nranks, ringoUnique
     }
     if (cfg.blocking != 0 && cfg.blocking != 1) return base::InvalidArgument("config->blocking must be 0 or 1");
     if (cfg.timeout_ms < 0) return base::InvalidArgument("config->timeout_ms is negative");
-    ASSIGN_OR_RETURN(const int kind, ResolveDeviceKind(cfg.device_kind, nranks == 1));
+    ASSIGN_OR_RETURN(const DeviceWish wish, ResolveDeviceWish(cfg.device_kind, nranks == 1));
     ASSIGN_OR_RETURN(transport::UniqueId id, transport::UniqueId::Decode(unique_id.internal));
     CommOptions options;
     options.timeout_ms = cfg.timeout_ms;
-    std::vector<int> cuda_devices;  // one rank on a GPU: the calling thread's current device, as NCCL
-    if (kind == RINGO_DEVICE_CUDA) {
-      ASSIGN_OR_RETURN(const int device, base::CurrentDevice());
-      cuda_devices.push_back(device);
+    options.device_wish = static_cast<int32_t>(wish);
+    std::vector<int> cuda_devices;  // one rank on a GPU: InitAll with one rank
+    if (wish != DeviceWish::kHost) {
+      // The calling thread's current device, as NCCL; read here, since a
+      // non-blocking init continues on another thread.
+      ASSIGN_OR_RETURN(options.cuda_device, base::CurrentDevice());
+      if (nranks == 1) cuda_devices.push_back(options.cuda_device);
     }
     auto* handle = Register(new ringoComm());
     auto init = [id, nranks, rank, options, cuda_devices]() -> StatusOr<std::unique_ptr<Communicator>> {
@@ -183,9 +180,9 @@ ringoResult_t ringoCommInitAll(ringoComm_t* comms, int ndev, const int* devlist)
     for (int i = 0; devlist != nullptr && i < ndev; ++i) {
       if (devlist[i] < 0) return base::InvalidArgument("devlist[" + std::to_string(i) + "] is negative");
     }
-    ASSIGN_OR_RETURN(const int kind, ResolveDeviceKind(RINGO_DEVICE_AUTO, true));
+    ASSIGN_OR_RETURN(const DeviceWish wish, ResolveDeviceWish(RINGO_DEVICE_AUTO, true));
     std::vector<int> cuda_devices;  // empty: host memory
-    if (kind == RINGO_DEVICE_CUDA) {
+    if (wish == DeviceWish::kCuda) {
       const int visible = base::ProbeCuda().device_count;
       for (int i = 0; i < ndev; ++i) {
         const int d = devlist != nullptr ? devlist[i] : i % visible;

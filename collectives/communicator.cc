@@ -12,9 +12,11 @@
 #include "kernels/host_direct.h"
 #include "kernels/host_oneshot.h"
 #include "base/logging.h"
+#include "collectives/device_choice.h"
 #include "collectives/internal/gpu_comm.h"
 #include "collectives/ring_choice.h"
 #include "transport/p2p.h"
+#include "transport/p2p_ipc.h"
 
 namespace ringo::collectives {
 
@@ -76,10 +78,24 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   mine.nchannels = static_cast<int32_t>(config.nchannels);
   mine.slot_bytes = config.slot_bytes;
   mine.algorithm = static_cast<int32_t>(ParseAlgorithm(config.algo));
+  mine.proto = static_cast<int32_t>(ParseProto(config.proto));
+  mine.device_wish = options.device_wish;
+  if (options.device_wish != static_cast<int32_t>(DeviceWish::kHost)) mine.device = options.cuda_device;
   std::vector<transport::PeerInfo> peers(nranks);
   RETURN_IF_ERROR(bootstrap->AllGather(&mine, sizeof(mine), peers.data()));
   for (int r = 0; r < nranks; ++r) {
     if (peers[r].rank != r) return base::Internal("bootstrap returned peers out of order");
+  }
+  // Host or GPU memory: every rank decides alike from the same wishes.
+  std::vector<DeviceWish> wishes;
+  std::vector<uint64_t> host_hashes;
+  for (const auto& p : peers) {
+    wishes.push_back(static_cast<DeviceWish>(p.device_wish));
+    host_hashes.push_back(p.host_hash);
+  }
+  ASSIGN_OR_RETURN(const DeviceAgreement memory, AgreeOnDevice(wishes, host_hashes));
+  if (!memory.note.empty() && options.device_wish != static_cast<int32_t>(DeviceWish::kHost)) {
+    RINGO_LOG(WARN) << "rank " << rank << ": " << memory.note;
   }
   int local_ranks = 0;
   for (const auto& p : peers) local_ranks += p.host_hash == mine.host_hash ? 1 : 0;
@@ -90,6 +106,9 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
                 : peers[0].algorithm == static_cast<int32_t>(Algorithm::kOneShot) ? "oneshot"
                 : peers[0].algorithm == static_cast<int32_t>(Algorithm::kDirect)  ? "direct"
                                                                                   : "";
+  shared.proto = peers[0].proto == static_cast<int32_t>(ProtoChoice::kSimple) ? "simple"
+                 : peers[0].proto == static_cast<int32_t>(ProtoChoice::kLL)   ? "ll"
+                                                                              : "";
   comm->geometry_ = ChooseGeometry(shared, nranks, local_ranks, Cores());
   const CommGeometry local = ChooseGeometry(config, nranks, local_ranks, Cores());  // waits are local
   comm->geometry_.spin_count = local.spin_count;
@@ -106,6 +125,10 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   }
   ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(config, places));
   if (rank == 0) RINGO_LOG(INFO) << "ring: " << ring.Describe();
+  if (memory.cuda) {
+    RETURN_IF_ERROR(comm->ConnectGpu(*bootstrap, shared, ring.order, options.cuda_device));
+    return comm;
+  }
   transport::RingSpec spec;
   spec.nranks = nranks;
   spec.order = ring.order;
@@ -180,12 +203,19 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAllCuda(
     ASSIGN_OR_RETURN(std::unique_ptr<transport::P2pRing> made, transport::P2pRing::Create(spec));
     p2p = std::move(made);
   }
+  auto ends_of = [&](int r) -> std::unique_ptr<transport::P2pEnds> {
+    if (p2p == nullptr) return nullptr;
+    for (int p = 0; p < nranks; ++p) {
+      if (ring.order[p] == r) return transport::P2pRing::EndsOf(p2p, p);
+    }
+    return nullptr;
+  };
   std::vector<std::unique_ptr<Communicator>> comms;
   for (int r = 0; r < nranks; ++r) {
     std::unique_ptr<Communicator> comm(new Communicator(r, nranks, config, options));
     const uint64_t timeout_ns = static_cast<uint64_t>(comm->timeout_ms_) * 1000000ull;
-    ASSIGN_OR_RETURN(comm->gpu_, internal::GpuComm::Create(r, nranks, cuda_devices[r], ring.order, p2p, geometry,
-                                                           timeout_ns));
+    ASSIGN_OR_RETURN(comm->gpu_, internal::GpuComm::Create(r, nranks, cuda_devices[r], ring.order, ends_of(r),
+                                                           geometry, timeout_ns));
     comm->order_ = ring.order;
     for (int p = 0; p < nranks; ++p) {
       if (comm->order_[p] == r) comm->pos_ = p;
@@ -197,6 +227,38 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAllCuda(
   }
   if (nranks > 1) RINGO_LOG(INFO) << "GPU ring: " << ring.Describe();
   return comms;
+}
+
+Status Communicator::ConnectGpu(transport::Bootstrap& bootstrap, const base::Config& shared,
+                                const std::vector<int>& order, int device) {
+  const DeviceGeometry geometry = ChooseDeviceGeometry(shared, nranks_);
+  std::unique_ptr<transport::P2pEnds> ends;
+  if (nranks_ > 1) {
+    transport::P2pIpcSpec spec;
+    spec.rank = rank_;
+    spec.nranks = nranks_;
+    spec.order = order;
+    spec.device = device;
+    spec.nchannels = geometry.nchannels;
+    spec.slot_bytes = static_cast<uint64_t>(geometry.slot_bytes);
+    spec.ll_slot_bytes = static_cast<uint64_t>(geometry.ll_slot_bytes);
+    spec.timeout_ms = timeout_ms_;
+    ASSIGN_OR_RETURN(std::unique_ptr<transport::P2pIpcRing> ring, transport::P2pIpcRing::Connect(bootstrap, spec));
+    ends = std::move(ring);
+  }
+  order_ = order;
+  for (int p = 0; p < nranks_; ++p) {
+    if (order_[p] == rank_) pos_ = p;
+  }
+  const uint64_t timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
+  auto made = internal::GpuComm::Create(rank_, nranks_, device, order, std::move(ends), geometry, timeout_ns);
+  // A rank that failed here would leave the others' first collective waiting.
+  RETURN_IF_ERROR(transport::AgreeOk(bootstrap, made.status(), "set up its GPU communicator"));
+  gpu_ = std::move(made).value();
+  RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: CUDA device " << device << " (CUDA IPC across "
+                  << "processes), " << geometry.nchannels << " channel(s), slot " << geometry.slot_bytes
+                  << " B, LL slot " << geometry.ll_slot_bytes << " B, timeout " << timeout_ms_ << " ms";
+  return Status();
 }
 
 void Communicator::Start(std::vector<transport::ChannelLinks> links, std::unique_ptr<transport::Board> board,

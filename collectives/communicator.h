@@ -4,7 +4,8 @@
 //
 // Two kinds: a host communicator runs each collective to completion inside
 // Run(); a CUDA communicator (ranks that are threads of one process, see
-// InitAll) enqueues a ring kernel on the caller's stream and returns at once.
+// InitAll, or processes of one host, see InitRank) enqueues a ring kernel on
+// the caller's stream and returns at once.
 //
 // Thread safety: Run() is called by one thread at a time (the C contract);
 // Abort() may be called from any thread and waits for a running Run() to
@@ -40,6 +41,10 @@ enum class DeviceKind : int { kHost = 0, kCuda = 1 };
 
 struct CommOptions {
   int64_t timeout_ms = 0;  // 0: RINGO_TIMEOUT_MS
+  // InitRank: this rank's wish (collectives/device_choice.h; an int so this
+  // header needs no more) and, when it wishes for a GPU, its CUDA device.
+  int32_t device_wish = 0;  // DeviceWish::kHost
+  int cuda_device = -1;
 };
 
 class Communicator {
@@ -47,6 +52,9 @@ class Communicator {
   ~Communicator();
 
   // Joins the communicator named by `id` as `rank` of `nranks` (collective).
+  // The ranks agree on host or GPU memory from every rank's
+  // options.device_wish (AgreeOnDevice); GPU communicators across processes
+  // connect through CUDA IPC (transport/p2p_ipc.h).
   static base::StatusOr<std::unique_ptr<Communicator>> InitRank(const transport::UniqueId& id, int nranks,
                                                                 int rank, const CommOptions& options);
   // Creates all `nranks` ranks of a communicator in this process: host
@@ -85,6 +93,9 @@ class Communicator {
   Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options);
   static base::StatusOr<std::vector<std::unique_ptr<Communicator>>> InitAllCuda(
       int nranks, const CommOptions& options, const std::vector<int>& cuda_devices);
+  // InitRank's GPU half, once the ranks agreed on GPU memory.
+  base::Status ConnectGpu(transport::Bootstrap& bootstrap, const base::Config& shared,
+                          const std::vector<int>& order, int device);
   base::Status RunGpu(const kernels::CollArgs& args, void* stream);
   void Start(std::vector<transport::ChannelLinks> links, std::unique_ptr<transport::Board> board,
              const std::vector<int>& order, int local_ranks);

@@ -257,7 +257,8 @@ std::vector<Expected> BuildAll(const std::vector<Case>& cases) {
 }
 
 // ringoCommInitAll has no config: it makes GPU communicators where a GPU is
-// visible, and host buffers would then be the wrong kind.
+// visible unless RINGO_DEVICE=host (which BUILD sets), and host buffers would
+// then be the wrong kind.
 bool AreHostComms(const std::vector<ringoComm_t>& comms) {
   int device = 0;
   return ringoCommCuDevice(comms[0], &device) == ringoSuccess && device == -1;

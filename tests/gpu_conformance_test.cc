@@ -6,6 +6,7 @@
 // with the host reference (tests/reference.h). Also the buffer checks (host
 // pointers on a GPU communicator and the reverse), a single-rank GPU
 // communicator from ringoCommInitRankConfig, and abort of a waiting kernel.
+// Ranks that are processes (CUDA IPC): tests/gpu_process_test.cc.
 // Where no GPU is visible the GPU cases skip with a message; the refusals
 // that need no GPU run everywhere.
 #include <gtest/gtest.h>
@@ -416,11 +417,6 @@ TEST(GpuComm, SingleRankFromInitRankUsesTheCurrentDevice) {
   EXPECT_EQ(out, in);
   EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
   CUDA(cudaFree(d));
-}
-
-TEST(GpuComm, AcrossProcessesIsRefusedClearly) {
-  SKIP_WITHOUT_GPU();
-  ExpectCudaInitRefused(2, "CUDA IPC transport pending");
 }
 
 // Rank 0 enqueues an all-reduce its peer never joins; aborting it stops the

@@ -1,6 +1,7 @@
 #include "transport/p2p.h"
 
 #include <string>
+#include <utility>
 
 #if RINGO_P2P_CUDA
 #include <cuda_runtime_api.h>
@@ -36,10 +37,32 @@ StatusOr<std::unique_ptr<P2pRing>> P2pRing::Create(const P2pRingSpec& spec) {
 #endif
 }
 
-#if RINGO_P2P_CUDA
 namespace {
 
-// Lets `from` load and store `to`'s memory; an error if the GPUs cannot.
+// A ring position's ends within a shared in-process ring.
+class InProcessEnds : public P2pEnds {
+ public:
+  InProcessEnds(std::shared_ptr<P2pRing> ring, int pos) : ring_(std::move(ring)), pos_(pos) {}
+  const P2pFifo& Recv(int channel) const override {
+    const int n = ring_->spec().nranks;
+    return ring_->Edge((pos_ + n - 1) % n, channel);
+  }
+  const P2pFifo& Send(int channel) const override { return ring_->Edge(pos_, channel); }
+  void RaiseAbort() override { ring_->RaiseAbort(pos_); }
+
+ private:
+  std::shared_ptr<P2pRing> ring_;
+  int pos_;
+};
+
+}  // namespace
+
+std::unique_ptr<P2pEnds> P2pRing::EndsOf(std::shared_ptr<P2pRing> ring, int pos) {
+  return std::make_unique<InProcessEnds>(std::move(ring), pos);
+}
+
+#if RINGO_P2P_CUDA
+
 Status EnablePeerAccess(int from, int to) {
   if (from == to) return Status();
   int can = 0;
@@ -59,8 +82,6 @@ Status EnablePeerAccess(int from, int to) {
   RINGO_CUDA_RETURN_IF_ERROR(err);
   return Status();
 }
-
-}  // namespace
 
 Status P2pRing::Allocate() {
   const int n = spec_.nranks;
@@ -118,6 +139,9 @@ void P2pRing::RaiseAbort(int pos) {
 
 #else
 
+Status EnablePeerAccess(int, int) {
+  return base::InvalidUsage("GPU p2p transport: Ringo was built without the CUDA toolkit");
+}
 P2pRing::~P2pRing() = default;
 void P2pRing::RaiseAbort(int) {}
 

@@ -23,9 +23,11 @@ struct PeerInfo {
   int32_t rank;
   int32_t device;       // CUDA device, -1 for host memory
   int32_t numa;         // NUMA node this rank runs on, -1 unknown
+  int32_t device_wish;  // collectives::DeviceWish: host, GPU, or GPU if every rank can
   // Settings every rank must share; rank 0's are used.
   int32_t nchannels;
   int32_t algorithm;
+  int32_t proto;        // collectives::ProtoChoice (GPU communicators)
   int64_t slot_bytes;
 };
 

@@ -34,14 +34,14 @@ DeviceFifo ToDeviceFifo(const transport::P2pFifo& f, int peer_rank) {
 
 StatusOr<std::unique_ptr<GpuComm>> GpuComm::Create(int rank, int nranks, int device,
                                                    const std::vector<int>& order,
-                                                   std::shared_ptr<transport::P2pRing> ring,
+                                                   std::unique_ptr<transport::P2pEnds> ends,
                                                    const DeviceGeometry& geometry,
                                                    uint64_t timeout_ns) {
   if (nranks > kernels::gpu::kMaxInlineRanks) {
     return base::InvalidUsage("GPU communicators take at most " +
                               std::to_string(kernels::gpu::kMaxInlineRanks) + " ranks");
   }
-  if (nranks > 1 && ring == nullptr)
+  if (nranks > 1 && ends == nullptr)
     return base::Internal("a GPU ring of several ranks without connectors");
   std::unique_ptr<GpuComm> g(new GpuComm());
   g->rank_ = rank;
@@ -53,14 +53,14 @@ StatusOr<std::unique_ptr<GpuComm>> GpuComm::Create(int rank, int nranks, int dev
   }
   g->geometry_ = geometry;
   g->timeout_ns_ = timeout_ns;
-  g->ring_ = std::move(ring);
+  g->ends_ = std::move(ends);
   g->channels_.resize(geometry.nchannels);
   if (nranks > 1) {
     const int prev = (g->pos_ + nranks - 1) % nranks;
     const int next = (g->pos_ + 1) % nranks;
     for (int c = 0; c < geometry.nchannels; ++c) {
-      g->channels_[c].recv = ToDeviceFifo(g->ring_->Edge(prev, c), order[prev]);
-      g->channels_[c].send = ToDeviceFifo(g->ring_->Edge(g->pos_, c), order[next]);
+      g->channels_[c].recv = ToDeviceFifo(g->ends_->Recv(c), order[prev]);
+      g->channels_[c].send = ToDeviceFifo(g->ends_->Send(c), order[next]);
     }
   }
   DeviceFifo sizes;  // what one connector carries, for the protocol choice
@@ -78,6 +78,7 @@ GpuComm::~GpuComm() {
   // Errors here have nowhere to go; the kernels end (done, timed out or
   // aborted) before the memory they use is freed.
   (void)Synchronize();
+  ends_.reset();
 }
 
 DevicePlan GpuComm::Plan(const kernels::CollArgs& args) const {
@@ -112,7 +113,7 @@ Status GpuComm::Synchronize() { return done_.Synchronize(); }
 
 void GpuComm::RaiseAbort() {
   if (abort_.host() != nullptr) *static_cast<volatile int*>(abort_.host()) = 1;
-  if (ring_ != nullptr) ring_->RaiseAbort(pos_);
+  if (ends_ != nullptr) ends_->RaiseAbort();
 }
 
 Status GpuComm::KernelError() const {

@@ -1,10 +1,12 @@
-// The GPU half of a communicator: one rank's channels over a p2p ring, its
-// mapped abort flag and error record, and the enqueueing of ring kernels on
-// the caller's stream. Owned by a Communicator of kind kCuda.
+// The GPU half of a communicator: one rank's channels over a p2p ring (its
+// two ends of each channel, from an in-process P2pRing or a cross-process
+// P2pIpcRing), its mapped abort flag and error record, and the enqueueing of
+// ring kernels on the caller's stream. Owned by a Communicator of kind kCuda.
 //
 // Thread safety: Enqueue, Synchronize and the destructor are called by the
 // communicator's one user thread at a time; RaiseAbort and KernelError from
-// any thread (they touch only mapped host memory with plain loads/stores).
+// any thread (mapped host memory with plain loads/stores; across processes
+// RaiseAbort also enqueues copies on the ring's private stream).
 #ifndef RINGO_COLLECTIVES_INTERNAL_GPU_COMM_H_
 #define RINGO_COLLECTIVES_INTERNAL_GPU_COMM_H_
 
@@ -23,16 +25,18 @@ namespace ringo::collectives::internal {
 
 class GpuComm {
  public:
-  // `ring` is shared by every rank of the ring (null for one rank); `order`
-  // maps ring position to rank. Blocking: allocates mapped host memory and
-  // an event on `device`.
+  // `ends` are this rank's connectors (null for one rank; owned from now
+  // on); `order` maps ring position to rank. Blocking: allocates mapped host
+  // memory and an event on `device`.
   static base::StatusOr<std::unique_ptr<GpuComm>> Create(int rank, int nranks, int device,
                                                          const std::vector<int>& order,
-                                                         std::shared_ptr<transport::P2pRing> ring,
+                                                         std::unique_ptr<transport::P2pEnds> ends,
                                                          const DeviceGeometry& geometry,
                                                          uint64_t timeout_ns);
-  // Waits for the work this rank enqueued, then frees its memory; the ring's
-  // memory goes with the last rank that holds it.
+  // Waits for the work this rank enqueued, then frees its memory and its
+  // ends (an in-process ring's memory goes with the last rank that holds it;
+  // a cross-process ring's waits for the predecessor's release, see
+  // transport/p2p_ipc.h).
   ~GpuComm();
 
   int device() const { return device_; }
@@ -64,7 +68,7 @@ class GpuComm {
   int64_t max_simple_slice_ = 0;
   int64_t max_ll_slice_ = 0;
   std::vector<kernels::gpu::DeviceChannel> channels_;  // one per connected channel
-  std::shared_ptr<transport::P2pRing> ring_;
+  std::unique_ptr<transport::P2pEnds> ends_;
   base::MappedHostMemory error_;  // a kernels::gpu::ErrorRecord
   base::MappedHostMemory abort_;  // an int, non-zero: stop
   base::CudaEvent done_;          // recorded after each enqueued collective

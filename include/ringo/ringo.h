@@ -101,9 +101,10 @@ typedef struct {
 
 /* Where a communicator's buffers live. */
 typedef enum {
-  RINGO_DEVICE_AUTO = 0, /* a GPU where one is usable, host memory otherwise */
+  RINGO_DEVICE_AUTO = 0, /* RINGO_DEVICE decides (host, cuda; default auto: a GPU where one is usable
+                            by every rank, which across processes means all on one host) */
   RINGO_DEVICE_HOST = 1, /* host (CPU) memory */
-  RINGO_DEVICE_CUDA = 2  /* GPU memory; ringoInvalidUsage without a visible GPU, or across processes */
+  RINGO_DEVICE_CUDA = 2  /* GPU memory; ringoInvalidUsage without a visible GPU or across hosts */
 } ringoDeviceKind_t;
 
 /* Communicator options. Initialise with RINGO_CONFIG_INITIALIZER, then set
@@ -132,8 +133,11 @@ RINGO_API ringoResult_t ringoGetUniqueId(ringoUniqueId* unique_id);
 
 /* Creates rank `rank` of an `nranks`-rank communicator. Collective: blocks
  * until every rank has called it with the same id (or the timeout passes).
- * `*comm` is owned by the caller and released with ringoCommDestroy or
- * ringoCommAbort. */
+ * The ranks agree on host or GPU memory (RINGO_DEVICE, ringoDeviceKind_t); a
+ * GPU rank uses the calling thread's current CUDA device. `*comm` is owned by
+ * the caller and released with ringoCommDestroy or ringoCommAbort; for a GPU
+ * communicator whose ranks are processes, ringoCommDestroy waits until the
+ * ring predecessor has released its mapping of this rank's memory. */
 RINGO_API ringoResult_t ringoCommInitRank(ringoComm_t* comm, int nranks, ringoUniqueId unique_id,
                                           int rank);
 

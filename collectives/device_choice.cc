@@ -1,0 +1,96 @@
+#include "collectives/device_choice.h"
+
+#include <string>
+
+namespace ringo::collectives {
+
+using base::StatusOr;
+
+DeviceRequest ParseDeviceRequest(const std::string& env_value) {
+  if (env_value == "host") return DeviceRequest::kHost;
+  if (env_value == "cuda") return DeviceRequest::kCuda;
+  return DeviceRequest::kAuto;
+}
+
+StatusOr<WishChoice> ChooseWish(DeviceRequest api, DeviceRequest env, const CudaFacts& facts,
+                                bool in_process) {
+  const DeviceRequest request = api != DeviceRequest::kAuto ? api : env;
+  const std::string source =
+      api != DeviceRequest::kAuto ? "RINGO_DEVICE_CUDA" : "RINGO_DEVICE=cuda";
+  WishChoice choice;
+  if (request == DeviceRequest::kHost) return choice;
+  if (request == DeviceRequest::kCuda) {
+    if (facts.device_count == 0) {
+      return base::InvalidUsage(source + ": no GPU is visible (" + facts.no_gpu_reason +
+                                "); use RINGO_DEVICE_HOST or RINGO_DEVICE_AUTO for host memory");
+    }
+    if (!facts.kernels_built) {
+      return base::InvalidUsage(source +
+                                ": this build has no GPU kernels (built without the CUDA toolkit)");
+    }
+    choice.wish = DeviceWish::kCuda;
+    return choice;
+  }
+  if (facts.device_count == 0) {
+    choice.note = "no usable GPU (" + facts.no_gpu_reason + "): using host memory";
+  } else if (!facts.kernels_built) {
+    choice.note = std::to_string(facts.device_count) +
+                  " GPU(s) visible, but this build has no GPU kernels: using host memory";
+  } else {
+    choice.wish = in_process ? DeviceWish::kCuda : DeviceWish::kCudaIfAll;
+  }
+  return choice;
+}
+
+StatusOr<DeviceAgreement> AgreeOnDevice(const std::vector<DeviceWish>& wishes,
+                                        const std::vector<uint64_t>& hosts) {
+  DeviceAgreement out;
+  const int n = static_cast<int>(wishes.size());
+  int host_rank = -1;      // the first rank that wants host memory
+  int required_rank = -1;  // the first rank that requires a GPU
+  int other_host = -1;     // the first rank on another host than rank 0
+  for (int r = 0; r < n; ++r) {
+    if (wishes[r] != DeviceWish::kHost && wishes[r] != DeviceWish::kCuda &&
+        wishes[r] != DeviceWish::kCudaIfAll) {
+      return base::Internal("rank " + std::to_string(r) + " sent an unknown device wish " +
+                            std::to_string(static_cast<int32_t>(wishes[r])) +
+                            " (another Ringo build?)");
+    }
+    if (wishes[r] == DeviceWish::kHost && host_rank < 0) host_rank = r;
+    if (wishes[r] == DeviceWish::kCuda && required_rank < 0) required_rank = r;
+    if (r < static_cast<int>(hosts.size()) && hosts[r] != hosts[0] && other_host < 0)
+      other_host = r;
+  }
+  bool any_gpu_wish = false;
+  for (DeviceWish w : wishes) any_gpu_wish = any_gpu_wish || w != DeviceWish::kHost;
+  if (!any_gpu_wish) return out;  // host memory everywhere, as asked
+  if (required_rank >= 0 && host_rank >= 0) {
+    return base::InvalidUsage(
+        "rank " + std::to_string(required_rank) +
+        " asked for GPU memory (RINGO_DEVICE_CUDA or RINGO_DEVICE=cuda) but rank " +
+        std::to_string(host_rank) +
+        " uses host memory (RINGO_DEVICE_HOST, RINGO_DEVICE=host, or no usable GPU): "
+        "every rank of a communicator must use the same kind of memory");
+  }
+  if (required_rank >= 0 && other_host >= 0) {
+    return base::InvalidUsage(
+        "rank " + std::to_string(required_rank) + " asked for GPU memory, but rank 0 and rank " +
+        std::to_string(other_host) +
+        " are on different hosts: GPU communicators connect ranks of one host only "
+        "(CUDA IPC); use host memory across hosts");
+  }
+  if (host_rank >= 0) {
+    out.note = "rank " + std::to_string(host_rank) + " uses host memory: so does every rank";
+    return out;
+  }
+  if (other_host >= 0) {
+    out.note =
+        "rank 0 and rank " + std::to_string(other_host) +
+        " are on different hosts and GPU communicators connect one host only: using host memory";
+    return out;
+  }
+  out.cuda = n > 0;
+  return out;
+}
+
+}  // namespace ringo::collectives
