@@ -143,6 +143,9 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
     ASSIGN_OR_RETURN(board, transport::ConnectBoard(*bootstrap, id.nonce, rank, nranks,
                                                     static_cast<size_t>(comm->geometry_.board_bytes)));
   }
+  comm->one_process_ = std::all_of(peers.begin(), peers.end(), [&](const transport::PeerInfo& p) {
+    return p.host_hash == mine.host_hash && p.pid == mine.pid;
+  });
   comm->Start(std::move(links), std::move(board), spec.order, local_ranks);
   return comm;
 }
@@ -172,6 +175,7 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAll(int n
   for (int r = 0; r < nranks; ++r) {
     std::unique_ptr<Communicator> comm(new Communicator(r, nranks, config, options));
     comm->geometry_ = geometry;
+    comm->one_process_ = true;
     comm->Start(nranks > 1 ? std::move(links[r]) : std::vector<transport::ChannelLinks>(),
                 boards.empty() ? nullptr : std::move(boards[r]), spec.order, nranks);
     comms.push_back(std::move(comm));
@@ -436,36 +440,37 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   if (!transport::FindSharedRegion(args.send, bytes, &mine.send_region, &mine.send_offset)) mine.send_region.fd = -1;
   if (!transport::FindSharedRegion(args.recv, bytes, &mine.recv_region, &mine.recv_offset)) mine.recv_region.fd = -1;
 
-  // Exchange 1: every rank is inside the collective, and says where its buffers are.
+  // Exchange 1: every rank is inside the collective, and says where its
+  // buffers are. Ranks of one process can always read each other's buffers;
+  // across processes, every buffer must be shared. A rank whose own buffers
+  // are not knows the answer (the ring) and does not wait for the others:
+  // when every rank passes heap buffers, nobody waits here.
+  const bool self_shared = mine.send_region.fd >= 0 && mine.recv_region.fd >= 0;
   const uint64_t seq = ++board_seq_;
   ASSIGN_OR_RETURN(void* out, board_->AcquireWrite(seq, wait));
   std::memcpy(out, &mine, sizeof(mine));
   board_->Post(seq);
+  if (!one_process_ && !self_shared) {
+    board_->Done(seq);
+    LogDirectFallback("this rank's buffers are not from ringoMemAlloc");
+    return Status();
+  }
   direct_posts_.resize(nranks_);
+  int unshared_rank = -1;
   for (int q = 0; q < nranks_; ++q) {
     ASSIGN_OR_RETURN(const void* in, board_->WaitPosted(q, seq, wait));
     std::memcpy(&direct_posts_[q], in, sizeof(DirectPost));
+    const DirectPost& p = direct_posts_[q];
+    if ((p.send_region.fd < 0 || p.recv_region.fd < 0) && unshared_rank < 0) unshared_rank = q;
   }
   board_->Done(seq);
-
-  // The same decision on every rank: one process, or every buffer shared.
-  bool one_process = true;
-  bool all_shared = true;
-  for (const DirectPost& p : direct_posts_) {
-    one_process = one_process && p.pid == direct_posts_[0].pid;
-    all_shared = all_shared && p.send_region.fd >= 0 && p.recv_region.fd >= 0;
-  }
-  if (!one_process && !all_shared) {
-    if (!direct_fallback_logged_) {
-      direct_fallback_logged_ = true;
-      RINGO_LOG(INFO) << "rank " << rank_ << ": AllReduce through the ring: some rank's buffers are not "
-                      << "from ringoMemAlloc, so the others cannot read them directly";
-    }
+  if (!one_process_ && unshared_rank >= 0) {
+    LogDirectFallback("rank " + std::to_string(unshared_rank) + "'s buffers are not from ringoMemAlloc");
     return Status();
   }
 
   Status mapped = MapDirectBuffers(mine.pid);
-  if (!one_process) {
+  if (!one_process_) {
     // Exchange 2 (across processes): did every rank map every region? If
     // one could not, all take the ring, before anyone has written anything.
     const uint64_t check = ++board_seq_;
@@ -482,16 +487,11 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
     }
     board_->Done(check);
     if (failed_rank >= 0) {
-      if (!direct_fallback_logged_) {
-        direct_fallback_logged_ = true;
-        if (!mapped.ok()) {
-          RINGO_LOG(WARN) << "rank " << rank_ << ": cannot map a peer's ringoMemAlloc buffer, AllReduce "
-                          << "through the ring: " << mapped.ToString();
-        } else {
-          RINGO_LOG(INFO) << "rank " << rank_ << ": AllReduce through the ring: rank " << failed_rank
-                          << " cannot map every ringoMemAlloc buffer";
-        }
+      if (!mapped.ok()) {
+        RINGO_LOG(WARN) << "rank " << rank_ << ": cannot map a peer's ringoMemAlloc buffer, AllReduce "
+                        << "through the ring: " << mapped.ToString();
       }
+      LogDirectFallback("rank " + std::to_string(failed_rank) + " cannot map every ringoMemAlloc buffer");
       return Status();
     }
   }
@@ -508,9 +508,16 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   *ran = true;
   if (direct_runs_++ == 0) {
     RINGO_LOG(INFO) << "rank " << rank_ << ": AllReduce reduced directly from every rank's buffers ("
-                    << (one_process ? "ranks in one process" : "ringoMemAlloc regions") << ")";
+                    << (one_process_ ? "ranks in one process" : "ringoMemAlloc regions") << ")";
   }
   return Status();
+}
+
+void Communicator::LogDirectFallback(const std::string& why) {
+  if (direct_fallback_logged_) return;
+  direct_fallback_logged_ = true;
+  RINGO_LOG(INFO) << "rank " << rank_ << ": AllReduce through the ring: " << why
+                  << ", so the ranks cannot read each other's buffers directly";
 }
 
 Status Communicator::MapDirectBuffers(int32_t self_pid) {

@@ -108,6 +108,7 @@ class Communicator {
   base::Status RunDirect(const kernels::CollArgs& args, const CollPlan& plan, bool* ran);
   // Fills direct_sends_/direct_recvs_ from direct_posts_, mapping peers' regions.
   base::Status MapDirectBuffers(int32_t self_pid);
+  void LogDirectFallback(const std::string& why);  // once per communicator, at INFO
   transport::WaitContext MakeWait(int channel) const;
   // RINGO_CHECK: compares this call's signature with the previous rank's.
   base::Status CheckSignature(const kernels::CollArgs& args);
@@ -129,6 +130,7 @@ class Communicator {
   std::vector<void*> direct_recvs_;
   uint64_t direct_runs_ = 0;
   bool direct_fallback_logged_ = false;
+  bool one_process_ = false;  // every rank is a thread of this process
   std::atomic<bool> abort_{false};
   bool finalized_ = false;
   uint64_t sequence_ = 0;  // collectives run so far

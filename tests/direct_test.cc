@@ -26,7 +26,7 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kDeadline{60000};
 constexpr char kDirectLine[] = "reduced directly from every rank's buffers";
-constexpr char kRingLine[] = "through the ring: some rank's buffers";
+constexpr char kRingLine[] = "AllReduce through the ring: ";
 
 enum class Alloc { kHeap, kRingo };
 
