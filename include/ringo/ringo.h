@@ -180,8 +180,8 @@ RINGO_API ringoResult_t ringoCommCuDevice(const ringoComm_t comm, int* device);
 
 /* Host memory for collectives that every process of this host can map
  * (a memfd, shared with the other ranks' processes through /proc/<pid>/fd;
- * zeroed, page-aligned). An AllReduce of 256 KiB or more on a host
- * communicator whose ranks all pass such buffers (or whose ranks are
+ * zeroed, page-aligned). An AllReduce of 256 KiB or more (64 KiB when
+ * ranks outnumber cores) on a host communicator whose ranks all pass such buffers (or whose ranks are
  * threads of one process, whatever their buffers) is reduced straight from
  * every rank's buffers: each byte read and written once, without the
  * ring's FIFO copies. Other buffers work as always (through the ring).
