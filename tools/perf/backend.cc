@@ -1,5 +1,6 @@
 #include "tools/perf/backend.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,11 @@ namespace {
 
 using base::Status;
 using base::StatusOr;
+
+// The default FillInput/CountWrong stage this many bytes at a time: a host
+// buffer of the largest message would cost each rank as many page faults as
+// its send buffer, at every launch. A multiple of every element size.
+constexpr size_t kStagingBytes = size_t{4} << 20;
 
 // Host memory: collectives finish before the call returns (ringo.h), so the
 // wall clock around the calls is the collective's time.
@@ -71,10 +77,37 @@ class HostBackend final : public Backend {
 
 }  // namespace
 
+Status Backend::FillInput(base::DataType type, const Pattern& pattern, size_t first, size_t count,
+                          void* dst) {
+  const size_t ts = base::DataTypeSize(type);
+  const size_t piece = kStagingBytes / ts;
+  staging_.resize(std::min(count, piece) * ts);
+  for (size_t i = 0; i < count; i += piece) {
+    const size_t n = std::min(piece, count - i);
+    perf::FillInput(type, pattern, first + i, n, staging_.data());
+    RETURN_IF_ERROR(CopyToBackend(static_cast<char*>(dst) + i * ts, staging_.data(), n * ts));
+  }
+  return Status();
+}
+
+StatusOr<int64_t> Backend::CountWrong(base::DataType type, const Pattern& pattern, size_t first,
+                                      size_t count, const void* got) {
+  const size_t ts = base::DataTypeSize(type);
+  const size_t piece = kStagingBytes / ts;
+  staging_.resize(std::min(count, piece) * ts);
+  int64_t wrong = 0;
+  for (size_t i = 0; i < count; i += piece) {
+    const size_t n = std::min(piece, count - i);
+    RETURN_IF_ERROR(CopyToHost(staging_.data(), static_cast<const char*>(got) + i * ts, n * ts));
+    wrong += perf::CountWrong(type, pattern, first + i, n, staging_.data());
+  }
+  return wrong;
+}
+
 StatusOr<std::unique_ptr<Backend>> MakeBackend(int cuda_device, const HostAllocator* allocator) {
   if (cuda_device >= 0) {
     return base::InvalidUsage("the communicator uses CUDA device " + std::to_string(cuda_device) +
-                              ", but this ringo-perf has only host buffers; pass --host");
+                              ", but this program has only host buffers; pass --host");
   }
   return std::unique_ptr<Backend>(new HostBackend(allocator));
 }

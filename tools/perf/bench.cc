@@ -25,11 +25,6 @@ constexpr size_t kGuardBytes = 64;
 constexpr uint8_t kGuardByte = 0xa5;
 // Room in the scratch buffer for the values the harness reduces at once.
 constexpr int kMaxScalars = 8;
-// Inputs are made and results checked through a host buffer this big, a
-// piece at a time: a buffer of the largest message would cost each rank as
-// many page faults as its send buffer, at every launch. A multiple of every
-// element size.
-constexpr size_t kStagingBytes = size_t{4} << 20;
 
 // "# Using devices" data as it travels: fixed size, no pointers. Each rank
 // writes its own slot of a zeroed array and a uint8 sum over ranks gathers
@@ -40,8 +35,9 @@ struct WireRankInfo {
   int32_t cuda_device;
   int32_t reserved;
   char hostname[112];
+  char device[128];  // Backend::DeviceDescription
 };
-static_assert(sizeof(WireRankInfo) == 128, "fixed wire size");
+static_assert(sizeof(WireRankInfo) == 256, "fixed wire size");
 
 std::string HostName() {
   char name[256] = {};
@@ -105,7 +101,7 @@ class Bench {
   Buffer send_;
   Buffer recv_;                // kGuardBytes, max_bytes of data, kGuardBytes
   Buffer scalar_;              // barrier and the small all-reduces of the harness
-  std::vector<char> staging_;  // kStagingBytes of host memory for filling and checking
+  char guards_[2 * kGuardBytes];      // host copy of the guard bytes around recv_
   std::vector<double> iter_seconds_;  // --median: one timing per iteration
   BenchTotals totals_;
 };
@@ -114,7 +110,6 @@ Status Bench::Setup() {
   ASSIGN_OR_RETURN(send_, AllocBuffer(backend_, o_.max_bytes));
   ASSIGN_OR_RETURN(recv_, AllocBuffer(backend_, o_.max_bytes + 2 * kGuardBytes));
   ASSIGN_OR_RETURN(scalar_, AllocBuffer(backend_, kMaxScalars * sizeof(double)));
-  staging_.resize(std::max(std::min(o_.max_bytes, kStagingBytes), 2 * kGuardBytes));
   if (o_.median) iter_seconds_.resize(o_.iters);
   return Status();
 }
@@ -127,6 +122,7 @@ StatusOr<std::vector<RankInfo>> Bench::GatherRankInfo() {
   mine.pid = static_cast<int32_t>(getpid());
   mine.cuda_device = comm_->CudaDevice();
   std::strncpy(mine.hostname, HostName().c_str(), sizeof(mine.hostname) - 1);
+  std::strncpy(mine.device, backend_->DeviceDescription().c_str(), sizeof(mine.device) - 1);
 
   const size_t bytes = sizeof(WireRankInfo) * nranks_;
   ASSIGN_OR_RETURN(Buffer all, AllocBuffer(backend_, bytes));
@@ -140,7 +136,8 @@ StatusOr<std::vector<RankInfo>> Bench::GatherRankInfo() {
   std::vector<RankInfo> ranks;
   for (const WireRankInfo& w : wire) {
     ranks.push_back(RankInfo{w.rank, w.pid, w.cuda_device,
-                             std::string(w.hostname, strnlen(w.hostname, sizeof(w.hostname)))});
+                             std::string(w.hostname, strnlen(w.hostname, sizeof(w.hostname))),
+                             std::string(w.device, strnlen(w.device, sizeof(w.device)))});
   }
   return ranks;
 }
@@ -297,26 +294,16 @@ Status Bench::Prepare(const Run& run, const Pattern& pattern) {
     RETURN_IF_ERROR(backend_->Fill(run.send, kPoisonByte, run.counts.send_count * ts));
   }
   if (!pattern.HasInput()) return Status();
-  const size_t piece = kStagingBytes / ts;
-  for (size_t i = 0; i < run.counts.send_count; i += piece) {
-    const size_t n = std::min(piece, run.counts.send_count - i);
-    FillInput(run.type, pattern, pattern.InputFirst() + i, n, staging_.data());
-    RETURN_IF_ERROR(backend_->CopyToBackend(run.send + i * ts, staging_.data(), n * ts));
-  }
-  return Status();
+  return backend_->FillInput(run.type, pattern, pattern.InputFirst(), run.counts.send_count,
+                             run.send);
 }
 
+// On the device where the backend can: a GPU backend copies nothing but the
+// count to the host.
 StatusOr<int64_t> Bench::CountWrongHere(const Run& run, const Pattern& pattern) {
   if (!pattern.HasOutput()) return int64_t{0};
-  const size_t ts = run.type_size;
-  const size_t piece = kStagingBytes / ts;
-  int64_t wrong = 0;
-  for (size_t i = 0; i < run.counts.recv_count; i += piece) {
-    const size_t n = std::min(piece, run.counts.recv_count - i);
-    RETURN_IF_ERROR(backend_->CopyToHost(staging_.data(), run.recv + i * ts, n * ts));
-    wrong += CountWrong(run.type, pattern, pattern.OutputFirst() + i, n, staging_.data());
-  }
-  return wrong;
+  return backend_->CountWrong(run.type, pattern, pattern.OutputFirst(), run.counts.recv_count,
+                              run.recv);
 }
 
 Status Bench::SetGuards(const Run& run) {
@@ -325,7 +312,7 @@ Status Bench::SetGuards(const Run& run) {
 }
 
 StatusOr<int64_t> Bench::CountGuardChanges(const Run& run) {
-  char* host = staging_.data();
+  char* host = guards_;
   RETURN_IF_ERROR(backend_->CopyToHost(host, recv_.data(), kGuardBytes));
   RETURN_IF_ERROR(backend_->CopyToHost(host + kGuardBytes,
                                        recv_.data() + kGuardBytes + run.recv_used, kGuardBytes));

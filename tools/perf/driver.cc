@@ -41,14 +41,15 @@ base::Status CheckSupport(const Options& o, SupportFn supports) {
   return first;
 }
 
-int BenchmarkRank(const std::string& program, const Options& o, Communicator* comm,
-                  std::FILE* csv) {
+int BenchmarkRank(const std::string& program, const Options& o, Communicator* comm, std::FILE* csv,
+                  const BackendFactory& make_backend) {
   const int rank = comm->rank();
   auto totals = [&]() -> base::StatusOr<BenchTotals> {
     HostAllocator registered{[comm](size_t bytes) { return comm->AllocRegistered(bytes); },
                              [comm](void* ptr) { comm->FreeRegistered(ptr); }};
-    ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
-                     MakeBackend(comm->CudaDevice(), o.local_register == 1 ? &registered : nullptr));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<Backend> backend,
+        make_backend(comm->CudaDevice(), o.local_register == 1 ? &registered : nullptr));
     Reporter reporter(rank == 0, rank == 0 ? csv : nullptr);
     return RunBenchmark(o, program, comm, backend.get(), &reporter);
   }();

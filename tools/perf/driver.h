@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "tools/perf/backend.h"
 #include "tools/perf/communicator.h"
 #include "tools/perf/options.h"
 
@@ -36,11 +37,12 @@ base::StatusOr<CsvFile> OpenCsv(const std::string& path);
 // reason, for a usage error.
 base::Status CheckSupport(const Options& options, SupportFn supports);
 
-// One rank's whole benchmark on `comm`, with a Backend for its device; rank 0
-// prints and writes `csv` (may be NULL). A failure is printed as
-// "<program>: rank R: ..." and aborts `comm`. Returns the exit status.
+// One rank's whole benchmark on `comm`, with the Backend `make_backend`
+// makes for comm->CudaDevice(); rank 0 prints and writes `csv` (may be NULL).
+// A failure is printed as "<program>: rank R: ..." and aborts `comm`.
+// Returns the exit status.
 int BenchmarkRank(const std::string& program, const Options& options, Communicator* comm,
-                  std::FILE* csv);
+                  std::FILE* csv, const BackendFactory& make_backend = MakeBackend);
 
 }  // namespace ringo::perf
 

@@ -1,6 +1,7 @@
 #include "tools/perf/launcher.h"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "base/cuda.h"
 #include "tools/perf/fork.h"
 #include "tools/perf/ringo_comm.h"
 
@@ -106,6 +108,39 @@ void ReleaseUniqueId(const LaunchEnv& env) {
   if (env.rendezvous == Rendezvous::kIdFile && env.rank == 0) {
     unlink(IdFilePath(env.job_name).c_str());
   }
+}
+
+GpuCount ProbeGpusInChild() {
+  GpuCount count;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    count.reason = std::string("pipe: ") + std::strerror(errno);
+    return count;
+  }
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    const base::CudaProbe& probe = base::ProbeCuda();
+    const std::string message = std::to_string(probe.device_count) + " " + probe.reason;
+    const ssize_t written = write(fds[1], message.data(), message.size());
+    _exit(written == static_cast<ssize_t>(message.size()) ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string message;
+  char buf[256];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) message.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  if (pid > 0) waitpid(pid, &status, 0);
+  const size_t space = message.find(' ');
+  if (pid < 0 || space == std::string::npos) {
+    count.reason = "the GPU probe process failed";
+    return count;
+  }
+  count.devices = std::atoi(message.substr(0, space).c_str());
+  count.reason = message.substr(space + 1);
+  return count;
 }
 
 int RunForked(int nranks, const std::function<int(int, const ringoUniqueId&)>& rank_main) {

@@ -24,6 +24,15 @@ base::StatusOr<ringoUniqueId> ObtainUniqueId(const LaunchEnv& env,
 // no-op for other rendezvous kinds and ranks).
 void ReleaseUniqueId(const LaunchEnv& env);
 
+// What a child process finds of the GPUs (base::ProbeCuda). -np asks before
+// it forks: a CUDA context does not survive fork(), so the parent itself
+// never initialises CUDA and each rank initialises its own.
+struct GpuCount {
+  int devices = 0;
+  std::string reason;  // why there is none
+};
+GpuCount ProbeGpusInChild();
+
 // -np: creates one id (ringoGetUniqueId, whose listener lives in this parent
 // process), forks `nranks` children that each run `rank_main(rank, id)` and
 // _exit with its return value, and waits for all. If a child fails the rest

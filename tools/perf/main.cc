@@ -1,6 +1,7 @@
 // ringo-perf: Ringo's all_reduce_perf. Parses nccl-tests' flags, finds the
-// ranks (-np fork, or a launcher's environment), creates the communicator and
-// runs the benchmark. Exit status: 0 all right, 1 wrong results or a failure,
+// ranks (-np fork, or a launcher's environment), puts each on its GPU
+// (--ranks-per-gpu) or on host memory (--host, or no GPU), creates the
+// communicator and runs the benchmark. Exit status: 0 all right, 1 wrong results or a failure,
 // 2 bad usage.
 #include <chrono>
 #include <cstdio>
@@ -9,7 +10,10 @@
 #include <vector>
 
 #include "base/config.h"
+#include "base/cuda.h"
 #include "ringo/ringo.h"
+#include "tools/perf/cuda_backend.h"
+#include "tools/perf/devices.h"
 #include "tools/perf/driver.h"
 #include "tools/perf/launcher.h"
 #include "tools/perf/options.h"
@@ -21,14 +25,26 @@ namespace {
 constexpr char kProgram[] = "ringo-perf";
 constexpr std::chrono::seconds kIdFileDeadline{60};
 
-// Everything one rank does after it has the unique id. `after_init` runs once
-// ringoCommInitRankConfig has returned, whatever it returned.
+// Everything one rank does after it has the unique id, on CUDA device
+// `cuda_device` (-1: host memory). `after_init` runs once
+// ringoCommInitRankConfig has returned, whatever it returned (or once the
+// rank has failed before it).
 int RunRank(const Options& o, int rank, int nranks, const ringoUniqueId& id, std::FILE* csv,
-            const std::function<void()>& after_init) {
+            int cuda_device, const std::function<void()>& after_init) {
   ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
-  // The benchmark allocates host buffers (GPU buffers are not in ringo-perf
-  // yet), so its communicators use host memory whether or not --host is given.
   config.device_kind = RINGO_DEVICE_HOST;
+  if (cuda_device >= 0) {
+    const base::Status used = UseCudaDevice(cuda_device);
+    if (!used.ok()) {
+      after_init();
+      std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, rank, used.message().c_str());
+      return kExitFailure;
+    }
+    // AUTO, not CUDA: the library then takes GPU memory when every rank can
+    // (one host), host memory otherwise or under RINGO_DEVICE=host, and the
+    // backend follows whatever the communicator reports.
+    config.device_kind = RINGO_DEVICE_AUTO;
+  }
   ringoComm_t comm = nullptr;
   const ringoResult_t init = ringoCommInitRankConfig(&comm, nranks, id, rank, &config);
   after_init();
@@ -44,12 +60,26 @@ int RunRank(const Options& o, int rank, int nranks, const ringoUniqueId& id, std
     communicator.Abort();
     return kExitFailure;
   }
-  const int rc = BenchmarkRank(kProgram, o, &communicator, csv);
+  const int rc = BenchmarkRank(kProgram, o, &communicator, csv, MakeCudaOrHostBackend);
   if (!communicator.aborted()) {  // a failure has aborted (and released) it
     ringoCommFinalize(comm);
     ringoCommDestroy(comm);
   }
   return rc;
+}
+
+// Where GPUs are visible and --host is not given: whether `nranks` ranks fit
+// them at --ranks-per-gpu, and -R 1 (host memory) is not asked for.
+base::Status CheckGpuUse(const Options& o, int nranks, int devices) {
+  RETURN_IF_ERROR(CheckDeviceCount(nranks, o.ranks_per_gpu, devices));
+  if (o.local_register == 1) {
+    return base::InvalidUsage(
+        "-R 1 takes the buffers from ringoMemAlloc, which is host memory, but " +
+        std::to_string(devices) +
+        " GPU(s) are visible and ringo-perf uses GPU buffers there: add --host, or leave -R "
+        "out");
+  }
+  return base::Status();
 }
 
 int RunLocalRanks(const Options& o) {
@@ -65,10 +95,16 @@ int RunLocalRanks(const Options& o) {
     return UsageError(kProgram, "-r " + std::to_string(o.root) + " is not a rank of " +
                                     std::to_string(o.num_procs));
   }
+  const int devices = o.host_memory ? 0 : ProbeGpusInChild().devices;
+  if (devices > 0) {
+    const base::Status fits = CheckGpuUse(o, o.num_procs, devices);
+    if (!fits.ok()) return UsageError(kProgram, fits.message());
+  }
   auto csv = OpenCsv(o.csv_path);
   if (!csv.ok()) return UsageError(kProgram, csv.status().message());
   return RunForked(o.num_procs, [&](int rank, const ringoUniqueId& id) {
-    return RunRank(o, rank, o.num_procs, id, csv->get(), [] {});
+    const int device = devices > 0 ? RankDevice(rank, o.ranks_per_gpu, devices) : -1;
+    return RunRank(o, rank, o.num_procs, id, csv->get(), device, [] {});
   });
 }
 
@@ -78,6 +114,12 @@ int RunLaunchedRank(const Options& o) {
   if (HasRoot(o.collective) && o.root >= env->size) {
     return UsageError(kProgram, "-r " + std::to_string(o.root) + " is not a rank of " +
                                     std::to_string(env->size));
+  }
+  // No fork follows, so this process may initialise CUDA itself.
+  const int devices = o.host_memory ? 0 : base::ProbeCuda().device_count;
+  if (devices > 0) {
+    const base::Status fits = CheckGpuUse(o, env->size, devices);
+    if (!fits.ok()) return UsageError(kProgram, fits.message());
   }
   CsvFile csv;
   if (env->rank == 0) {
@@ -90,7 +132,8 @@ int RunLaunchedRank(const Options& o) {
     std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, env->rank, id.status().message().c_str());
     return kExitFailure;
   }
-  return RunRank(o, env->rank, env->size, *id, csv.get(), [&] { ReleaseUniqueId(*env); });
+  const int device = devices > 0 ? RankDevice(env->rank, o.ranks_per_gpu, devices) : -1;
+  return RunRank(o, env->rank, env->size, *id, csv.get(), device, [&] { ReleaseUniqueId(*env); });
 }
 
 int Main(int argc, char** argv) {

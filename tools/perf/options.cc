@@ -184,6 +184,11 @@ const Flag kFlags[] = {
        o->host_memory = true;
        return Status();
      }},
+    {nullptr, "--ranks-per-gpu", true,
+     [](const std::string& f, const std::string& v, Options* o) -> Status {
+       ASSIGN_OR_RETURN(o->ranks_per_gpu, ParseSmallInt(f, v, 1, 4096));
+       return Status();
+     }},
     {nullptr, "--median", false,
      [](const std::string&, const std::string&, Options* o) -> Status {
        o->median = true;
@@ -335,6 +340,10 @@ std::string Usage(const std::string& program) {
          "(RANK, WORLD_SIZE) or srun (SLURM_PROCID, SLURM_NTASKS); a single rank otherwise.\n"
          "Rendezvous: RINGO_COMM_ID=host:port, else MASTER_ADDR:MASTER_PORT+1, else (all\n"
          "ranks on one host under mpirun or srun) a file in /tmp named after the job.\n"
+         "Memory: GPU buffers (cudaMalloc, one non-blocking stream per rank, times from\n"
+         "CUDA events, results checked by a kernel on the device) where a GPU is visible\n"
+         "and this build has CUDA; host memory with --host or where none is visible.\n"
+         "Rank r uses GPU (r / K) % GPUs with --ranks-per-gpu K.\n"
          "Exit status: 0 when every result is right, 1 on wrong results or a failure,\n"
          "2 on bad usage.\n";
 }
@@ -358,6 +367,8 @@ std::string FlagsUsage(const std::string& program) {
          "                           (default 1)\n"
          "  -np N                    fork N ranks on this host (no launcher needed)\n"
          "  --host                   use host memory even where a GPU is usable\n"
+         "  --ranks-per-gpu K        K ranks share each GPU: rank r uses GPU\n"
+         "                           (r / K) % visible GPUs (default 1)\n"
          "  -R, --local_register <0/1>  1: buffers from the library's allocator\n"
          "                           (ringoMemAlloc: every rank reads its peers' buffers\n"
          "                           directly); 0: plain host memory (default 0)\n"

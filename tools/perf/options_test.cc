@@ -108,6 +108,29 @@ TEST(ParseOptions, LocalRegisterIsZeroOrOne) {
   }
 }
 
+TEST(ParseOptions, RanksPerGpu) {
+  auto d = Parse({"allreduce"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->ranks_per_gpu, 1);
+  EXPECT_FALSE(d->host_memory);
+  auto o = Parse({"allreduce", "-np", "8", "--ranks-per-gpu", "4"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(o->ranks_per_gpu, 4);
+  auto eq = Parse({"allreduce", "--ranks-per-gpu=2", "--host"});
+  ASSERT_TRUE(eq.ok()) << eq.status().message();
+  EXPECT_EQ(eq->ranks_per_gpu, 2);
+  EXPECT_TRUE(eq->host_memory);
+  for (const char* bad : {"0", "-1", "two", "1.5", "4097", ""}) {
+    auto b = Parse({"allreduce", "--ranks-per-gpu", bad});
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find("--ranks-per-gpu takes an integer from 1 to 4096"),
+              std::string::npos)
+        << b.status().message();
+  }
+  EXPECT_FALSE(Parse({"allreduce", "--ranks-per-gpu"}).ok());
+  EXPECT_NE(Usage("ringo-perf").find("--ranks-per-gpu K"), std::string::npos);
+}
+
 TEST(ParseOptions, LongAndAttachedSpellings) {
   auto o = Parse({"--minbytes=1K", "allgather", "--maxbytes", "2K", "-n8", "--warmup_iters=2",
                   "--datatype=half", "--op", "all"});

@@ -73,20 +73,27 @@ const char* AverageText(Average a) {
 }
 
 // What the time column is, since --median changes it.
-std::string TimeLine(const Options& o) {
+std::string TimeLine(const Options& o, const RunInfo& info) {
   const std::string per_rank =
       o.median ? Printf("median of %d one-iteration timings (p10, p90 in the CSV)", o.iters)
                : Printf("mean of %d back-to-back iterations", o.iters);
-  return Printf("# Time: per rank the %s after %d warm-up; over ranks %s (-a %d)\n",
-                per_rank.c_str(), o.warmup_iters, AverageText(o.average),
+  // GPU: CUDA events recorded on the rank's stream around the batch (or each
+  // iteration); host: the wall clock around calls that return when done.
+  const char* clock = info.host_memory ? "" : ", from CUDA events on each rank's stream";
+  return Printf("# Time: per rank the %s after %d warm-up%s; over ranks %s (-a %d)\n",
+                per_rank.c_str(), o.warmup_iters, clock, AverageText(o.average),
                 static_cast<int>(o.average));
 }
 
 std::string DeviceLines(const RunInfo& info) {
   std::string out = "# Using devices\n";
   for (const RankInfo& r : info.ranks) {
-    out += Printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s]\n", r.rank, 0, r.pid,
-                  r.hostname.c_str(), r.cuda_device, r.cuda_device < 0 ? "host memory" : "cuda");
+    // nccl-tests: "device  0 [0000:07:00.0] NVIDIA H100 80GB HBM3".
+    const std::string where = r.cuda_device < 0  ? "[host memory]"
+                              : r.device.empty() ? "[cuda]"
+                                                 : r.device;
+    out += Printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d %s\n", r.rank, 0, r.pid,
+                  r.hostname.c_str(), r.cuda_device, where.c_str());
   }
   return out;
 }
@@ -113,8 +120,8 @@ std::string FormatTime(double time_us) {
 }
 
 std::string FormatHeader(const Options& options, const RunInfo& info) {
-  return ParametersLine(options) + "#\n" + MachineLines(options, info) + TimeLine(options) + "#\n" +
-         DeviceLines(info) + "#\n" + ColumnTitles();
+  return ParametersLine(options) + "#\n" + MachineLines(options, info) + TimeLine(options, info) +
+         "#\n" + DeviceLines(info) + "#\n" + ColumnTitles();
 }
 
 std::string FormatRow(const Row& row) {

@@ -43,6 +43,7 @@ struct RankInfo {
   int pid = 0;
   int cuda_device = -1;
   std::string hostname;
+  std::string device;  // a GPU's "[bus id] name" (Backend::DeviceDescription); "" on host
 };
 
 // What the header says besides the options.

@@ -31,7 +31,7 @@ RunInfo TwoRanks() {
   info.hostname = "box";
   info.cores = 2;
   info.build_mode = "opt";
-  info.ranks = {{0, 1234, -1, "box"}, {1, 1235, -1, "box"}};
+  info.ranks = {{0, 1234, -1, "box", ""}, {1, 1235, -1, "box", ""}};
   return info;
 }
 
@@ -70,6 +70,23 @@ TEST(FormatHeader, NcclTestsLayout) {
   EXPECT_EQ(lines[12],
             "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)     "
             "       (us)  (GB/s)  (GB/s)       ");
+}
+
+TEST(FormatHeader, GpuRanksNameTheirDeviceAndEventTiming) {
+  RunInfo info = TwoRanks();
+  info.host_memory = false;
+  info.ranks = {{0, 1234, 0, "box", "[0000:07:00.0] NVIDIA H100 80GB HBM3"},
+                {1, 1235, 0, "box", ""}};
+  const std::vector<std::string> lines = Lines(FormatHeader(SweepOptions(), info));
+  ASSERT_GE(lines.size(), 9u);
+  EXPECT_EQ(lines[2], "# Ringo 0.1.2, ringo-perf allreduce, build opt, 2 ranks, device memory");
+  EXPECT_EQ(lines[4],
+            "# Time: per rank the mean of 20 back-to-back iterations after 5 warm-up, from CUDA "
+            "events on each rank's stream; over ranks the mean (-a 1)");
+  EXPECT_EQ(lines[7],
+            "#  Rank  0 Group  0 Pid   1234 on        box device  0 [0000:07:00.0] NVIDIA H100 "
+            "80GB HBM3");
+  EXPECT_EQ(lines[8], "#  Rank  1 Group  0 Pid   1235 on        box device  0 [cuda]");
 }
 
 TEST(FormatHeader, NamesAPeerAndTheMedian) {

@@ -1,8 +1,9 @@
 // Verification data: every input element is a small integer that depends on
 // the rank and the element's index and is exact in every datatype, chosen so
 // that every partial result of the reduction is exact too (sums stay <= 120,
-// products are powers of two <= 64). Expected results are computed on the host
-// and compared element by element; only avg on floating-point types needs a
+// products are powers of two <= 64). Expected results are computed element by
+// element, on the host here or on the device by a CUDA backend, from the same
+// arithmetic (pattern_math.h); only avg on floating-point types needs a
 // tolerance (it multiplies by 1/nranks).
 #ifndef RINGO_TOOLS_PERF_VERIFY_H_
 #define RINGO_TOOLS_PERF_VERIFY_H_
@@ -13,6 +14,7 @@
 #include "base/device/dtype.h"
 #include "tools/perf/collective.h"
 #include "tools/perf/options.h"
+#include "tools/perf/pattern_math.h"
 
 namespace ringo::perf {
 
@@ -51,15 +53,15 @@ class Pattern {
   // Data owned by rank r at g for allgather and broadcast (wider range: nothing is summed).
   static double OwnedValue(int r, size_t g);
 
+  // The arithmetic's parameters, for the device kernels.
+  const PatternSpec& spec() const { return spec_; }
+
  private:
   Collective coll_;
-  base::RedOp op_;
-  base::DataType type_;
   int rank_;
-  int nranks_;
   int root_;
   CollCounts counts_;
-  size_t sum_modulus_;  // sum/avg inputs are 0..sum_modulus_-1
+  PatternSpec spec_;
 };
 
 // Writes pattern.Input(first + i), i < count, as `type` into host memory dst.
