@@ -42,9 +42,9 @@ const std::vector<EnvVarInfo>& Table() {
       {"RINGO_ALGO", "enum", "",
        "ring: every collective runs the ring; oneshot: collectives whose data fits the "
        "one-shot board (64 KiB per rank) run as one exchange among the ranks of a host; "
-       "direct: every AllReduce (of any size) among the ranks of one host is reduced straight from every "
-       "rank's buffers where all of them are reachable (threads of one process, or buffers "
-       "from ringoMemAlloc), the ring otherwise; unset: the planner chooses by size."},
+       "direct: every collective (of any size) among the ranks of one host runs straight on "
+       "every rank's buffers where the buffers it needs are reachable (threads of one process, "
+       "or buffers from ringoMemAlloc), the ring otherwise; unset: the planner chooses by size."},
       {"RINGO_CHECK", "bool", "0",
        "1: before each collective, pass its signature (sequence number, collective, count, "
        "datatype, op, root) around the ring, so mismatched calls fail on every rank instead "

@@ -432,20 +432,32 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
 Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& plan, bool* ran) {
   *ran = false;
   const transport::WaitContext wait = MakeWait(0);
-  const size_t bytes = static_cast<size_t>(args.count) * base::DataTypeSize(args.dtype);
   DirectPost mine{};
   mine.send_addr = reinterpret_cast<uint64_t>(args.send);
   mine.recv_addr = reinterpret_cast<uint64_t>(args.recv);
   mine.pid = static_cast<int32_t>(getpid());
-  if (!transport::FindSharedRegion(args.send, bytes, &mine.send_region, &mine.send_offset)) mine.send_region.fd = -1;
-  if (!transport::FindSharedRegion(args.recv, bytes, &mine.recv_region, &mine.recv_offset)) mine.recv_region.fd = -1;
+  mine.send_region.fd = mine.recv_region.fd = -1;
+  const kernels::DirectNeeds needs = kernels::DirectBuffersNeeded(args, rank_, nranks_);
+  if (needs.send_bytes > 0) {
+    transport::FindSharedRegion(args.send, static_cast<size_t>(needs.send_bytes), &mine.send_region,
+                                &mine.send_offset);
+  }
+  if (needs.recv_bytes > 0) {
+    transport::FindSharedRegion(args.recv, static_cast<size_t>(needs.recv_bytes), &mine.recv_region,
+                                &mine.recv_offset);
+  }
 
   // Exchange 1: every rank is inside the collective, and says where its
   // buffers are. Ranks of one process can always read each other's buffers;
-  // across processes, every buffer must be shared. A rank whose own buffers
-  // are not knows the answer (the ring) and does not wait for the others:
-  // when every rank passes heap buffers, nobody waits here.
-  const bool self_shared = mine.send_region.fd >= 0 && mine.recv_region.fd >= 0;
+  // across processes, every buffer another rank reads or writes must be
+  // shared. A rank whose own buffers are not knows the answer (the ring) and
+  // does not wait for the others: when every rank passes heap buffers,
+  // nobody waits here.
+  auto shared = [&](const DirectPost& p, int q) {
+    const kernels::DirectNeeds n = kernels::DirectBuffersNeeded(args, q, nranks_);
+    return (n.send_bytes == 0 || p.send_region.fd >= 0) && (n.recv_bytes == 0 || p.recv_region.fd >= 0);
+  };
+  const bool self_shared = shared(mine, rank_);
   const uint64_t seq = ++board_seq_;
   ASSIGN_OR_RETURN(void* out, board_->AcquireWrite(seq, wait));
   std::memcpy(out, &mine, sizeof(mine));
@@ -460,8 +472,7 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   for (int q = 0; q < nranks_; ++q) {
     ASSIGN_OR_RETURN(const void* in, board_->WaitPosted(q, seq, wait));
     std::memcpy(&direct_posts_[q], in, sizeof(DirectPost));
-    const DirectPost& p = direct_posts_[q];
-    if ((p.send_region.fd < 0 || p.recv_region.fd < 0) && unshared_rank < 0) unshared_rank = q;
+    if (!shared(direct_posts_[q], q) && unshared_rank < 0) unshared_rank = q;
   }
   board_->Done(seq);
   if (!one_process_ && unshared_rank >= 0) {
@@ -488,7 +499,7 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
     board_->Done(check);
     if (failed_rank >= 0) {
       if (!mapped.ok()) {
-        RINGO_LOG(WARN) << "rank " << rank_ << ": cannot map a peer's ringoMemAlloc buffer, AllReduce "
+        RINGO_LOG(WARN) << "rank " << rank_ << ": cannot map a peer's ringoMemAlloc buffer, collective "
                         << "through the ring: " << mapped.ToString();
       }
       LogDirectFallback("rank " + std::to_string(failed_rank) + " cannot map every ringoMemAlloc buffer");
@@ -507,7 +518,7 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   board_->Done(done);
   *ran = true;
   if (direct_runs_++ == 0) {
-    RINGO_LOG(INFO) << "rank " << rank_ << ": AllReduce reduced directly from every rank's buffers ("
+    RINGO_LOG(INFO) << "rank " << rank_ << ": collective run directly on every rank's buffers ("
                     << (one_process_ ? "ranks in one process" : "ringoMemAlloc regions") << ")";
   }
   return Status();
@@ -516,7 +527,7 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
 void Communicator::LogDirectFallback(const std::string& why) {
   if (direct_fallback_logged_) return;
   direct_fallback_logged_ = true;
-  RINGO_LOG(INFO) << "rank " << rank_ << ": AllReduce through the ring: " << why
+  RINGO_LOG(INFO) << "rank " << rank_ << ": collective through the ring: " << why
                   << ", so the ranks cannot read each other's buffers directly";
 }
 
@@ -532,12 +543,19 @@ Status Communicator::MapDirectBuffers(int32_t self_pid) {
       direct_recvs_[q] = reinterpret_cast<void*>(p.recv_addr);
       continue;
     }
-    auto send = peer_regions_.Map(p.send_region);
-    if (!send.ok()) return send.status().WithContext("rank " + std::to_string(q) + "'s sendbuff");
-    auto recv = peer_regions_.Map(p.recv_region);
-    if (!recv.ok()) return recv.status().WithContext("rank " + std::to_string(q) + "'s recvbuff");
-    direct_sends_[q] = *send + p.send_offset;
-    direct_recvs_[q] = *recv + p.recv_offset;
+    // Only the buffers the collective reaches are named (fd >= 0); the others stay null.
+    direct_sends_[q] = nullptr;
+    direct_recvs_[q] = nullptr;
+    if (p.send_region.fd >= 0) {
+      auto send = peer_regions_.Map(p.send_region);
+      if (!send.ok()) return send.status().WithContext("rank " + std::to_string(q) + "'s sendbuff");
+      direct_sends_[q] = *send + p.send_offset;
+    }
+    if (p.recv_region.fd >= 0) {
+      auto recv = peer_regions_.Map(p.recv_region);
+      if (!recv.ok()) return recv.status().WithContext("rank " + std::to_string(q) + "'s recvbuff");
+      direct_recvs_[q] = *recv + p.recv_offset;
+    }
   }
   return Status();
 }

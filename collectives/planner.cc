@@ -24,9 +24,6 @@ constexpr int64_t kMinBytesPerChannel = 512 * 1024;
 // than N reads of every post.
 constexpr int64_t kBoardBytes = 64 * 1024;
 constexpr int64_t kStreamOutputBytes = 8 << 20;
-// The smallest AllReduce tried direct (one more board exchange per call
-// decides whether every rank's buffers are reachable).
-constexpr int64_t kDirectFromBytes = 256 * 1024;
 
 // GPU rings (unmeasured starting points, NCCL-like): 8 x 512 KiB Simple slots
 // and 8 x 16 KiB of LL data per connector; a channel per MiB up to 4 (several
@@ -75,11 +72,26 @@ CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ra
   // outnumber cores (4 ranks on 2 cores, 64 KiB: one-shot 43 us, ring 49-65 us;
   // each ring hop then costs a trip through the scheduler).
   g.oneshot_auto_bytes = oversubscribed ? kBoardBytes : 2 * 1024;
-  // Direct from where it beats the ring (ringo-perf -R 1 medians, 2 ranks on
-  // 2 cores: 128 KiB 12.8 us direct / 12.3 ring, 256 KiB 19.6 / 22.7; 4 ranks:
-  // 64 KiB 38 / 48 us, 1 MiB 128 / 291 us); below the one-shot's size the
-  // one-shot goes first.
-  g.direct_auto_bytes = g.board_bytes > 0 ? (oversubscribed ? kBoardBytes : kDirectFromBytes) : 0;
+  // Direct from where it beats the ring: ringo-perf -R 1 medians on 2 cores,
+  // direct / ring. AllReduce, 2 ranks: 128 KiB 12.8 / 12.3 us, 256 KiB 19.6
+  // / 22.7; 4 ranks: 64 KiB 38 / 48, 1 MiB 128 / 291. 2 ranks (x8 sizes):
+  // ReduceScatter 4 MiB 237 / 215, 32 MiB 2197 / 2814; AllGather 64 KiB 6.2
+  // / 5.4, 512 KiB 15.0 / 21.0; Broadcast 512 KiB 24.1 / 21.6, 4 MiB 112 /
+  // 194; Reduce 64 KiB 9.1 / 8.1, 512 KiB 32.4 / 40.3. 4 ranks (x4 sizes):
+  // ReduceScatter and AllGather win from 128 KiB (37.5 / 47.9, 32.5 / 42.1);
+  // Broadcast and Reduce from 2 MiB (210 / 313, 181 / 381; at 512 KiB 82 /
+  // 67 and 71 / 65). Below the one-shot's size the one-shot goes first.
+  if (g.board_bytes > 0) {
+    using kernels::Coll;
+    auto set = [&](Coll c, int64_t roomy, int64_t crowded) {
+      g.direct_auto_bytes[static_cast<int>(c)] = oversubscribed ? crowded : roomy;
+    };
+    set(Coll::kAllReduce, 256 << 10, kBoardBytes);
+    set(Coll::kReduceScatter, 32 << 20, 128 << 10);
+    set(Coll::kAllGather, 512 << 10, 128 << 10);
+    set(Coll::kBroadcast, 4 << 20, 2 << 20);
+    set(Coll::kReduce, 512 << 10, 2 << 20);
+  }
   return g;
 }
 
@@ -100,7 +112,7 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
   CollPlan plan;
   const int64_t post = kernels::OneShotPostBytes(args, nranks);
   if (geometry.board_bytes > 0 && geometry.algorithm != Algorithm::kRing &&
-      !(geometry.algorithm == Algorithm::kDirect && args.coll == kernels::Coll::kAllReduce) &&
+      geometry.algorithm != Algorithm::kDirect &&
       post <= geometry.board_bytes &&
       (geometry.algorithm == Algorithm::kOneShot || post <= geometry.oneshot_auto_bytes)) {
     plan.algorithm = Algorithm::kOneShot;
@@ -117,10 +129,10 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
   plan.stream_output = bytes >= kStreamOutputBytes;
   plan.nchannels = geometry.fixed_channels ? geometry.nchannels
                                            : static_cast<int>(std::min<int64_t>(geometry.nchannels, wanted));
-  if (args.coll == kernels::Coll::kAllReduce && nranks > 1 && geometry.board_bytes > 0 &&
+  if (nranks > 1 && geometry.board_bytes > 0 &&
       (geometry.algorithm == Algorithm::kDirect ||
-       (geometry.algorithm == Algorithm::kAuto && geometry.direct_auto_bytes > 0 &&
-        bytes >= geometry.direct_auto_bytes))) {
+       (geometry.algorithm == Algorithm::kAuto && geometry.direct_auto_bytes[static_cast<int>(args.coll)] > 0 &&
+        bytes >= geometry.direct_auto_bytes[static_cast<int>(args.coll)]))) {
     plan.algorithm = Algorithm::kDirect;
   }
   return plan;

@@ -4,6 +4,7 @@
 #ifndef RINGO_COLLECTIVES_PLANNER_H_
 #define RINGO_COLLECTIVES_PLANNER_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -13,9 +14,9 @@
 
 namespace ringo::collectives {
 
-// kDirect: an AllReduce reduced straight from every rank's buffers
-// (kernels/host_direct.h), where every rank can address them; the ranks
-// agree per call over the board and fall back to the ring otherwise.
+// kDirect: a collective run straight on every rank's buffers
+// (kernels/host_direct.h), where every rank can address the ones it needs;
+// the ranks agree per call over the board and fall back to the ring otherwise.
 enum class Algorithm : int { kAuto = 0, kRing = 1, kOneShot = 2, kDirect = 3 };
 
 struct CommGeometry {
@@ -28,7 +29,9 @@ struct CommGeometry {
   Algorithm algorithm = Algorithm::kAuto;  // RINGO_ALGO
   int64_t board_bytes = 0;  // one-shot board buffer; 0: no board (ranks on several hosts)
   int64_t oneshot_auto_bytes = 0;  // largest post sent one-shot when RINGO_ALGO is unset
-  int64_t direct_auto_bytes = 0;   // smallest AllReduce tried direct when RINGO_ALGO is unset; 0: never
+  // Per collective (index: kernels::Coll), the smallest message tried
+  // direct when RINGO_ALGO is unset; 0: never.
+  std::array<int64_t, 5> direct_auto_bytes{};
 };
 
 // Chosen at init from the configuration, the rank counts and the cores.

@@ -335,31 +335,41 @@ TEST(PlanCollectiveTest, FixedChannelsAreAllUsedByRingPlans) {
   }
 }
 
-// Direct: AllReduce only, among the ranks of one host (a board), from the
-// planner's threshold up unless RINGO_ALGO says otherwise.
-TEST(PlanCollectiveTest, DirectForLargeAllReducesOnOneHost) {
+// Direct: among the ranks of one host (a board), from each collective's
+// threshold up unless RINGO_ALGO says otherwise.
+TEST(PlanCollectiveTest, DirectForLargeCollectivesOnOneHost) {
   Config c = DefaultConfig();
-  const CommGeometry g = ChooseGeometry(c, 2, 2, 2);
-  ASSERT_GT(g.direct_auto_bytes, 0);
-  const int64_t at = g.direct_auto_bytes / 4;  // float32 elements
-  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, at), 2, g).algorithm, Algorithm::kDirect);
-  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, at - 16), 2, g).algorithm,
-            Algorithm::kRing);
-  for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
-    EXPECT_EQ(PlanCollective(Args(coll, DataType::kFloat32, at * 4), 2, g).algorithm, Algorithm::kRing);
+  for (int local : {2, 4}) {  // one rank per core; more ranks than cores
+    const CommGeometry g = ChooseGeometry(c, local, local, 2);
+    for (Coll coll : kColls) {
+      const int64_t from = g.direct_auto_bytes[static_cast<int>(coll)];
+      ASSERT_GT(from, 0) << static_cast<int>(coll);
+      int64_t at = from / 4;  // float32 elements of the whole message
+      if (coll == Coll::kReduceScatter || coll == Coll::kAllGather) at /= local;
+      // From the threshold up; the one-shot goes first where its post still fits the board.
+      const Algorithm at_from = PlanCollective(Args(coll, DataType::kFloat32, at), local, g).algorithm;
+      EXPECT_TRUE(at_from == Algorithm::kDirect || at_from == Algorithm::kOneShot)
+          << static_cast<int>(coll) << " at " << from << " bytes, " << local << " ranks";
+      EXPECT_EQ(PlanCollective(Args(coll, DataType::kFloat32, at * 8), local, g).algorithm, Algorithm::kDirect)
+          << static_cast<int>(coll) << " at " << 8 * from << " bytes, " << local << " ranks";
+      EXPECT_NE(PlanCollective(Args(coll, DataType::kFloat32, at - 16), local, g).algorithm, Algorithm::kDirect)
+          << static_cast<int>(coll) << " below " << from << " bytes";
+    }
   }
+  const int64_t big = int64_t{64} << 20;
   const CommGeometry hosts = ChooseGeometry(c, 4, 2, 2);  // ranks on two hosts: no board
-  EXPECT_EQ(hosts.direct_auto_bytes, 0);
-  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, at * 4), 4, hosts).algorithm,
-            Algorithm::kRing);
+  for (Coll coll : kColls) {
+    EXPECT_EQ(hosts.direct_auto_bytes[static_cast<int>(coll)], 0);
+    EXPECT_EQ(PlanCollective(Args(coll, DataType::kFloat32, big), 4, hosts).algorithm, Algorithm::kRing);
+  }
   c.algo = "ring";
-  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, at * 4), 2, ChooseGeometry(c, 2, 2, 2))
-                .algorithm,
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, big), 2, ChooseGeometry(c, 2, 2, 2)).algorithm,
             Algorithm::kRing);
-  c.algo = "direct";  // every AllReduce too large for the one-shot board's auto choice
-  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 1000), 2, ChooseGeometry(c, 2, 2, 2))
-                .algorithm,
-            Algorithm::kDirect);
+  c.algo = "direct";  // every collective, whatever its size, even one the one-shot board would take
+  for (Coll coll : kColls) {
+    EXPECT_EQ(PlanCollective(Args(coll, DataType::kFloat32, 10), 2, ChooseGeometry(c, 2, 2, 2)).algorithm,
+              Algorithm::kDirect);
+  }
 }
 
 // The geometry a real configuration produces is always a valid plan input.
@@ -380,7 +390,6 @@ TEST(PlanCollectiveTest, FromConfiguredGeometry) {
             for (int64_t count : {int64_t{0}, int64_t{3}, int64_t{1} << 22}) {
               const CollPlan p = PlanCollective(Args(coll, DataType::kFloat16, count), local, g);
               if (p.algorithm == Algorithm::kDirect) {
-                EXPECT_EQ(coll, Coll::kAllReduce);
                 EXPECT_GT(local, 1);
                 EXPECT_NE(std::string(algo), "ring");
                 EXPECT_NE(std::string(algo), "oneshot");

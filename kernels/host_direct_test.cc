@@ -60,8 +60,30 @@ TEST(RunHostDirectTest, EveryRankWritesItsPartEverywhere) {
   for (int r = 0; r < nranks; ++r) {
     for (int64_t i = 0; i < count; ++i) ASSERT_EQ(recv[r][i], nranks * 1000 + i) << "rank " << r << " i " << i;
   }
+}
+
+// Broadcast: each rank pulls the root's input into its own output; only the
+// root's send buffer is read by others.
+TEST(RunHostDirectTest, BroadcastPullsFromTheRoot) {
+  const int nranks = 3;
+  const int64_t count = 777;
+  std::vector<uint16_t> root_send(count);
+  for (int64_t i = 0; i < count; ++i) root_send[i] = static_cast<uint16_t>(i * 3 + 1);
+  std::vector<std::vector<uint16_t>> recv(nranks, std::vector<uint16_t>(count, 0));
+  std::vector<const void*> sends(nranks, nullptr);  // non-roots' inputs are never read
+  std::vector<void*> recvs;
+  for (int r = 0; r < nranks; ++r) recvs.push_back(recv[r].data());
+  CollArgs a = AllReduce(base::DataType::kFloat16, count);
   a.coll = Coll::kBroadcast;
-  EXPECT_FALSE(RunHostDirect(a, 0, nranks, sends.data(), recvs.data(), false).ok());
+  a.root = 1;
+  sends[1] = root_send.data();
+  for (int r = 0; r < nranks; ++r) ASSERT_TRUE(RunHostDirect(a, r, nranks, sends.data(), recvs.data(), false).ok());
+  for (int r = 0; r < nranks; ++r) EXPECT_EQ(recv[r], root_send) << "rank " << r;
+  const DirectNeeds root = DirectBuffersNeeded(a, 1, nranks);
+  const DirectNeeds other = DirectBuffersNeeded(a, 0, nranks);
+  EXPECT_EQ(root.send_bytes, count * 2);
+  EXPECT_EQ(other.send_bytes, 0);
+  EXPECT_EQ(other.recv_bytes, 0);
 }
 
 }  // namespace

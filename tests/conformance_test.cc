@@ -18,11 +18,12 @@
 //   small messages, up to and just past the board's capacity (which falls
 //   back to the ring). The other suites pin RINGO_ALGO=ring so that small
 //   counts take the ring's multi-chunk paths.
-// - Direct, DirectProcesses, DirectMixedProcesses: RINGO_ALGO=direct, every
-//   AllReduce reduced straight from every rank's buffers: ranks as threads
-//   (any buffers), as processes with ringoMemAlloc buffers, and as processes
-//   where rank 0's buffers are plain heap memory (the ring takes over).
-//   Large and Huge (planner's choice) reach the direct path for threads too.
+// - Direct, DirectOthers, DirectProcesses, DirectMixedProcesses:
+//   RINGO_ALGO=direct, every collective run straight on every rank's
+//   buffers: ranks as threads (any buffers), as processes with ringoMemAlloc
+//   buffers, and as processes where rank 0's buffers are plain heap memory
+//   (the ring takes over where another rank needs them). Large and Huge
+//   (planner's choice) reach the direct path for threads too.
 #include <algorithm>
 #include <memory>
 #include <ostream>
@@ -566,16 +567,32 @@ INSTANTIATE_TEST_SUITE_P(Sweep, Direct,
                                                         /*all_ops_in_one=*/true)),
                          ParamName);
 
+class DirectOthers : public Direct {};
+
+TEST_P(DirectOthers, MatchesReference) {
+  const SweepParam& p = GetParam();
+  RunWithInitAll(p, kDirect, MakeCases(p, DirectCounts(p), /*every_root=*/true));
+}
+
+// The other collectives: one type per element size, every op folded in, every root.
+INSTANTIATE_TEST_SUITE_P(Sweep, DirectOthers,
+                         ::testing::ValuesIn(MakeParams({2, 3},
+                                                        {Collective::kReduceScatter, Collective::kAllGather,
+                                                         Collective::kBroadcast, Collective::kReduce},
+                                                        {ringoUint8, ringoFloat16, ringoFloat32, ringoInt64},
+                                                        kOps, /*all_ops_in_one=*/true)),
+                         ParamName);
+
 class DirectProcesses : public ::testing::TestWithParam<SweepParam> {};
 
 TEST_P(DirectProcesses, MatchesReference) {
   const SweepParam& p = GetParam();
-  RunInProcesses(p, kDirect, MakeCases(p, DirectCounts(p), /*every_root=*/false), Buffers::kRingoMemAlloc);
+  RunInProcesses(p, kDirect, MakeCases(p, DirectCounts(p), /*every_root=*/true), Buffers::kRingoMemAlloc);
 }
 
-// The regions mapped across processes: one type per element size.
+// The regions mapped across processes: every collective, one type per element size.
 INSTANTIATE_TEST_SUITE_P(Sweep, DirectProcesses,
-                         ::testing::ValuesIn(MakeParams({2, 3, 4}, {Collective::kAllReduce},
+                         ::testing::ValuesIn(MakeParams({2, 3}, kColls,
                                                         {ringoUint8, ringoBfloat16, ringoFloat32, ringoInt64},
                                                         kOps, /*all_ops_in_one=*/true)),
                          ParamName);
@@ -584,11 +601,13 @@ class DirectMixedProcesses : public ::testing::TestWithParam<SweepParam> {};
 
 TEST_P(DirectMixedProcesses, MatchesReference) {
   const SweepParam& p = GetParam();
-  RunInProcesses(p, kDirect, MakeCases(p, DirectCounts(p), /*every_root=*/false), Buffers::kMixed);
+  RunInProcesses(p, kDirect, MakeCases(p, DirectCounts(p), /*every_root=*/true), Buffers::kMixed);
 }
 
+// Every root: a Broadcast from a rank with shared buffers runs direct even
+// though rank 0's are heap memory; the others fall back to the ring.
 INSTANTIATE_TEST_SUITE_P(Sweep, DirectMixedProcesses,
-                         ::testing::ValuesIn(MakeParams({2, 3}, {Collective::kAllReduce}, {ringoFloat32},
+                         ::testing::ValuesIn(MakeParams({2, 3}, kColls, {ringoFloat32},
                                                         {ringoSum, ringoAvg}, /*all_ops_in_one=*/true)),
                          ParamName);
 

@@ -2,7 +2,7 @@
 // from ringoMemAlloc in forked ranks, ranks as threads of one process, and
 // the cases where it must not run (heap buffers across processes, a mix,
 // small messages, RINGO_ALGO=ring). Whether it ran is read from the INFO log
-// each rank writes once ("reduced directly" / "through the ring"), the line
+// each rank writes once ("run directly" / "through the ring"), the line
 // a user sees with RINGO_DEBUG=INFO. Also ringoMemAlloc's argument checks.
 #include <fcntl.h>
 #include <unistd.h>
@@ -25,8 +25,8 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr milliseconds kDeadline{60000};
-constexpr char kDirectLine[] = "reduced directly from every rank's buffers";
-constexpr char kRingLine[] = "AllReduce through the ring: ";
+constexpr char kDirectLine[] = "run directly on every rank's buffers";
+constexpr char kRingLine[] = "collective through the ring: ";
 
 enum class Alloc { kHeap, kRingo };
 
@@ -216,6 +216,38 @@ TEST(DirectProcesses, RingoAlgoRingDisablesIt) {
   c.algo = "ring";
   c.expect_direct = false;
   RunInProcesses(c);
+}
+
+// Broadcast reads only the root's input: heap buffers on the other ranks do
+// not keep it off the direct path.
+TEST(DirectProcesses, BroadcastNeedsOnlyTheRootsBuffer) {
+  const int nranks = 3, root = 2;
+  const size_t count = size_t{2} << 20;  // 8 MB of floats: past Broadcast's threshold
+  auto results = RunRanks(nranks, RankMode::kProcesses, kDeadline,
+                          [&](int rank, int n, const ringoUniqueId& id) -> std::string {
+                            SetEnvAndReload("RINGO_DEBUG", "INFO");
+                            CapturedStderr log;
+                            ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
+                            config.device_kind = RINGO_DEVICE_HOST;
+                            ringoComm_t comm = nullptr;
+                            if (ringoCommInitRankConfig(&comm, n, id, rank, &config) != ringoSuccess) {
+                              return std::string("init: ") + ringoGetLastError(nullptr);
+                            }
+                            Buf send(rank == root ? Alloc::kRingo : Alloc::kHeap, count * sizeof(float), 0);
+                            Buf recv(Alloc::kHeap, count * sizeof(float), 0);
+                            for (size_t i = 0; i < count; ++i) send.data()[i] = Input(rank, i);
+                            ringoResult_t rc =
+                                ringoBroadcast(send.data(), recv.data(), count, ringoFloat32, root, comm, nullptr);
+                            ringoCommDestroy(comm);
+                            if (rc != ringoSuccess) return std::string("ringoBroadcast: ") + ringoGetLastError(nullptr);
+                            for (size_t i = 0; i < count; ++i) {
+                              if (recv.data()[i] != Input(root, i)) return "element " + std::to_string(i) + " wrong";
+                            }
+                            const std::string text = log.Text();
+                            if (text.find(kDirectLine) == std::string::npos) return "not run directly; log:\n" + text;
+                            return "";
+                          });
+  EXPECT_ALL_RANKS_OK(results);
 }
 
 TEST(DirectThreads, HeapBuffersOfOneProcess) {

@@ -180,14 +180,15 @@ RINGO_API ringoResult_t ringoCommCuDevice(const ringoComm_t comm, int* device);
 
 /* Host memory for collectives that every process of this host can map
  * (a memfd, shared with the other ranks' processes through /proc/<pid>/fd;
- * zeroed, page-aligned). An AllReduce of 256 KiB or more (64 KiB when
- * ranks outnumber cores) on a host communicator whose ranks all pass such buffers (or whose ranks are
- * threads of one process, whatever their buffers) is reduced straight from
- * every rank's buffers: each byte read and written once, without the
- * ring's FIFO copies. Other buffers work as always (through the ring).
- * Peers keep a mapping of the regions they have used (up to 64 per
- * communicator), so freed memory is returned to the system when the
- * communicator is destroyed. ringoInvalidArgument for size 0 or a NULL
+ * zeroed, page-aligned). A large collective on a host communicator whose
+ * ranks pass such buffers (those the other ranks read or write: for an
+ * AllReduce all of them, for a Broadcast the root's input), or whose ranks
+ * are threads of one process whatever their buffers, runs straight on every
+ * rank's buffers, without the ring's FIFO copies (README: "Direct
+ * collectives"). Other buffers work as always (through the ring). Peers
+ * keep a mapping of the regions they have used (up to 64 per communicator),
+ * so freed memory is returned to the system when the communicator is
+ * destroyed. ringoInvalidArgument for size 0 or a NULL
  * ptr; ringoSystemError when the system refuses. Thread-safe. */
 RINGO_API ringoResult_t ringoMemAlloc(void** ptr, size_t size);
 /* Frees what ringoMemAlloc returned (ringoInvalidArgument for anything else). */
