@@ -517,7 +517,8 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   for (int q = 0; q < nranks_; ++q) RETURN_IF_ERROR(board_->WaitPosted(q, done, wait).status());
   board_->Done(done);
   *ran = true;
-  if (direct_runs_++ == 0) {
+  if (!direct_logged_) {
+    direct_logged_ = true;
     RINGO_LOG(INFO) << "rank " << rank_ << ": collective run directly on every rank's buffers ("
                     << (one_process_ ? "ranks in one process" : "ringoMemAlloc regions") << ")";
   }

@@ -86,8 +86,6 @@ class Communicator {
   bool finalized() const { return finalized_; }
   DeviceKind kind() const { return gpu_ ? DeviceKind::kCuda : DeviceKind::kHost; }
   int device() const;  // the CUDA device ordinal; -1 for host memory
-  // AllReduces this rank ran with the direct executor (for tests and logs).
-  uint64_t direct_runs() const { return direct_runs_; }
 
  private:
   Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options);
@@ -128,7 +126,7 @@ class Communicator {
   std::vector<DirectPost> direct_posts_;     // per rank, reused by every direct AllReduce
   std::vector<const void*> direct_sends_;
   std::vector<void*> direct_recvs_;
-  uint64_t direct_runs_ = 0;
+  bool direct_logged_ = false;           // the first direct collective was logged
   bool direct_fallback_logged_ = false;
   bool one_process_ = false;  // every rank is a thread of this process
   std::atomic<bool> abort_{false};

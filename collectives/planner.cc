@@ -158,6 +158,14 @@ DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks) {
   return g;
 }
 
+DeviceSlices MaxDeviceSlices(const DeviceGeometry& geometry) {
+  kernels::gpu::DeviceFifo sizes;  // what one connector carries
+  sizes.slot_bytes = static_cast<uint64_t>(geometry.slot_bytes);
+  sizes.ll_slot_bytes = static_cast<uint64_t>(geometry.ll_slot_bytes);
+  return DeviceSlices{kernels::gpu::MaxSliceBytes(sizes, kernels::gpu::Proto::kSimple),
+                      kernels::gpu::MaxSliceBytes(sizes, kernels::gpu::Proto::kLL)};
+}
+
 DevicePlan PlanDeviceCollective(const kernels::CollArgs& args, int nranks, const DeviceGeometry& geometry,
                                 int64_t max_simple_slice, int64_t max_ll_slice) {
   DevicePlan plan;

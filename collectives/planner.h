@@ -78,6 +78,14 @@ struct DevicePlan {
 // `max_ll_slice` are what a connector carries (kernels::gpu::MaxSliceBytes).
 // LL for messages of at most one LL slice per rank, Simple above, unless
 // RINGO_PROTO forces one. The same inputs give the same plan on every rank.
+// The largest Simple and LL slices one connector of `geometry` carries
+// (kernels::gpu::MaxSliceBytes of its slots).
+struct DeviceSlices {
+  int64_t simple = 0;
+  int64_t ll = 0;
+};
+DeviceSlices MaxDeviceSlices(const DeviceGeometry& geometry);
+
 DevicePlan PlanDeviceCollective(const kernels::CollArgs& args, int nranks, const DeviceGeometry& geometry,
                                 int64_t max_simple_slice, int64_t max_ll_slice);
 

@@ -39,6 +39,14 @@ size_t RecvElems(const Case& c) {
   return c.collective == Collective::kAllGather ? c.count * c.nranks : c.count;
 }
 
+size_t InPlaceBufferElems(const Case& c) { return std::max(SendElems(c), RecvElems(c)); }
+size_t InPlaceSendOffset(const Case& c, int rank) {
+  return c.collective == Collective::kAllGather ? rank * c.count : 0;
+}
+size_t InPlaceRecvOffset(const Case& c, int rank) {
+  return c.collective == Collective::kReduceScatter ? rank * c.count : 0;
+}
+
 namespace {
 
 bool IsSentinel(const unsigned char* p, size_t bytes) {
@@ -48,9 +56,10 @@ bool IsSentinel(const unsigned char* p, size_t bytes) {
   return true;
 }
 
-// Checks the receive data of `rank` (at `recv`, RecvElems elements).
+}  // namespace
+
 std::string CheckOutput(const Case& c, const Expected& e, int rank, const unsigned char* recv,
-                        const std::vector<unsigned char>& own_input) {
+                        const unsigned char* own_input) {
   const size_t size = DataTypeSize(c.dtype);
   switch (c.collective) {
     case Collective::kAllReduce:
@@ -62,15 +71,13 @@ std::string CheckOutput(const Case& c, const Expected& e, int rank, const unsign
     case Collective::kReduce:
       if (rank == c.root) return CompareToReference(c.dtype, recv, c.count, e.result, 0);
       if (c.in_place) {
-        std::string diff = CompareBytes(c.dtype, recv, own_input.data(), c.count);
+        std::string diff = CompareBytes(c.dtype, recv, own_input, c.count);
         return diff.empty() ? "" : "non-root in-place buffer changed: " + diff;
       }
       return IsSentinel(recv, c.count * size) ? "" : "non-root recvbuff was written";
   }
   return "unknown collective";
 }
-
-}  // namespace
 
 const char* CollectiveName(Collective c) {
   switch (c) {
@@ -181,8 +188,7 @@ CaseRun::CaseRun(const Case& c, const Expected& expected, int rank)
       rank_(rank),
       own_input_(SendElems(c) * DataTypeSize(c.dtype)),
       send_buf_(c.in_place ? 0 : SendElems(c) * DataTypeSize(c.dtype)),
-      recv_buf_((c.in_place ? std::max(SendElems(c), RecvElems(c)) : RecvElems(c)) *
-                DataTypeSize(c.dtype)) {
+      recv_buf_((c.in_place ? InPlaceBufferElems(c) : RecvElems(c)) * DataTypeSize(c.dtype)) {
   const size_t size = DataTypeSize(c.dtype);
   FillInput(c.dtype, c.op, c.seed, rank, own_input_.data(), SendElems(c));
   if (!c.in_place) {
@@ -192,32 +198,20 @@ CaseRun::CaseRun(const Case& c, const Expected& expected, int rank)
     return;
   }
   unsigned char* base = recv_buf_.data();
-  switch (c.collective) {
-    case Collective::kAllReduce:
-    case Collective::kReduce:
-    case Collective::kReduceScatter:
-      std::memcpy(base, own_input_.data(), own_input_.size());
-      send_ = base;
-      recv_ = c.collective == Collective::kReduceScatter ? base + rank * c.count * size : base;
-      break;
-    case Collective::kAllGather:
-      // The other ranks' slots stay at the sentinel until filled.
-      std::memcpy(base + rank * c.count * size, own_input_.data(), own_input_.size());
-      send_ = base + rank * c.count * size;
-      recv_ = base;
-      break;
-    case Collective::kBroadcast:
-      if (rank == c.root) std::memcpy(base, own_input_.data(), own_input_.size());
-      send_ = base;
-      recv_ = base;
-      break;
+  unsigned char* send = base + InPlaceSendOffset(c, rank) * size;
+  // A non-root Broadcast rank's buffer only receives; an AllGather's other
+  // slots stay at the sentinel until filled.
+  if (c.collective != Collective::kBroadcast || rank == c.root) {
+    std::memcpy(send, own_input_.data(), own_input_.size());
   }
+  send_ = send;
+  recv_ = base + InPlaceRecvOffset(c, rank) * size;
 }
 
 ringoResult_t CaseRun::Issue(ringoComm_t comm) { return CallCollective(case_, send_, recv_, comm, nullptr); }
 
 std::string CaseRun::Check() const {
-  std::string problems = CheckOutput(case_, expected_, rank_, recv_, own_input_);
+  std::string problems = CheckOutput(case_, expected_, rank_, recv_, own_input_.data());
   if (!problems.empty()) problems += " ";
   if (!case_.in_place) {
     std::string diff =

@@ -43,6 +43,14 @@ struct Case {
 size_t SendElems(const Case& c);
 size_t RecvElems(const Case& c);
 
+// In place, ringo.h's layout inside one buffer of InPlaceBufferElems
+// elements: where this rank's send and receive pointers sit, in elements
+// from its start (AllGather sends from its own slot, ReduceScatter receives
+// into it; everything else uses the start for both).
+size_t InPlaceBufferElems(const Case& c);
+size_t InPlaceSendOffset(const Case& c, int rank);
+size_t InPlaceRecvOffset(const Case& c, int rank);
+
 // Calls the collective `c` names on `comm` with these buffers and stream.
 ringoResult_t CallCollective(const Case& c, const void* send, void* recv, ringoComm_t comm,
                              ringoStream_t stream);
@@ -56,6 +64,12 @@ struct Expected {
 };
 
 Expected BuildExpected(const Case& c);
+
+// Checks what `rank` received, at its receive pointer `recv` (host memory):
+// the reference result, or for a non-root Reduce that its buffer is
+// untouched (in place: still `own_input`, its input). "" or what is wrong.
+std::string CheckOutput(const Case& c, const Expected& e, int rank, const unsigned char* recv,
+                        const unsigned char* own_input);
 
 // Where this process's GuardedBuffers come from: the heap (the default), or
 // ringoMemAlloc (buffers the other processes' ranks can map). Per process;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -142,24 +143,35 @@ std::string CheckLog(const DirectCase& c, const std::string& log) {
   return "";
 }
 
-void RunInProcesses(const DirectCase& c) {
-  auto results = RunRanks(c.nranks, RankMode::kProcesses, kDeadline,
-                          [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+// Forked ranks, each with a host communicator and its INFO log captured:
+// `body` runs on the communicator (then destroyed), `check_log` reads what
+// the rank logged if the body passed. `algo`: RINGO_ALGO, nullptr unset.
+void RunLoggedProcesses(int nranks, const char* algo,
+                        const std::function<std::string(int rank, ringoComm_t comm)>& body,
+                        const std::function<std::string(const std::string& log)>& check_log) {
+  auto results = RunRanks(nranks, RankMode::kProcesses, kDeadline,
+                          [&](int rank, int n, const ringoUniqueId& id) -> std::string {
                             SetEnvAndReload("RINGO_DEBUG", "INFO");
-                            if (c.algo != nullptr) SetEnvAndReload("RINGO_ALGO", c.algo);
+                            if (algo != nullptr) SetEnvAndReload("RINGO_ALGO", algo);
                             CapturedStderr log;
                             ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
                             config.device_kind = RINGO_DEVICE_HOST;
                             ringoComm_t comm = nullptr;
-                            if (ringoCommInitRankConfig(&comm, nranks, id, rank, &config) != ringoSuccess) {
+                            if (ringoCommInitRankConfig(&comm, n, id, rank, &config) != ringoSuccess) {
                               return std::string("init: ") + ringoGetLastError(nullptr);
                             }
-                            std::string problem = RunOnComm(c, rank, comm);
+                            std::string problem = body(rank, comm);
                             ringoCommDestroy(comm);
                             if (!problem.empty()) return problem;
-                            return CheckLog(c, log.Text());
+                            return check_log(log.Text());
                           });
   EXPECT_ALL_RANKS_OK(results);
+}
+
+void RunInProcesses(const DirectCase& c) {
+  RunLoggedProcesses(
+      c.nranks, c.algo, [&](int rank, ringoComm_t comm) { return RunOnComm(c, rank, comm); },
+      [&](const std::string& log) { return CheckLog(c, log); });
 }
 
 TEST(DirectProcesses, TwoRanksRingoMemAlloc) { RunInProcesses(DirectCase{}); }
@@ -223,31 +235,23 @@ TEST(DirectProcesses, RingoAlgoRingDisablesIt) {
 TEST(DirectProcesses, BroadcastNeedsOnlyTheRootsBuffer) {
   const int nranks = 3, root = 2;
   const size_t count = size_t{2} << 20;  // 8 MB of floats: past Broadcast's threshold
-  auto results = RunRanks(nranks, RankMode::kProcesses, kDeadline,
-                          [&](int rank, int n, const ringoUniqueId& id) -> std::string {
-                            SetEnvAndReload("RINGO_DEBUG", "INFO");
-                            CapturedStderr log;
-                            ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
-                            config.device_kind = RINGO_DEVICE_HOST;
-                            ringoComm_t comm = nullptr;
-                            if (ringoCommInitRankConfig(&comm, n, id, rank, &config) != ringoSuccess) {
-                              return std::string("init: ") + ringoGetLastError(nullptr);
-                            }
-                            Buf send(rank == root ? Alloc::kRingo : Alloc::kHeap, count * sizeof(float), 0);
-                            Buf recv(Alloc::kHeap, count * sizeof(float), 0);
-                            for (size_t i = 0; i < count; ++i) send.data()[i] = Input(rank, i);
-                            ringoResult_t rc =
-                                ringoBroadcast(send.data(), recv.data(), count, ringoFloat32, root, comm, nullptr);
-                            ringoCommDestroy(comm);
-                            if (rc != ringoSuccess) return std::string("ringoBroadcast: ") + ringoGetLastError(nullptr);
-                            for (size_t i = 0; i < count; ++i) {
-                              if (recv.data()[i] != Input(root, i)) return "element " + std::to_string(i) + " wrong";
-                            }
-                            const std::string text = log.Text();
-                            if (text.find(kDirectLine) == std::string::npos) return "not run directly; log:\n" + text;
-                            return "";
-                          });
-  EXPECT_ALL_RANKS_OK(results);
+  RunLoggedProcesses(
+      nranks, nullptr,
+      [&](int rank, ringoComm_t comm) -> std::string {
+        Buf send(rank == root ? Alloc::kRingo : Alloc::kHeap, count * sizeof(float), 0);
+        Buf recv(Alloc::kHeap, count * sizeof(float), 0);
+        for (size_t i = 0; i < count; ++i) send.data()[i] = Input(rank, i);
+        if (ringoBroadcast(send.data(), recv.data(), count, ringoFloat32, root, comm, nullptr) != ringoSuccess) {
+          return std::string("ringoBroadcast: ") + ringoGetLastError(comm);
+        }
+        for (size_t i = 0; i < count; ++i) {
+          if (recv.data()[i] != Input(root, i)) return "element " + std::to_string(i) + " wrong";
+        }
+        return "";
+      },
+      [](const std::string& log) -> std::string {
+        return log.find(kDirectLine) == std::string::npos ? "not run directly; log:\n" + log : "";
+      });
 }
 
 TEST(DirectThreads, HeapBuffersOfOneProcess) {

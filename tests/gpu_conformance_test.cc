@@ -24,6 +24,7 @@
 #include "collectives/planner.h"
 #include "ringo/ringo.h"
 #include "tests/collective_case.h"
+#include "tests/gpu_case.h"
 #include "tests/harness.h"
 #include "tests/reference.h"
 
@@ -124,7 +125,7 @@ class GpuRanks {
 };
 
 constexpr size_t kPad = 256;  // guard bytes around every output
-constexpr unsigned char kSentinel = 0xA5;
+constexpr unsigned char kSentinel = GuardedBuffer::kSentinel;  // what CheckOutput expects untouched
 
 // Per-rank device buffers large enough for every case of a sweep.
 class DeviceBuffers {
@@ -161,7 +162,7 @@ std::string RunGpuCase(const GpuRanks& ranks, const DeviceBuffers& buf, const Ca
   const Expected expected = BuildExpected(c);
   const size_t send_bytes = SendElems(c) * es;
   // The recv buffer as ringo.h lays it out (in place: the larger of the two).
-  const size_t recv_bytes = (c.in_place ? std::max(SendElems(c), RecvElems(c)) : RecvElems(c)) * es;
+  const size_t recv_bytes = (c.in_place ? InPlaceBufferElems(c) : RecvElems(c)) * es;
   std::vector<std::vector<unsigned char> > inputs(n);
   std::vector<unsigned char*> recv_base(n);
   std::vector<const void*> send_ptr(n);
@@ -176,13 +177,8 @@ std::string RunGpuCase(const GpuRanks& ranks, const DeviceBuffers& buf, const Ca
     unsigned char* sp = buf.send(r) + kPad + send_off * es;
     unsigned char* rp = rb;
     if (c.in_place) {
-      if (c.collective == Collective::kAllGather)
-        sp = rb + r * c.count * es;
-      else if (c.collective == Collective::kReduceScatter) {
-        sp = rb;
-        rp = rb + r * c.count * es;
-      } else
-        sp = rb;
+      sp = rb + InPlaceSendOffset(c, r) * es;
+      rp = rb + InPlaceRecvOffset(c, r) * es;
     }
     const bool copy_input = !(c.in_place && c.collective == Collective::kBroadcast && r != c.root);
     if (copy_input && send_bytes > 0 &&
@@ -225,47 +221,11 @@ std::string RunGpuCase(const GpuRanks& ranks, const DeviceBuffers& buf, const Ca
         break;
       }
     }
-    const unsigned char* out = host.data() + lead;
-    switch (c.collective) {
-      case Collective::kAllReduce:
-      case Collective::kAllGather:
-      case Collective::kBroadcast:
-        problems += CompareToReference(c.dtype, out, RecvElems(c), expected.result, 0);
-        break;
-      case Collective::kReduceScatter:
-        problems += CompareToReference(c.dtype, out + (c.in_place ? r * c.count * es : 0), c.count,
-                                       expected.result, r * c.count);
-        break;
-      case Collective::kReduce:
-        if (r == c.root) {
-          problems += CompareToReference(c.dtype, out, c.count, expected.result, 0);
-        } else if (c.in_place) {
-          problems += CompareBytes(c.dtype, out, inputs[r].data(), c.count);
-        } else if (std::any_of(out, out + c.count * es,
-                               [](unsigned char v) { return v != kSentinel; })) {
-          problems += "non-root recvbuff was written";
-        }
-        break;
-    }
+    const unsigned char* out = host.data() + lead + (c.in_place ? InPlaceRecvOffset(c, r) * es : 0);
+    problems += CheckOutput(c, expected, r, out, inputs[r].data());
     if (!problems.empty()) return c.Describe() + " rank " + std::to_string(r) + ": " + problems;
   }
   return "";
-}
-
-// The chunk, in elements, the planner gives a small collective under the
-// current configuration (RINGO_PROTO, RINGO_SLOT_BYTES).
-size_t ChunkElems(ringoDataType_t dt, int nranks) {
-  const collectives::DeviceGeometry g =
-      collectives::ChooseDeviceGeometry(base::GetConfig(), nranks);
-  kernels::CollArgs probe;
-  probe.dtype = static_cast<base::DataType>(dt);
-  probe.count = 1;
-  // kernels::gpu::MaxSliceBytes of an LL slot: half of it is data.
-  const int64_t ll_slice =
-      g.ll_slot_bytes / kernels::gpu::kLLLineBytes * kernels::gpu::kLLDataBytesPerLine;
-  const collectives::DevicePlan plan =
-      collectives::PlanDeviceCollective(probe, nranks, g, g.slot_bytes, ll_slice);
-  return std::max<size_t>(1, plan.slice_bytes / DataTypeSize(dt));
 }
 
 struct Sweep {

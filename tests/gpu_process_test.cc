@@ -32,6 +32,7 @@
 #include "collectives/planner.h"
 #include "ringo/ringo.h"
 #include "tests/collective_case.h"
+#include "tests/gpu_case.h"
 #include "tests/harness.h"
 #include "tests/reference.h"
 
@@ -106,7 +107,7 @@ TEST(GpuProcesses, Skipped) {
 
 constexpr milliseconds kDeadline{600000};
 constexpr size_t kPad = 256;  // guard bytes around every output
-constexpr unsigned char kSentinel = 0xA5;
+constexpr unsigned char kSentinel = GuardedBuffer::kSentinel;  // what CheckOutput expects untouched
 
 std::string CudaError(cudaError_t err, const char* what) {
   return std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")";
@@ -170,7 +171,7 @@ std::string RunCaseOnGpuRank(const RankGpu& g, const Case& c, const Expected& ex
                              int send_off, int recv_off, bool* call_failed) {
   const size_t es = DataTypeSize(c.dtype);
   const size_t send_bytes = SendElems(c) * es;
-  const size_t recv_bytes = (c.in_place ? std::max(SendElems(c), RecvElems(c)) : RecvElems(c)) * es;
+  const size_t recv_bytes = (c.in_place ? InPlaceBufferElems(c) : RecvElems(c)) * es;
   std::vector<unsigned char> input(send_bytes);
   FillInput(c.dtype, c.op, c.seed, r, input.data(), SendElems(c));
   unsigned char* rb = g.recv() + kPad + recv_off * es;
@@ -178,9 +179,8 @@ std::string RunCaseOnGpuRank(const RankGpu& g, const Case& c, const Expected& ex
   unsigned char* sp = g.send() + kPad + send_off * es;
   unsigned char* rp = rb;
   if (c.in_place) {
-    sp = rb;
-    if (c.collective == Collective::kAllGather) sp = rb + r * c.count * es;
-    if (c.collective == Collective::kReduceScatter) rp = rb + r * c.count * es;
+    sp = rb + InPlaceSendOffset(c, r) * es;
+    rp = rb + InPlaceRecvOffset(c, r) * es;
   }
   const bool copy_input = !(c.in_place && c.collective == Collective::kBroadcast && r != c.root);
   if (copy_input && send_bytes > 0)
@@ -206,45 +206,9 @@ std::string RunCaseOnGpuRank(const RankGpu& g, const Case& c, const Expected& ex
       return c.Describe() + ": wrote guard byte " + std::to_string(b);
     }
   }
-  const unsigned char* out = host.data() + lead;
-  std::string problem;
-  switch (c.collective) {
-    case Collective::kAllReduce:
-    case Collective::kAllGather:
-    case Collective::kBroadcast:
-      problem = CompareToReference(c.dtype, out, RecvElems(c), expected.result, 0);
-      break;
-    case Collective::kReduceScatter:
-      problem = CompareToReference(c.dtype, out + (c.in_place ? r * c.count * es : 0), c.count,
-                                   expected.result, r * c.count);
-      break;
-    case Collective::kReduce:
-      if (r == c.root) {
-        problem = CompareToReference(c.dtype, out, c.count, expected.result, 0);
-      } else if (c.in_place) {
-        problem = CompareBytes(c.dtype, out, input.data(), c.count);
-      } else if (std::any_of(out, out + c.count * es,
-                             [](unsigned char v) { return v != kSentinel; })) {
-        problem = "non-root recvbuff was written";
-      }
-      break;
-  }
+  const unsigned char* out = host.data() + lead + (c.in_place ? InPlaceRecvOffset(c, r) * es : 0);
+  const std::string problem = CheckOutput(c, expected, r, out, input.data());
   return problem.empty() ? "" : c.Describe() + ": " + problem;
-}
-
-// The chunk, in elements, the planner gives a small collective under the
-// current configuration (RINGO_PROTO, RINGO_SLOT_BYTES); CPU arithmetic only.
-size_t ChunkElems(ringoDataType_t dt, int nranks) {
-  const collectives::DeviceGeometry g =
-      collectives::ChooseDeviceGeometry(base::GetConfig(), nranks);
-  kernels::CollArgs probe;
-  probe.dtype = static_cast<base::DataType>(dt);
-  probe.count = 1;
-  const int64_t ll_slice =
-      g.ll_slot_bytes / kernels::gpu::kLLLineBytes * kernels::gpu::kLLDataBytesPerLine;
-  const collectives::DevicePlan plan =
-      collectives::PlanDeviceCollective(probe, nranks, g, g.slot_bytes, ll_slice);
-  return std::max<size_t>(1, plan.slice_bytes / DataTypeSize(dt));
 }
 
 constexpr ringoDataType_t kTypes[] = {ringoFloat32, ringoFloat16, ringoBfloat16,

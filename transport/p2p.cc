@@ -13,8 +13,21 @@ using base::Status;
 using base::StatusOr;
 
 uint64_t P2pFifoBytes(uint64_t slot_bytes, uint64_t ll_slot_bytes) {
-  constexpr uint64_t kSlots = 8;  // kernels::gpu::kFifoSlots, transport::kSlots
-  return kP2pSlotsOffset + kSlots * (slot_bytes + ll_slot_bytes);
+  return kP2pSlotsOffset + kP2pSlots * (slot_bytes + ll_slot_bytes);
+}
+
+P2pFifo P2pFifoAt(void* base, uint64_t slot_bytes, uint64_t ll_slot_bytes, int device) {
+  char* b = static_cast<char*>(base);
+  P2pFifo f;
+  f.tail = reinterpret_cast<uint64_t*>(b + kP2pTailOffset);
+  f.head = reinterpret_cast<uint64_t*>(b + kP2pHeadOffset);
+  f.sizes = reinterpret_cast<uint64_t*>(b + kP2pSizesOffset);
+  f.slots = b + kP2pSlotsOffset;
+  f.slot_bytes = slot_bytes;
+  f.ll_slots = b + kP2pSlotsOffset + kP2pSlots * slot_bytes;
+  f.ll_slot_bytes = ll_slot_bytes;
+  f.device = device;
+  return f;
 }
 
 StatusOr<std::unique_ptr<P2pRing>> P2pRing::Create(const P2pRingSpec& spec) {
@@ -100,17 +113,10 @@ Status P2pRing::Allocate() {
       RINGO_CUDA_RETURN_IF_ERROR(cudaMalloc(&m, bytes));
       device_memory_.push_back(m);
       P2pFifo& f = edges_[pos * nch + c];
-      f.device = receiver;  // the destructor frees memory_[i] on edges_[i].device
-      RINGO_CUDA_RETURN_IF_ERROR(cudaMemset(m, 0, bytes));
-      char* base = static_cast<char*>(m);
-      f.tail = reinterpret_cast<uint64_t*>(base + kP2pTailOffset);
-      f.head = reinterpret_cast<uint64_t*>(base + kP2pHeadOffset);
-      f.sizes = reinterpret_cast<uint64_t*>(base + kP2pSizesOffset);
-      f.slots = base + kP2pSlotsOffset;
-      f.slot_bytes = spec_.slot_bytes;
-      f.ll_slots = base + kP2pSlotsOffset + 8 * spec_.slot_bytes;
-      f.ll_slot_bytes = spec_.ll_slot_bytes;
+      // The destructor frees memory_[i] on edges_[i].device.
+      f = P2pFifoAt(m, spec_.slot_bytes, spec_.ll_slot_bytes, receiver);
       f.aborted = flags + pos * nch + c;
+      RINGO_CUDA_RETURN_IF_ERROR(cudaMemset(m, 0, bytes));
     }
     // cudaMemset is asynchronous on the legacy stream: the zeroes must land
     // before any kernel of another stream reads the counters.

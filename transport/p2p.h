@@ -63,6 +63,12 @@ inline constexpr uint64_t kP2pSizesOffset = 128;
 inline constexpr uint64_t kP2pAbortOffset = 256;    // uint32; P2pIpcRing's abort word
 inline constexpr uint64_t kP2pReleaseOffset = 320;  // uint32; P2pIpcRing's release handshake
 inline constexpr uint64_t kP2pSlotsOffset = 4096;
+inline constexpr uint64_t kP2pSlots = 8;  // Simple and LL slots each; kernels::gpu::kFifoSlots
+
+// The connector laid out at `base` (device memory of `device`), as above;
+// `aborted` is left for the caller (mapped host memory in process, the
+// connector's own abort word across processes).
+P2pFifo P2pFifoAt(void* base, uint64_t slot_bytes, uint64_t ll_slot_bytes, int device);
 
 // Lets device `from` load and store device `to`'s memory (no-op when they are
 // the same); InvalidUsage naming both when the GPUs have no peer-to-peer path.

@@ -55,16 +55,8 @@ int PositionOf(const std::vector<int>& order, int rank) {
 P2pFifo FifoAt(void* base, int channel, const P2pIpcSpec& spec, int device) {
   char* b = static_cast<char*>(base) +
             static_cast<uint64_t>(channel) * P2pIpcStride(spec.slot_bytes, spec.ll_slot_bytes);
-  P2pFifo f;
-  f.tail = reinterpret_cast<uint64_t*>(b + kP2pTailOffset);
-  f.head = reinterpret_cast<uint64_t*>(b + kP2pHeadOffset);
-  f.sizes = reinterpret_cast<uint64_t*>(b + kP2pSizesOffset);
+  P2pFifo f = P2pFifoAt(b, spec.slot_bytes, spec.ll_slot_bytes, device);
   f.aborted = reinterpret_cast<uint32_t*>(b + kP2pAbortOffset);
-  f.slots = b + kP2pSlotsOffset;
-  f.slot_bytes = spec.slot_bytes;
-  f.ll_slots = b + kP2pSlotsOffset + 8 * spec.slot_bytes;
-  f.ll_slot_bytes = spec.ll_slot_bytes;
-  f.device = device;
   return f;
 }
 

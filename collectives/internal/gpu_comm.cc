@@ -63,11 +63,9 @@ StatusOr<std::unique_ptr<GpuComm>> GpuComm::Create(int rank, int nranks, int dev
       g->channels_[c].send = ToDeviceFifo(g->ends_->Send(c), order[next]);
     }
   }
-  DeviceFifo sizes;  // what one connector carries, for the protocol choice
-  sizes.slot_bytes = static_cast<uint64_t>(geometry.slot_bytes);
-  sizes.ll_slot_bytes = static_cast<uint64_t>(geometry.ll_slot_bytes);
-  g->max_simple_slice_ = kernels::gpu::MaxSliceBytes(sizes, kernels::gpu::Proto::kSimple);
-  g->max_ll_slice_ = kernels::gpu::MaxSliceBytes(sizes, kernels::gpu::Proto::kLL);
+  const DeviceSlices slices = MaxDeviceSlices(geometry);  // for the protocol choice
+  g->max_simple_slice_ = slices.simple;
+  g->max_ll_slice_ = slices.ll;
   ASSIGN_OR_RETURN(g->error_, base::MappedHostMemory::Allocate(sizeof(ErrorRecord)));
   ASSIGN_OR_RETURN(g->abort_, base::MappedHostMemory::Allocate(sizeof(int)));
   ASSIGN_OR_RETURN(g->done_, base::CudaEvent::Create(device));
