@@ -39,6 +39,10 @@ const std::vector<EnvVarInfo>& Table() {
        "After spinning, polls that each yield the core (sched_yield) before sleeping on a "
        "futex; -1 chooses from the number of local ranks and cores (yielding helps when ranks "
        "outnumber cores)."},
+      {"RINGO_CROWDED_WAIT", "int", "-1",
+       "1: one-shot and direct waits give the core only to a rank on the same core that can "
+       "move, and poll otherwise (one process switch per core per operation); 0: they yield "
+       "whenever they wait; -1: 1 when local ranks outnumber cores."},
       {"RINGO_ALGO", "enum", "",
        "ring: every collective runs the ring; oneshot: collectives whose data fits the "
        "one-shot board (64 KiB per rank) run as one exchange among the ranks of a host; "
@@ -151,6 +155,12 @@ Config* Load() {
   int_var("RINGO_NCHANNELS", &config->nchannels, 0);
   int_var("RINGO_SPIN_COUNT", &config->spin_count, -1);
   int_var("RINGO_YIELD_COUNT", &config->yield_count, -1);
+  int_var("RINGO_CROWDED_WAIT", &config->crowded_wait, -1);
+  if (config->crowded_wait > 1) {
+    errors += std::string(errors.empty() ? "" : "; ") + "RINGO_CROWDED_WAIT=" +
+              std::to_string(config->crowded_wait) + " is not -1, 0 or 1";
+    config->crowded_wait = -1;
+  }
   if (auto v = config->Get("RINGO_CHECK")) {
     if (*v == "1" || *v == "0") {
       config->check = (*v == "1");

@@ -40,6 +40,7 @@ struct Config {
   int64_t nchannels = 0;                 // RINGO_NCHANNELS (0: chosen by the planner)
   int64_t spin_count = -1;               // RINGO_SPIN_COUNT (-1: chosen at init)
   int64_t yield_count = -1;              // RINGO_YIELD_COUNT (-1: chosen at init)
+  int64_t crowded_wait = -1;             // RINGO_CROWDED_WAIT (-1: when ranks outnumber cores)
   std::string algo;                      // RINGO_ALGO: "", "ring", "oneshot" or "direct"
   bool check = false;                    // RINGO_CHECK
   std::string proto;                     // RINGO_PROTO: "", "simple" or "ll" (GPU communicators)

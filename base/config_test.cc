@@ -82,7 +82,7 @@ TEST_F(ConfigTest, EveryDeclaredVariableIsDescribed) {
   // Ringo's own variables are all there.
   for (const char* name : {"RINGO_DEBUG", "RINGO_DEBUG_FILE", "RINGO_TIMEOUT_MS", "RINGO_COMM_ID",
                            "RINGO_SOCKET_IFNAME", "RINGO_SLOT_BYTES", "RINGO_NCHANNELS", "RINGO_SPIN_COUNT",
-                           "RINGO_YIELD_COUNT", "RINGO_ALGO", "RINGO_CHECK", "RINGO_PROTO", "RINGO_DEVICE",
+                           "RINGO_YIELD_COUNT", "RINGO_CROWDED_WAIT", "RINGO_ALGO", "RINGO_CHECK", "RINGO_PROTO", "RINGO_DEVICE",
                            "RINGO_P2P_DISABLE",
                            "RINGO_SHM_DISABLE"}) {
     EXPECT_NE(Find(name), nullptr) << name << " is not declared";
@@ -216,6 +216,19 @@ TEST_F(ConfigTest, SpinCount) {
   const Config& bad = With("RINGO_SPIN_COUNT", "-2");
   ExpectBad(bad, "RINGO_SPIN_COUNT", "-2");
   EXPECT_EQ(bad.spin_count, -1);
+}
+
+TEST_F(ConfigTest, CrowdedWait) {
+  EXPECT_EQ(GetConfig().crowded_wait, -1);
+  EXPECT_EQ(With("RINGO_CROWDED_WAIT", "0").crowded_wait, 0);
+  const Config& on = With("RINGO_CROWDED_WAIT", "1");
+  EXPECT_TRUE(on.parse_status.ok()) << on.parse_status.ToString();
+  EXPECT_EQ(on.crowded_wait, 1);
+  for (const char* bad : {"2", "-2", "yes"}) {
+    const Config& c = With("RINGO_CROWDED_WAIT", bad);
+    ExpectBad(c, "RINGO_CROWDED_WAIT", bad);
+    EXPECT_EQ(c.crowded_wait, -1) << bad;
+  }
 }
 
 TEST_F(ConfigTest, YieldCount) {

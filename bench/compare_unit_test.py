@@ -63,6 +63,28 @@ def main():
                    "coll_tuned_allreduce_algorithm", "4", "-np", "4", "O", "allreduce", "-n", "5"]
     assert env == {} and progs[4].command({"ompi-perf": "O"}, 2, [], [])[1] == c.MALLOC_ENV
 
+    # With more ranks than cores the tables compare means; the latency target and
+    # the "med" column still come from the medians.
+    bimodal = [{"nranks": 4, "size": 8, "program": p, "time_us": t, "mean_us": m}
+               for p, t, m in (("ringo", 12.0, 8.0), ("ringo", 12.5, 8.2), ("ringo", 11.0, 7.9),
+                               ("ompi:default", 11.5, 13.0), ("ompi:default", 12.0, 12.5),
+                               ("ompi:default", 11.8, 12.8))]
+    [mrow] = c.build_table(bimodal, 4, [8], progs, True, "mean")
+    assert mrow["ringo"][0] == 8.0 and mrow["ompi"][0] == 12.8, mrow
+    assert mrow["ringo_median"][0] == 12.0 and mrow["ompi_median"][0] == 11.8, mrow
+    assert mrow["marks"] == [(">=OMPI", True)], mrow["marks"]
+    [drow] = c.build_table(bimodal, 4, [8], progs, True)
+    assert drow["marks"] == [(">=OMPI", False)] and drow["ringo"][0] == 12.0, drow
+    mlines = []
+    c.print_table([mrow], 4, argparse.Namespace(datatype="float", op="sum"), mlines.append)
+    assert any("mean per-iteration time" in l for l in mlines), mlines
+    assert mlines[-1].split()[:3] == ["8", "|", "8.00"], mlines[-1]
+    assert "0.98x" in mlines[-1] and "1.60x" in mlines[-1], mlines[-1]
+    assert c.targets(2, 8, (2.5, 0.0), None, None, True, 1.5) == [("lat<=2us", True)]
+    assert c.table_stat(4, argparse.Namespace(stat="median")) == "median"
+    assert c.table_stat(1 << 20, argparse.Namespace(stat="auto")) == "mean"
+    assert c.table_stat(1, argparse.Namespace(stat="auto")) == "median"
+
     # A table with a peer missing at one size, and the CSV written from it.
     raw.append({"nranks": 2, "size": 8, "program": "ringo", "time_us": 1.5})
     rows = c.build_table(raw, 2, [8, 1 << 20], progs, True)

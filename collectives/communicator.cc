@@ -310,6 +310,7 @@ transport::WaitContext Communicator::MakeWait(int channel) const {
   wait.timeout_ms = timeout_ms_;
   wait.spin_count = geometry_.spin_count;
   wait.yield_count = geometry_.yield_count;
+  wait.crowded = geometry_.crowded;
   wait.self_rank = rank_;
   wait.channel = channel;
   return wait;
@@ -469,9 +470,9 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   }
   direct_posts_.resize(nranks_);
   int unshared_rank = -1;
+  RETURN_IF_ERROR(board_->WaitAllPosted(seq, wait));
   for (int q = 0; q < nranks_; ++q) {
-    ASSIGN_OR_RETURN(const void* in, board_->WaitPosted(q, seq, wait));
-    std::memcpy(&direct_posts_[q], in, sizeof(DirectPost));
+    std::memcpy(&direct_posts_[q], board_->Posted(q, seq), sizeof(DirectPost));
     if (!shared(direct_posts_[q], q) && unshared_rank < 0) unshared_rank = q;
   }
   board_->Done(seq);
@@ -490,10 +491,10 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
     std::memcpy(flag, &ok, sizeof(ok));
     board_->Post(check);
     int failed_rank = -1;
+    RETURN_IF_ERROR(board_->WaitAllPosted(check, wait));
     for (int q = 0; q < nranks_; ++q) {
-      ASSIGN_OR_RETURN(const void* in, board_->WaitPosted(q, check, wait));
       int32_t theirs = 0;
-      std::memcpy(&theirs, in, sizeof(theirs));
+      std::memcpy(&theirs, board_->Posted(q, check), sizeof(theirs));
       if (theirs != 1 && failed_rank < 0) failed_rank = q;
     }
     board_->Done(check);
@@ -514,7 +515,7 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   const uint64_t done = ++board_seq_;
   RETURN_IF_ERROR(board_->AcquireWrite(done, wait).status());
   board_->Post(done);
-  for (int q = 0; q < nranks_; ++q) RETURN_IF_ERROR(board_->WaitPosted(q, done, wait).status());
+  RETURN_IF_ERROR(board_->WaitAllPosted(done, wait));
   board_->Done(done);
   *ran = true;
   if (!direct_logged_) {

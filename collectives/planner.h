@@ -24,6 +24,7 @@ struct CommGeometry {
   int64_t slot_bytes = 0;  // FIFO slot size
   int spin_count = 0;      // polls with a pause before yielding
   int yield_count = 0;     // polls with sched_yield before sleeping
+  bool crowded = false;    // ranks outnumber cores: board waits yield only to a rank that can move
   bool fixed_channels = false;  // RINGO_NCHANNELS set: every collective uses them all
   bool fixed_slot = false;      // RINGO_SLOT_BYTES set: every ring collective uses whole slots
   Algorithm algorithm = Algorithm::kAuto;  // RINGO_ALGO

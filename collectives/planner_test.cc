@@ -93,6 +93,11 @@ TEST(ChooseGeometryTest, SpinCountIsSmallerWhenRanksOutnumberCores) {
   EXPECT_LE(ChooseGeometry(c, 8, 8, 2).spin_count, 1000);
   EXPECT_GT(ChooseGeometry(c, 8, 8, 2).yield_count, 0);
   EXPECT_GE(ChooseGeometry(c, 2, 2, 2).yield_count, 0);
+  // Crowded board waits exactly when ranks outnumber cores.
+  EXPECT_TRUE(ChooseGeometry(c, 4, 4, 2).crowded);
+  EXPECT_TRUE(ChooseGeometry(c, 3, 3, 2).crowded);
+  EXPECT_FALSE(ChooseGeometry(c, 2, 2, 2).crowded);
+  EXPECT_FALSE(ChooseGeometry(c, 4, 4, 8).crowded);
 }
 
 TEST(ChooseGeometryTest, ConfigurationIsHonoured) {
@@ -127,6 +132,12 @@ TEST(ChooseGeometryTest, ConfigurationIsHonoured) {
   EXPECT_EQ(ChooseGeometry(y, 2, 2, 8).yield_count, 123);
   y.yield_count = int64_t{1} << 40;
   EXPECT_EQ(ChooseGeometry(y, 2, 2, 8).yield_count, 1 << 30);
+
+  Config w = DefaultConfig();
+  w.crowded_wait = 0;
+  EXPECT_FALSE(ChooseGeometry(w, 8, 8, 2).crowded);
+  w.crowded_wait = 1;
+  EXPECT_TRUE(ChooseGeometry(w, 2, 2, 8).crowded);
 }
 
 TEST(ChooseGeometryTest, DegenerateCoreAndRankCounts) {

@@ -31,11 +31,12 @@ struct OneShotFn {
     thread_local std::vector<const T*> in_storage, block_storage;
     in_storage.assign(nranks, nullptr);
     const T** in = in_storage.data();
-    const bool reads_any = a.coll != Coll::kReduce || rank == a.root;
-    for (int q = 0; q < nranks && reads_any; ++q) {
-      if (a.coll == Coll::kBroadcast && q != a.root) continue;
-      ASSIGN_OR_RETURN(const void* p, board.WaitPosted(q, seq, wait));
-      in[q] = static_cast<const T*>(p);
+    if (a.coll == Coll::kBroadcast) {
+      ASSIGN_OR_RETURN(const void* p, board.WaitPosted(a.root, seq, wait));
+      in[a.root] = static_cast<const T*>(p);
+    } else if (a.coll != Coll::kReduce || rank == a.root) {
+      RETURN_IF_ERROR(board.WaitAllPosted(seq, wait));
+      for (int q = 0; q < nranks; ++q) in[q] = static_cast<const T*>(board.Posted(q, seq));
     }
     T* out = static_cast<T*>(a.recv);
     const auto f = ReduceFunc<T, kOp>::Make(nranks);

@@ -1,7 +1,9 @@
 #include "transport/board.h"
 
+#include <sched.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +18,27 @@ namespace {
 constexpr uint32_t kBoardMagic = 0x42474e52;  // "RNGB"
 constexpr size_t kBoardDataOffset = 4096;
 static_assert(sizeof(BoardHeader) <= kBoardDataOffset, "header fits before the buffers");
+// A crowded waiter that polled this long without its wait being met yields
+// anyway, in case the rank it waits for was moved onto its core.
+constexpr int64_t kCrowdedPollUs = 50;
+
+// `want`: bits 0-1 the counter (Board::Kind), bits 2-21 the one rank waited
+// for plus one (0: every rank), bits 22-63 the target.
+constexpr int kWantRankShift = 2;
+constexpr int kWantTargetShift = 22;
+constexpr uint64_t kWantRankMask = (uint64_t{1} << (kWantTargetShift - kWantRankShift)) - 1;
+
+uint64_t EncodeWant(uint64_t kind, uint64_t target, int only) {
+  return (target << kWantTargetShift) | ((static_cast<uint64_t>(only + 1) & kWantRankMask) << kWantRankShift) | kind;
+}
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 
 std::string BoardName(uint64_t tag, int rank) {
   char name[96];
@@ -43,7 +66,7 @@ void FormatBoard(void* memory, size_t buffer_bytes, int rank, int pid) {
   std::memset(memory, 0, BoardBytes(buffer_bytes));  // touch every page now
   auto* h = new (memory) BoardHeader();
   h->magic = kBoardMagic;
-  h->version = 1;
+  h->version = 2;
   h->buffer_bytes = buffer_bytes;
   h->rank = rank;
   h->pid = pid;
@@ -60,23 +83,108 @@ Board::Board(int rank, std::vector<std::shared_ptr<FifoMemory>> segments)
 }
 
 base::StatusOr<void*> Board::AcquireWrite(uint64_t seq, const WaitContext& ctx) {
-  if (seq > 2) {
-    for (int r = 0; r < nranks(); ++r) {
-      BoardHeader* h = views_[r].header;
-      const PeerRef peer{&h->aborted, h->rank, h->pid, "reusing the board after", static_cast<int64_t>(seq)};
-      RETURN_IF_ERROR(WaitAtLeast(h->done, seq - 2, peer, ctx).status());
-    }
-  }
+  if (seq > 2) RETURN_IF_ERROR(WaitFor(kDone, seq - 2, -1, ctx));
   return static_cast<void*>(Buffer(rank_, seq));
 }
 
-void Board::Post(uint64_t seq) { Publish(views_[rank_].header->posted, seq); }
+void Board::Post(uint64_t seq) {
+  BoardHeader* me = views_[rank_].header;
+  me->cpu.store(sched_getcpu(), std::memory_order_relaxed);
+  Publish(me->posted, seq);
+}
 
 base::StatusOr<const void*> Board::WaitPosted(int rank, uint64_t seq, const WaitContext& ctx) {
-  BoardHeader* h = views_[rank].header;
-  const PeerRef peer{&h->aborted, h->rank, h->pid, "reading the board of", static_cast<int64_t>(seq)};
-  RETURN_IF_ERROR(WaitAtLeast(h->posted, seq, peer, ctx).status());
+  RETURN_IF_ERROR(WaitFor(kPosted, seq, rank, ctx));
   return static_cast<const void*>(Buffer(rank, seq));
+}
+
+base::Status Board::WaitAllPosted(uint64_t seq, const WaitContext& ctx) { return WaitFor(kPosted, seq, -1, ctx); }
+
+bool Board::Reached(Kind kind, uint64_t target, int only) const {
+  auto value = [&](int r) {
+    const BoardHeader* h = views_[r].header;
+    return (kind == kPosted ? h->posted : h->done).value.load(std::memory_order_acquire);
+  };
+  if (only >= 0) return value(only) >= target;
+  for (int r = 0; r < nranks(); ++r) {
+    if (value(r) < target) return false;
+  }
+  return true;
+}
+
+bool Board::NeighbourCanMove(int cpu) const {
+  for (int r = 0; r < nranks(); ++r) {
+    const BoardHeader* h = views_[r].header;
+    if (r == rank_ || h->cpu.load(std::memory_order_relaxed) != cpu) continue;
+    const uint64_t want = h->want.load(std::memory_order_relaxed);
+    if (want == 0) return true;  // busy outside a wait: it needs the core
+    const int only = static_cast<int>((want >> kWantRankShift) & kWantRankMask) - 1;
+    if (Reached(static_cast<Kind>(want & 3), want >> kWantTargetShift, only)) return true;
+  }
+  return false;
+}
+
+base::Status Board::WaitOne(Kind kind, uint64_t target, int rank, const WaitContext& ctx) {
+  BoardHeader* h = views_[rank].header;
+  const PeerRef peer{&h->aborted, h->rank, h->pid, kind == kPosted ? "reading the board of" : "reusing the board after",
+                     static_cast<int64_t>(target)};
+  return WaitAtLeast(kind == kPosted ? h->posted : h->done, target, peer, ctx).status();
+}
+
+base::Status Board::WaitFor(Kind kind, uint64_t target, int only, const WaitContext& ctx) {
+  const int first = only < 0 ? 0 : only;
+  const int last = only < 0 ? nranks() - 1 : only;
+  auto peers_aborted = [&] {
+    for (int r = first; r <= last; ++r) {
+      if (views_[r].header->aborted.load(std::memory_order_acquire) != 0) return true;
+    }
+    return false;
+  };
+  WaitContext rest = ctx;
+  BoardHeader* me = views_[rank_].header;
+  bool wanting = false;
+  if (ctx.crowded && !Reached(kind, target, only)) {
+    int cpu = sched_getcpu();
+    me->cpu.store(cpu, std::memory_order_relaxed);
+    me->want.store(EncodeWant(kind, target, only), std::memory_order_seq_cst);
+    wanting = true;
+    using Clock = std::chrono::steady_clock;
+    auto polled_since = Clock::now();
+    int yields = 0;
+    for (uint32_t i = 1;; ++i) {
+      if (Reached(kind, target, only)) break;
+      if ((i & 63) == 0) {
+        if ((ctx.local_abort != nullptr && ctx.local_abort->load(std::memory_order_relaxed)) || peers_aborted()) break;
+      }
+      bool yield = NeighbourCanMove(cpu);
+      if (!yield && (i & 63) == 0) {
+        yield = Clock::now() - polled_since >= std::chrono::microseconds(kCrowdedPollUs);
+      }
+      if (!yield) {
+        CpuRelax();
+        continue;
+      }
+      // What let the neighbour move may have let this rank move too: then
+      // keep the core (a switch costs more than the rest of the operation).
+      if (Reached(kind, target, only)) break;
+      if (++yields > ctx.yield_count) {  // a long wait: sleep below
+        rest.spin_count = 0;
+        rest.yield_count = 0;
+        break;
+      }
+      sched_yield();
+      cpu = sched_getcpu();
+      me->cpu.store(cpu, std::memory_order_relaxed);
+      polled_since = Clock::now();
+    }
+  }
+  // counter.h's waits: they return at once where the counter is there (but
+  // still report a peer that aborted), and sleep where it is not. `want`
+  // stays published meanwhile: a sleeping rank does not need the core.
+  base::Status st;
+  for (int r = first; r <= last && st.ok(); ++r) st = WaitOne(kind, target, r, rest);
+  if (wanting) me->want.store(0, std::memory_order_relaxed);
+  return st;
 }
 
 void Board::Done(uint64_t seq) { Publish(views_[rank_].header->done, seq); }

@@ -9,6 +9,18 @@
 //
 // Ordering and waits are counter.h's. Owned by one thread (the communicator's
 // running collective); Abort() may be called from any thread.
+//
+// Crowded waits (WaitContext::crowded: ranks outnumber cores). Every switch
+// between processes costs microseconds, and a rank that yields to a
+// neighbour on its core that cannot move either wastes two of them. So each
+// rank publishes the core it last ran on and what it waits for (`want`); a
+// waiter gives its core away only to a rank on the same core that can move
+// (it is busy outside a wait, or what it waits for has arrived) and polls
+// otherwise: the ranks it waits for run on other cores. In steady state
+// that is one switch per core per operation, the least two ranks sharing a
+// core can do. Published cores can be stale (the scheduler may have moved
+// a rank), so a waiter that polls kCrowdedPollUs without progress yields
+// anyway; after yield_count yields it sleeps as counter.h's waits do.
 #ifndef RINGO_TRANSPORT_BOARD_H_
 #define RINGO_TRANSPORT_BOARD_H_
 
@@ -34,6 +46,10 @@ struct BoardHeader {
   std::atomic<uint32_t> aborted{0};
   SharedCounter posted;
   SharedCounter done;
+  // Crowded waits: what this rank waits for (0: none, it is busy; see
+  // EncodeWant in board.cc) and the core it last ran on (-1: unknown).
+  alignas(64) std::atomic<uint64_t> want{0};
+  std::atomic<int32_t> cpu{-1};
 };
 
 class Board {
@@ -49,7 +65,13 @@ class Board {
   void Post(uint64_t seq);
   // Waits until rank `rank` has posted seq; returns its buffer.
   base::StatusOr<const void*> WaitPosted(int rank, uint64_t seq, const WaitContext& ctx);
+  // Waits until every rank has posted seq; Posted() then gives their buffers.
+  base::Status WaitAllPosted(uint64_t seq, const WaitContext& ctx);
+  const void* Posted(int rank, uint64_t seq) const { return Buffer(rank, seq); }
   void Done(uint64_t seq);
+
+  // Rank `rank`'s header (mapped by every rank).
+  BoardHeader* header(int rank) const { return views_[rank].header; }
 
   // Marks this rank's board aborted and wakes everyone waiting on any board.
   void Abort();
@@ -60,6 +82,14 @@ class Board {
     char* data;
   };
   char* Buffer(int rank, uint64_t seq) const { return views_[rank].data + (seq % 2) * buffer_bytes_; }
+  enum Kind : uint64_t { kPosted = 1, kDone = 2 };
+  // Whether `only`'s counter (every rank's when only < 0) has reached target.
+  bool Reached(Kind kind, uint64_t target, int only) const;
+  // Whether a rank other than this one, last seen on `cpu`, can move now.
+  bool NeighbourCanMove(int cpu) const;
+  base::Status WaitFor(Kind kind, uint64_t target, int only, const WaitContext& ctx);
+  // counter.h's wait on one rank's counter (sleeps; reports aborts, exits, timeouts).
+  base::Status WaitOne(Kind kind, uint64_t target, int rank, const WaitContext& ctx);
 
   int rank_;
   size_t buffer_bytes_;

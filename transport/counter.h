@@ -37,6 +37,9 @@ struct WaitContext {
   int yield_count = 0;     // then polls with sched_yield, then futex sleeps
   int self_rank = -1;
   int channel = 0;
+  // Ranks outnumber cores: the board's waits yield only to a rank on this
+  // core that can move (see board.h).
+  bool crowded = false;
 };
 
 // Whom a wait is on, for the checks and the error message.

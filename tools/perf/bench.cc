@@ -262,7 +262,7 @@ Status Bench::TimeBatch(const Run& run, Measurement* m) {
 }
 
 // --median: each iteration timed alone (still back to back, no barrier in
-// between), then this rank's median, 10th and 90th percentiles.
+// between), then this rank's median, 10th and 90th percentiles, and mean.
 Status Bench::TimeEach(const Run& run, Measurement* m) {
   for (int i = 0; i < o_.iters; ++i) {
     RETURN_IF_ERROR(backend_->StartTimer());
@@ -271,11 +271,15 @@ Status Bench::TimeEach(const Run& run, Measurement* m) {
   }
   std::vector<double> sorted = iter_seconds_;
   std::sort(sorted.begin(), sorted.end());
-  double t[3] = {Quantile(sorted, 0.5), Quantile(sorted, 0.1), Quantile(sorted, 0.9)};
-  RETURN_IF_ERROR(AgreeOnTimes(t, 3));
+  double sum = 0;
+  for (double s : sorted) sum += s;
+  double t[4] = {Quantile(sorted, 0.5), Quantile(sorted, 0.1), Quantile(sorted, 0.9),
+                 sorted.empty() ? 0.0 : sum / static_cast<double>(sorted.size())};
+  RETURN_IF_ERROR(AgreeOnTimes(t, 4));
   m->time_us = t[0] * 1e6;
   m->time_p10_us = t[1] * 1e6;
   m->time_p90_us = t[2] * 1e6;
+  m->time_mean_us = t[3] * 1e6;
   return Status();
 }
 

@@ -75,7 +75,7 @@ const char* AverageText(Average a) {
 // What the time column is, since --median changes it.
 std::string TimeLine(const Options& o, const RunInfo& info) {
   const std::string per_rank =
-      o.median ? Printf("median of %d one-iteration timings (p10, p90 in the CSV)", o.iters)
+      o.median ? Printf("median of %d one-iteration timings (p10, p90 and mean in the CSV)", o.iters)
                : Printf("mean of %d back-to-back iterations", o.iters);
   // GPU: CUDA events recorded on the rank's stream around the batch (or each
   // iteration); host: the wall clock around calls that return when done.
@@ -140,10 +140,11 @@ std::string CsvHeader() {
   return "size,count,type,redop,root,"
          "time_us,algbw_gbs,busbw_gbs,wrong,"
          "inplace_time_us,inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong,"
-         "time_p10_us,time_p90_us,inplace_time_p10_us,inplace_time_p90_us\n";
+         "time_p10_us,time_p90_us,inplace_time_p10_us,inplace_time_p90_us,"
+         "time_mean_us,inplace_time_mean_us\n";
 }
 
-// The percentiles go last so that readers of the first 13 columns are unaffected.
+// The percentiles and means go last so that readers of the first 13 columns are unaffected.
 std::string CsvRow(const Row& row) {
   return Printf("%zu,%zu,%s,%s,%d", row.bytes, row.count, row.type.c_str(), row.redop.c_str(),
                 row.root) +
@@ -151,7 +152,7 @@ std::string CsvRow(const Row& row) {
          CsvOptionalTime(row.out_of_place.time_p10_us) +
          CsvOptionalTime(row.out_of_place.time_p90_us) +
          CsvOptionalTime(row.in_place.time_p10_us) + CsvOptionalTime(row.in_place.time_p90_us) +
-         "\n";
+         CsvOptionalTime(row.out_of_place.time_mean_us) + CsvOptionalTime(row.in_place.time_mean_us) + "\n";
 }
 
 const char* BuildMode() {

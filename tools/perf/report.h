@@ -25,6 +25,9 @@ struct Measurement {
   // --median: 10th and 90th percentiles of the per-iteration times; -1 otherwise.
   double time_p10_us = -1;
   double time_p90_us = -1;
+  // --median: the mean of the same per-iteration times; -1 otherwise (the
+  // time column is the mean then).
+  double time_mean_us = -1;
 };
 
 struct Row {

@@ -100,7 +100,7 @@ TEST(FormatHeader, NamesAPeerAndTheMedian) {
   const std::vector<std::string> lines = Lines(FormatHeader(o, info));
   EXPECT_EQ(lines[2], "# Open MPI v4.1.4, ompi-perf allreduce, build opt, 2 ranks, host memory");
   EXPECT_EQ(lines[4],
-            "# Time: per rank the median of 50 one-iteration timings (p10, p90 in the CSV) after "
+            "# Time: per rank the median of 50 one-iteration timings (p10, p90 and mean in the CSV) after "
             "5 warm-up; over ranks the max (-a 3)");
 }
 
@@ -154,7 +154,7 @@ TEST(FormatRow, NotMeasuredIsNotApplicable) {
   const std::string tail = "      N/A     N/A     N/A    N/A\n";
   ASSERT_GT(line.size(), tail.size());
   EXPECT_EQ(line.substr(line.size() - tail.size()), tail) << line;
-  EXPECT_EQ(CsvRow(row), "8,2,float,sum,-1,1.500,0.010000,0.010000,0,,,,,,,,\n");
+  EXPECT_EQ(CsvRow(row), "8,2,float,sum,-1,1.500,0.010000,0.010000,0,,,,,,,,,,\n");
 }
 
 TEST(FormatFooter, OkAndFailed) {
@@ -168,17 +168,17 @@ TEST(Csv, SameColumnsAsTheTable) {
   EXPECT_EQ(CsvHeader(),
             "size,count,type,redop,root,time_us,algbw_gbs,busbw_gbs,wrong,inplace_time_us,"
             "inplace_algbw_gbs,inplace_busbw_gbs,inplace_wrong,time_p10_us,time_p90_us,"
-            "inplace_time_p10_us,inplace_time_p90_us\n");
+            "inplace_time_p10_us,inplace_time_p90_us,time_mean_us,inplace_time_mean_us\n");
   EXPECT_EQ(CsvRow(row),
-            "1024,256,float,sum,-1,1.500,0.680000,1.020000,0,1.250,0.820000,1.230000,N/A,,,,\n");
+            "1024,256,float,sum,-1,1.500,0.680000,1.020000,0,1.250,0.820000,1.230000,N/A,,,,,,\n");
 }
 
 TEST(Csv, PercentilesWhenMeasured) {
-  Row row{8, 2, "float", "sum", -1, {true, 1.5, 0.01, 0.01, 0, 1.25, 2.5},
-          {true, 1.0, 0.01, 0.01, 0, 0.5, 3}};
+  Row row{8, 2, "float", "sum", -1, {true, 1.5, 0.01, 0.01, 0, 1.25, 2.5, 1.75},
+          {true, 1.0, 0.01, 0.01, 0, 0.5, 3, 1.125}};
   EXPECT_EQ(CsvRow(row),
             "8,2,float,sum,-1,1.500,0.010000,0.010000,0,1.000,0.010000,0.010000,0,"
-            "1.250,2.500,0.500,3.000\n");
+            "1.250,2.500,0.500,3.000,1.750,1.125\n");
 }
 
 TEST(Reporter, AveragesBusBandwidthOverEveryMeasurement) {
