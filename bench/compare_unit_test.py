@@ -27,13 +27,13 @@ def main():
     assert c.sizes_between(8, 64, 2) == [8, 16, 32, 64]
     assert c.fmt_size(256 << 20) == "256M" and c.fmt_size(12) == "12" and c.parse_size("4k") == 4096
     segs = c.segments(c.sizes_between(8, 256 << 20, 2), 1.0)
-    assert [s[1:] for s in segs] == [(100, 10), (30, 3), (10, 2), (3, 1)], segs
+    assert [s[1:] for s in segs] == [(100, 10), (30, 3), (10, 2), (3, 2)], segs
     assert sum(len(s[0]) for s in segs) == 26
     coarse = c.sizes_between(8, 256 << 20, 2, 16 << 20)
     assert coarse[-4:] == [8 << 20, 16 << 20, 64 << 20, 256 << 20] and len(coarse) == 24
     assert c.sizes_between(8, 128, 2, 16) == [8, 16, 32, 128] and c.sizes_between(8, 8, 2, 1) == [8]
     segs = c.segments(coarse, 1.0)
-    assert segs[-1] == ([64 << 20, 256 << 20], 3, 1), segs[-1]
+    assert segs[-1] == ([64 << 20, 256 << 20], 3, 2), segs[-1]
     # A ratio change starts a new launch even with the same iteration counts.
     assert c.segments([8, 16, 64], 1.0) == [([8, 16], 100, 10), ([64], 100, 10)]
     assert c.median_spread([1.0, 2.0, 3.0]) == (2.0, 0.5)

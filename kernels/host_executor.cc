@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/internal/dispatch.h"
+#include "kernels/internal/prefetch.h"
 #include "kernels/internal/stream_store.h"
 #include "kernels/reduce_op.h"
 
@@ -140,6 +141,7 @@ class Channel {
                                   ": the ranks did not issue the same collective with the same count");
       }
       in = static_cast<const T*>(*slot);
+      internal::PrefetchPeerData(in, bytes);
     }
     if (PrimSends(prim)) {
       auto slot = ends_.send->Acquire(ends_.wait, step_id);

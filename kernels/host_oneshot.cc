@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/internal/dispatch.h"
+#include "kernels/internal/prefetch.h"
 #include "kernels/internal/reduce_all.h"
 #include "kernels/reduce_op.h"
 
@@ -37,6 +38,9 @@ struct OneShotFn {
     } else if (a.coll != Coll::kReduce || rank == a.root) {
       RETURN_IF_ERROR(board.WaitAllPosted(seq, wait));
       for (int q = 0; q < nranks; ++q) in[q] = static_cast<const T*>(board.Posted(q, seq));
+      for (int q = 0; q < nranks; ++q) {
+        if (q != rank) internal::PrefetchPeerData(in[q], static_cast<size_t>(post));
+      }
     }
     T* out = static_cast<T*>(a.recv);
     const auto f = ReduceFunc<T, kOp>::Make(nranks);

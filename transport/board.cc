@@ -21,6 +21,11 @@ static_assert(sizeof(BoardHeader) <= kBoardDataOffset, "header fits before the b
 // A crowded waiter that polled this long without its wait being met yields
 // anyway, in case the rank it waits for was moved onto its core.
 constexpr int64_t kCrowdedPollUs = 50;
+// A crowded wait longer than this is no longer a peer a few switches away
+// but one with work to do: it goes on as counter.h's waits (which also check
+// for peers that exited and for the deadline) and sleeps at once, which
+// frees the core for the scheduler to move a busy rank onto.
+constexpr int64_t kCrowdedPhaseUs = 2000;
 
 // `want`: bits 0-1 the counter (Board::Kind), bits 2-21 the one rank waited
 // for plus one (0: every rank), bits 22-63 the target.
@@ -149,16 +154,21 @@ base::Status Board::WaitFor(Kind kind, uint64_t target, int only, const WaitCont
     me->want.store(EncodeWant(kind, target, only), std::memory_order_seq_cst);
     wanting = true;
     using Clock = std::chrono::steady_clock;
-    auto polled_since = Clock::now();
+    const auto started = Clock::now();
+    auto polled_since = started;
     int yields = 0;
     for (uint32_t i = 1;; ++i) {
       if (Reached(kind, target, only)) break;
-      if ((i & 63) == 0) {
-        if ((ctx.local_abort != nullptr && ctx.local_abort->load(std::memory_order_relaxed)) || peers_aborted()) break;
-      }
       bool yield = NeighbourCanMove(cpu);
-      if (!yield && (i & 63) == 0) {
-        yield = Clock::now() - polled_since >= std::chrono::microseconds(kCrowdedPollUs);
+      if ((i & 63) == 0 || yield) {
+        if ((ctx.local_abort != nullptr && ctx.local_abort->load(std::memory_order_relaxed)) || peers_aborted()) break;
+        const auto now = Clock::now();
+        if (now - started >= std::chrono::microseconds(kCrowdedPhaseUs)) {
+          rest.spin_count = 0;
+          rest.yield_count = 0;
+          break;
+        }
+        if (now - polled_since >= std::chrono::microseconds(kCrowdedPollUs)) yield = true;
       }
       if (!yield) {
         CpuRelax();

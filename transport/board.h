@@ -20,7 +20,9 @@
 // that is one switch per core per operation, the least two ranks sharing a
 // core can do. Published cores can be stale (the scheduler may have moved
 // a rank), so a waiter that polls kCrowdedPollUs without progress yields
-// anyway; after yield_count yields it sleeps as counter.h's waits do.
+// anyway; after yield_count yields, or kCrowdedPhaseUs, it waits as
+// counter.h's waits do (which notice a peer that exited, keep the deadline,
+// and sleep).
 #ifndef RINGO_TRANSPORT_BOARD_H_
 #define RINGO_TRANSPORT_BOARD_H_
 

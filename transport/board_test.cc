@@ -163,6 +163,41 @@ TEST(BoardTest, CrowdedWaitEndsOnLocalAbort) {
   EXPECT_EQ(st.code(), base::Code::kInvalidUsage) << st.ToString();
 }
 
+// A peer process that dies without a word: the crowded wait notices that it
+// exited, long before the deadline.
+TEST(BoardTest, CrowdedWaitEndsWhenAPeerProcessExits) {
+  const size_t bytes = BoardBytes(kBufferBytes);
+  std::vector<std::shared_ptr<FifoMemory>> segments;
+  for (int r = 0; r < 2; ++r) {
+    const std::string name = "/ringo-board-exit-test-" + std::to_string(getpid()) + "-" + std::to_string(r);
+    auto mem = CreateShm(name, bytes);
+    ASSERT_TRUE(mem.ok()) << mem.status().ToString();
+    UnlinkShm(name);
+    segments.push_back(*mem);
+  }
+  const pid_t child = fork();
+  if (child == 0) {
+    usleep(20000);
+    _exit(0);  // never posts
+  }
+  ASSERT_GT(child, 0);
+  FormatBoard(segments[0]->base(), kBufferBytes, 0, getpid());
+  FormatBoard(segments[1]->base(), kBufferBytes, 1, child);
+  Board board(0, segments);
+  const WaitContext ctx = Ctx(0, true);
+  ASSERT_TRUE(board.AcquireWrite(1, ctx).ok());
+  board.Post(1);
+  const auto start = std::chrono::steady_clock::now();
+  std::thread reaper([child] { waitpid(child, nullptr, 0); });
+  base::Status st = board.WaitAllPosted(1, ctx);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  reaper.join();
+  EXPECT_EQ(st.code(), base::Code::kRemoteError) << st.ToString();
+  EXPECT_NE(st.ToString().find("exited"), std::string::npos) << st.ToString();
+  EXPECT_LT(ms, 5000) << "the wait's deadline is " << ctx.timeout_ms << " ms";
+}
+
 // Processes over POSIX shared memory, crowded: forked ranks, each checks
 // every post and exits non-zero on a mismatch.
 TEST(BoardTest, ProcessesCrowdedWaits) {
