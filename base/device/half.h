@@ -31,7 +31,11 @@ RINGO_HD_INLINE float BitsFloat(uint32_t u) {
 #endif
 }
 
-// float -> binary16, round to nearest even; NaN stays NaN, overflow gives inf.
+// float -> binary16, round to nearest even; NaN stays NaN (quieted, payload
+// bits kept), overflow gives inf. Written with selects, no branches, so host
+// loops over arrays of Half vectorise. The subnormal results use the FPU's
+// rounding (adding 0.5 aligns the half's last bit with the float's), which
+// is round to nearest even unless the program changed the rounding mode.
 RINGO_HD_INLINE uint16_t FloatToHalfBits(float f) {
   const uint32_t x = FloatBits(f);
 #if defined(__CUDA_ARCH__)
@@ -44,27 +48,18 @@ RINGO_HD_INLINE uint16_t FloatToHalfBits(float f) {
 #endif
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) {  // inf or NaN (quiet the NaN, keep payload bits)
-    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u | ((abs >> 13) & 0x3ffu) : 0u));
-  }
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: inf
-  if (abs < 0x38800000u) {  // below the smallest normal half (2^-14): subnormal or zero
-    const int exp = static_cast<int>(abs >> 23);
-    if (exp < 102) return static_cast<uint16_t>(sign);  // below 2^-25: rounds to zero
-    const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
-    const int shift = 126 - exp;  // 14..24
-    uint32_t h = mant >> shift;
-    const uint32_t rem = mant & ((1u << shift) - 1u);
-    const uint32_t halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (h & 1u))) ++h;  // may carry into the smallest normal
-    return static_cast<uint16_t>(sign | h);
-  }
-  uint32_t h = (abs >> 13) - (112u << 10);  // rebias the exponent from 127 to 15
-  const uint32_t rem = abs & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // carry may bump the exponent
+  // At least the smallest normal half (2^-14): rebias the exponent from 127
+  // to 15 and round at bit 13 (the carry may bump the exponent, up to inf).
+  const uint32_t normal = ((abs + 0xfffu + ((abs >> 13) & 1u)) >> 13) - (112u << 10);
+  // Below it: subnormal or zero.
+  const uint32_t subnormal = FloatBits(BitsFloat(abs) + 0.5f) - 0x3f000000u;
+  uint32_t h = abs < 0x38800000u ? subnormal : normal;
+  h = abs >= 0x477ff000u ? 0x7c00u : h;                              // >= 65520: inf
+  h = abs > 0x7f800000u ? (0x7e00u | ((abs >> 13) & 0x3ffu)) : h;  // NaN
   return static_cast<uint16_t>(sign | h);
 }
 
+// binary16 -> float, exact. Branch-free like FloatToHalfBits.
 RINGO_HD_INLINE float HalfBitsToFloat(uint16_t h) {
 #if defined(__CUDA_ARCH__)
   if ((h & 0x7c00u) != 0x7c00u || (h & 0x3ffu) == 0) {  // exact conversion; NaN below
@@ -74,21 +69,22 @@ RINGO_HD_INLINE float HalfBitsToFloat(uint16_t h) {
   }
 #endif
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1f) return BitsFloat(sign | 0x7f800000u | (mant << 13));
-  if (exp == 0) {
-    const float v = static_cast<float>(mant) * 5.9604644775390625e-8f;  // mant * 2^-24, exact
-    return sign ? -v : v;
-  }
-  return BitsFloat(sign | ((exp + 112u) << 23) | (mant << 13));
+  const uint32_t em = static_cast<uint32_t>(h & 0x7fffu) << 13;  // exponent and mantissa, float-aligned
+  const uint32_t exp = em & 0x0f800000u;
+  const uint32_t normal = em + (112u << 23);   // rebias from 15 to 127
+  const uint32_t special = em + (224u << 23);  // inf or NaN: exponent 255, payload kept
+  // Subnormal: 2^-14 * (1 + mant/1024) - 2^-14 = mant * 2^-24, exact.
+  const uint32_t subnormal = FloatBits(BitsFloat(em + (113u << 23)) - BitsFloat(113u << 23));
+  const uint32_t bits = exp == 0x0f800000u ? special : (exp == 0 ? subnormal : normal);
+  return BitsFloat(sign | bits);
 }
 
 // float -> bfloat16, round to nearest even; NaN stays NaN.
 RINGO_HD_INLINE uint16_t FloatToBFloat16Bits(float f) {
   const uint32_t x = FloatBits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  const uint32_t nan = (x >> 16) | 0x40u;
+  return static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
 RINGO_HD_INLINE float BFloat16BitsToFloat(uint16_t b) {
