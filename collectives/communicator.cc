@@ -274,6 +274,10 @@ void Communicator::Start(std::vector<transport::ChannelLinks> links, std::unique
     if (order_[p] == rank_) pos_ = p;
   }
   job_status_.assign(geometry_.nchannels, Status());
+  if (board_) {
+    for (int q = 0; q < nranks_; ++q) direct_words_.push_back(&board_->header(q)->direct_work);
+    for (int q = 0; q < nranks_; ++q) direct_cpus_.push_back(&board_->header(q)->cpu);
+  }
   for (int c = 1; c < static_cast<int>(links_.size()); ++c) {
     workers_.emplace_back([this, c] { WorkerLoop(c); });
   }
@@ -462,6 +466,8 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   const uint64_t seq = ++board_seq_;
   ASSIGN_OR_RETURN(void* out, board_->AcquireWrite(seq, wait));
   std::memcpy(out, &mine, sizeof(mine));
+  // The chunks of this rank's part, claimed by any rank once all have posted.
+  board_->header(rank_)->direct_work.store(kernels::DirectShareWord(args, rank_, nranks_), std::memory_order_relaxed);
   board_->Post(seq);
   if (!one_process_ && !self_shared) {
     board_->Done(seq);
@@ -508,8 +514,11 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
     }
   }
   RETURN_IF_ERROR(mapped);
+  kernels::DirectShare share;
+  share.words = direct_words_.data();
+  share.cpus = direct_cpus_.data();
   RETURN_IF_ERROR(kernels::RunHostDirect(args, rank_, nranks_, direct_sends_.data(), direct_recvs_.data(),
-                                         plan.stream_output));
+                                         plan.stream_output, share));
 
   // Last exchange: nobody returns (and reuses its buffers) before everyone is done with them.
   const uint64_t done = ++board_seq_;

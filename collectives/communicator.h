@@ -126,6 +126,8 @@ class Communicator {
   std::vector<DirectPost> direct_posts_;     // per rank, reused by every direct AllReduce
   std::vector<const void*> direct_sends_;
   std::vector<void*> direct_recvs_;
+  std::vector<std::atomic<uint64_t>*> direct_words_;  // every rank's claim word, on the board
+  std::vector<const std::atomic<int32_t>*> direct_cpus_;
   bool direct_logged_ = false;           // the first direct collective was logged
   bool direct_fallback_logged_ = false;
   bool one_process_ = false;  // every rank is a thread of this process

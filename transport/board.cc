@@ -71,7 +71,7 @@ void FormatBoard(void* memory, size_t buffer_bytes, int rank, int pid) {
   std::memset(memory, 0, BoardBytes(buffer_bytes));  // touch every page now
   auto* h = new (memory) BoardHeader();
   h->magic = kBoardMagic;
-  h->version = 2;
+  h->version = 3;
   h->buffer_bytes = buffer_bytes;
   h->rank = rank;
   h->pid = pid;

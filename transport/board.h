@@ -52,6 +52,9 @@ struct BoardHeader {
   // EncodeWant in board.cc) and the core it last ran on (-1: unknown).
   alignas(64) std::atomic<uint64_t> want{0};
   std::atomic<int32_t> cpu{-1};
+  // The claims on this rank's part of a direct collective (kernels::DirectShare),
+  // on a line of its own: the other ranks take chunks from it.
+  alignas(64) std::atomic<uint64_t> direct_work{0};
 };
 
 class Board {
