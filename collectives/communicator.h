@@ -106,7 +106,7 @@ class Communicator {
   base::Status RunDirect(const kernels::CollArgs& args, const CollPlan& plan, bool* ran);
   // Fills direct_sends_/direct_recvs_ from direct_posts_, mapping peers' regions.
   base::Status MapDirectBuffers(int32_t self_pid);
-  void LogDirectFallback(const std::string& why);  // once per communicator, at INFO
+  void LogDirectFallback(const CollPlan& plan, const std::string& why);  // once per communicator, at INFO
   transport::WaitContext MakeWait(int channel) const;
   // RINGO_CHECK: compares this call's signature with the previous rank's.
   base::Status CheckSignature(const kernels::CollArgs& args);
@@ -130,6 +130,12 @@ class Communicator {
   std::vector<const std::atomic<int32_t>*> direct_cpus_;
   bool direct_logged_ = false;           // the first direct collective was logged
   bool direct_fallback_logged_ = false;
+  // After direct attempts that fell back, the next direct-planned calls skip
+  // the attempt (RINGO_ALGO unset): every rank saw the same posts, so every
+  // rank counts alike. The skip doubles with each fallback in a row, up to
+  // kMaxDirectSkip, and resets when the direct path runs.
+  int64_t direct_skip_ = 0;     // calls left to skip
+  int64_t direct_backoff_ = 0;  // the skip after the next fallback / 2
   bool one_process_ = false;  // every rank is a thread of this process
   std::atomic<bool> abort_{false};
   bool finalized_ = false;

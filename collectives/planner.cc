@@ -71,31 +71,35 @@ CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ra
   // (ringo-perf -n 10000, four alternating launches each): 9.6-10.7 us
   // against 11.6-13.5 us when every poll yields.
   g.crowded = config.crowded_wait >= 0 ? config.crowded_wait == 1 : oversubscribed;
-  // One-shot beats the ring up to about 2 KiB per rank when each rank has a
-  // core (2 ranks, ringo-perf medians: 2 KiB 1.6-1.8 us either way, 4 KiB
-  // one-shot 2.4 us, ring 1.9 us), and up to the whole board when ranks
-  // outnumber cores (4 ranks on 2 cores, 64 KiB: one-shot 43 us, ring 49-65 us;
-  // each ring hop then costs a trip through the scheduler).
-  g.oneshot_auto_bytes = oversubscribed ? kBoardBytes : 2 * 1024;
-  // Direct from where it beats the ring: ringo-perf -R 1 medians on 2 cores,
-  // direct / ring. AllReduce, 2 ranks: 128 KiB 12.8 / 12.3 us, 256 KiB 19.6
-  // / 22.7; 4 ranks: 64 KiB 38 / 48, 1 MiB 128 / 291. 2 ranks (x8 sizes):
-  // ReduceScatter 4 MiB 237 / 215, 32 MiB 2197 / 2814; AllGather 64 KiB 6.2
-  // / 5.4, 512 KiB 15.0 / 21.0; Broadcast 512 KiB 24.1 / 21.6, 4 MiB 112 /
-  // 194; Reduce 64 KiB 9.1 / 8.1, 512 KiB 32.4 / 40.3. 4 ranks (x4 sizes):
-  // ReduceScatter and AllGather win from 128 KiB (37.5 / 47.9, 32.5 / 42.1);
-  // Broadcast and Reduce from 2 MiB (210 / 313, 181 / 381; at 512 KiB 82 /
-  // 67 and 71 / 65). Below the one-shot's size the one-shot goes first.
+  // Per collective, with the host kernels of this version: the largest
+  // message (nccl-tests' size: ReduceScatter its input, AllGather its
+  // output) sent one-shot, and the smallest tried direct, where each beats
+  // the ring. Medians of 3 interleaved ringo-perf -R 1 launches on 2 cores,
+  // ring / one-shot / direct, in us:
+  //   2 ranks: AllReduce 16 KiB 3.6 / 1.6 / 1.7, 32 KiB 6.0 / 2.8 / 2.2;
+  //   ReduceScatter 4 KiB 0.9 / 0.6 / 0.9, 32 KiB 2.5 / 2.5 / 1.4;
+  //   AllGather 32 KiB 2.2 / 1.8 / 2.4, 256 KiB 14 / - / 4.4; Broadcast
+  //   4 KiB 0.6 / 0.5 / 0.8, 32 KiB 1.7 / 1.6 / 1.0; Reduce 32 KiB 3.7 /
+  //   2.8 / 2.7, 256 KiB 33 / - / 8.5.
+  //   4 ranks (each ring hop a trip through the scheduler; AllReduce means
+  //   of 1000 calls): AllReduce 16 KiB - / 12.1 / 12.1, 32 KiB - / 17.5 /
+  //   13.1; ReduceScatter 32 KiB 11.7 / 7.2 / 10.8, 256 KiB 53 / - / 17;
+  //   AllGather 32 KiB 11.8 / 8.5 / 10.8, 256 KiB 39 / - / 16; Broadcast
+  //   32 KiB 2.3 / 5.3 / 8.3, 256 KiB 16 / 12.5 / 12.3, 2 MiB 324 / - / 88;
+  //   Reduce 32 KiB 3.2 / 4.5 / 17, 256 KiB 22 / 23 / 28, 2 MiB 339 / - / 84.
+  // 0: never. Above the board's size nothing goes one-shot.
   if (g.board_bytes > 0) {
     using kernels::Coll;
-    auto set = [&](Coll c, int64_t roomy, int64_t crowded) {
-      g.direct_auto_bytes[static_cast<int>(c)] = oversubscribed ? crowded : roomy;
+    auto set = [&](Coll c, int64_t oneshot_roomy, int64_t direct_roomy, int64_t oneshot_crowded,
+                   int64_t direct_crowded) {
+      g.oneshot_auto_bytes[static_cast<int>(c)] = oversubscribed ? oneshot_crowded : oneshot_roomy;
+      g.direct_auto_bytes[static_cast<int>(c)] = oversubscribed ? direct_crowded : direct_roomy;
     };
-    set(Coll::kAllReduce, 256 << 10, kBoardBytes);
-    set(Coll::kReduceScatter, 32 << 20, 128 << 10);
-    set(Coll::kAllGather, 512 << 10, 128 << 10);
-    set(Coll::kBroadcast, 4 << 20, 2 << 20);
-    set(Coll::kReduce, 512 << 10, 2 << 20);
+    set(Coll::kAllReduce, 16 << 10, 32 << 10, 16 << 10, 32 << 10);
+    set(Coll::kReduceScatter, 8 << 10, 16 << 10, 32 << 10, 64 << 10);
+    set(Coll::kAllGather, 32 << 10, 64 << 10, 64 << 10, 128 << 10);
+    set(Coll::kBroadcast, 8 << 10, 16 << 10, 0, 256 << 10);
+    set(Coll::kReduce, 16 << 10, 32 << 10, 0, 1 << 20);
   }
   return g;
 }
@@ -115,16 +119,15 @@ Algorithm ParseAlgorithm(const std::string& name) {
 
 CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry) {
   CollPlan plan;
-  const int64_t post = kernels::OneShotPostBytes(args, nranks);
-  if (geometry.board_bytes > 0 && geometry.algorithm != Algorithm::kRing &&
-      geometry.algorithm != Algorithm::kDirect &&
-      post <= geometry.board_bytes &&
-      (geometry.algorithm == Algorithm::kOneShot || post <= geometry.oneshot_auto_bytes)) {
+  const int coll = static_cast<int>(args.coll);
+  const int64_t bytes = CollectiveBytes(args, nranks);
+  const bool fits_board = geometry.board_bytes > 0 && kernels::OneShotPostBytes(args, nranks) <= geometry.board_bytes;
+  if (fits_board && geometry.algorithm != Algorithm::kRing && geometry.algorithm != Algorithm::kDirect &&
+      (geometry.algorithm == Algorithm::kOneShot || bytes <= geometry.oneshot_auto_bytes[coll])) {
     plan.algorithm = Algorithm::kOneShot;
     plan.nchannels = 1;
     return plan;
   }
-  const int64_t bytes = CollectiveBytes(args, nranks);
   plan.slice_bytes = geometry.fixed_slot || bytes >= kWholeSlotFrom
                          ? geometry.slot_bytes
                          : std::min(geometry.slot_bytes, kSmallSliceBytes);
@@ -136,9 +139,13 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
                                            : static_cast<int>(std::min<int64_t>(geometry.nchannels, wanted));
   if (nranks > 1 && geometry.board_bytes > 0 &&
       (geometry.algorithm == Algorithm::kDirect ||
-       (geometry.algorithm == Algorithm::kAuto && geometry.direct_auto_bytes[static_cast<int>(args.coll)] > 0 &&
-        bytes >= geometry.direct_auto_bytes[static_cast<int>(args.coll)]))) {
+       (geometry.algorithm == Algorithm::kAuto && geometry.direct_auto_bytes[coll] > 0 &&
+        bytes >= geometry.direct_auto_bytes[coll]))) {
     plan.algorithm = Algorithm::kDirect;
+    // Without the direct path, the one-shot where it beats the ring (the
+    // collectives it does for small messages, up to the board's size: 2
+    // ranks, AllReduce 32 KiB ring 6.0 us, one-shot 2.8 us).
+    if (fits_board && geometry.oneshot_auto_bytes[coll] > 0) plan.fallback = Algorithm::kOneShot;
   }
   return plan;
 }

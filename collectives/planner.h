@@ -29,9 +29,11 @@ struct CommGeometry {
   bool fixed_slot = false;      // RINGO_SLOT_BYTES set: every ring collective uses whole slots
   Algorithm algorithm = Algorithm::kAuto;  // RINGO_ALGO
   int64_t board_bytes = 0;  // one-shot board buffer; 0: no board (ranks on several hosts)
-  int64_t oneshot_auto_bytes = 0;  // largest post sent one-shot when RINGO_ALGO is unset
-  // Per collective (index: kernels::Coll), the smallest message tried
-  // direct when RINGO_ALGO is unset; 0: never.
+  // Per collective (index: kernels::Coll), in nccl-tests' message bytes
+  // (ReduceScatter: its input; AllGather: its output), when RINGO_ALGO is
+  // unset: the largest message sent one-shot (its post must also fit the
+  // board), and the smallest tried direct; 0: never.
+  std::array<int64_t, 5> oneshot_auto_bytes{};
   std::array<int64_t, 5> direct_auto_bytes{};
 };
 
@@ -41,6 +43,9 @@ CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ra
 struct CollPlan {
   // kRing, kOneShot, or kDirect (whose ring fields below are the fallback's)
   Algorithm algorithm = Algorithm::kRing;
+  // kDirect only: what runs when some rank's buffers are out of the others'
+  // reach: kOneShot where the data fits the board, kRing otherwise.
+  Algorithm fallback = Algorithm::kRing;
   int nchannels = 1;        // channels this collective uses (<= geometry's)
   int64_t slice_bytes = 0;  // chunk size (<= slot size, a multiple of 64)
   bool stream_output = false;  // non-temporal stores for the output

@@ -35,8 +35,10 @@ TEST(ChooseGeometryTest, Defaults) {
   EXPECT_EQ(g.slot_bytes % 64, 0);
   EXPECT_EQ(g.algorithm, Algorithm::kAuto);
   EXPECT_GT(g.board_bytes, 0) << "all ranks on this host: a one-shot board";
-  EXPECT_GT(g.oneshot_auto_bytes, 0);
-  EXPECT_LE(g.oneshot_auto_bytes, g.board_bytes);
+  for (Coll coll : kColls) {
+    EXPECT_GT(g.oneshot_auto_bytes[static_cast<int>(coll)], 0);
+    EXPECT_GT(g.direct_auto_bytes[static_cast<int>(coll)], g.oneshot_auto_bytes[static_cast<int>(coll)]);
+  }
 }
 
 TEST(ChooseGeometryTest, BoardOnlyWhenEveryRankIsLocal) {
@@ -44,12 +46,21 @@ TEST(ChooseGeometryTest, BoardOnlyWhenEveryRankIsLocal) {
   EXPECT_GT(ChooseGeometry(c, 4, 4, 8).board_bytes, 0);
   EXPECT_EQ(ChooseGeometry(c, 8, 4, 8).board_bytes, 0) << "ranks on several hosts";
   EXPECT_EQ(ChooseGeometry(c, 1, 1, 8).board_bytes, 0) << "one rank has nobody to exchange with";
-  // Ranks outnumbering cores make each ring hop a trip through the scheduler:
-  // the one-shot threshold is higher, never above the board.
-  const CommGeometry roomy = ChooseGeometry(c, 2, 2, 8);
-  const CommGeometry crowded = ChooseGeometry(c, 8, 8, 2);
-  EXPECT_GE(crowded.oneshot_auto_bytes, roomy.oneshot_auto_bytes);
-  EXPECT_LE(crowded.oneshot_auto_bytes, crowded.board_bytes);
+  // Thresholds per collective, one core per rank or more ranks than cores:
+  // the one-shot below the direct path, both or neither where there is a board.
+  for (const CommGeometry& g : {ChooseGeometry(c, 2, 2, 8), ChooseGeometry(c, 8, 8, 2)}) {
+    for (Coll coll : kColls) {
+      const int64_t oneshot = g.oneshot_auto_bytes[static_cast<int>(coll)];
+      const int64_t direct = g.direct_auto_bytes[static_cast<int>(coll)];
+      EXPECT_GE(oneshot, 0);
+      EXPECT_GT(direct, oneshot) << static_cast<int>(coll);
+    }
+  }
+  const CommGeometry hosts = ChooseGeometry(c, 8, 4, 8);
+  for (Coll coll : kColls) {
+    EXPECT_EQ(hosts.oneshot_auto_bytes[static_cast<int>(coll)], 0);
+    EXPECT_EQ(hosts.direct_auto_bytes[static_cast<int>(coll)], 0);
+  }
 }
 
 TEST(ChooseGeometryTest, AlgorithmFromConfig) {
@@ -181,6 +192,12 @@ int64_t PostBytes(const CollArgs& a, int nranks) {
   return a.coll == Coll::kReduceScatter ? bytes * nranks : bytes;
 }
 
+// nccl-tests' message size, which the thresholds compare.
+int64_t MessageBytes(const CollArgs& a, int nranks) {
+  const int64_t bytes = a.count * static_cast<int64_t>(base::DataTypeSize(a.dtype));
+  return a.coll == Coll::kReduceScatter || a.coll == Coll::kAllGather ? bytes * nranks : bytes;
+}
+
 // A ring plan: channels within [1, geometry], all of them when fixed; a chunk
 // that fits a slot and keeps 64-byte chunk starts whole elements.
 ::testing::AssertionResult ValidRingPlan(const CollPlan& p, const CommGeometry& g, DataType t) {
@@ -209,7 +226,7 @@ CommGeometry Geometry(int nch, int64_t slot, bool fixed, Algorithm algo, int64_t
   g.fixed_channels = fixed;
   g.algorithm = algo;
   g.board_bytes = board;
-  g.oneshot_auto_bytes = oneshot;
+  g.oneshot_auto_bytes.fill(oneshot);
   return g;
 }
 
@@ -242,7 +259,8 @@ TEST(PlanCollectiveTest, PlansStayWithinTheGeometry) {
             const int64_t post = PostBytes(args, nranks);
             const bool may_oneshot = g.board_bytes > 0 && g.algorithm != Algorithm::kRing && post <= g.board_bytes;
             const bool must_oneshot =
-                may_oneshot && (g.algorithm == Algorithm::kOneShot || post <= g.oneshot_auto_bytes);
+                may_oneshot && (g.algorithm == Algorithm::kOneShot ||
+                                MessageBytes(args, nranks) <= g.oneshot_auto_bytes[static_cast<int>(coll)]);
             if (p.algorithm == Algorithm::kOneShot) {
               ++oneshots;
               ASSERT_TRUE(may_oneshot) << "post " << post << " board " << g.board_bytes;
@@ -282,6 +300,9 @@ TEST(PlanCollectiveTest, OneShotThresholds) {
             Algorithm::kOneShot);
   EXPECT_EQ(PlanCollective(Args(Coll::kReduceScatter, DataType::kFloat32, 257), 4, g).algorithm,
             Algorithm::kRing);
+  // AllGather's message is its output: nranks times the post.
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllGather, DataType::kFloat32, 256), 4, g).algorithm, Algorithm::kOneShot);
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllGather, DataType::kFloat32, 257), 4, g).algorithm, Algorithm::kRing);
   // Forced one-shot: anything that fits the board, and the ring beyond it.
   const CommGeometry forced = Geometry(4, 128 * 1024, false, Algorithm::kOneShot, 64 * 1024, 4096);
   EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kInt8, 64 * 1024), 4, forced).algorithm,
@@ -381,6 +402,30 @@ TEST(PlanCollectiveTest, DirectForLargeCollectivesOnOneHost) {
     EXPECT_EQ(PlanCollective(Args(coll, DataType::kFloat32, 10), 2, ChooseGeometry(c, 2, 2, 2)).algorithm,
               Algorithm::kDirect);
   }
+}
+
+// A direct plan falls back to the one-shot where the data fits the board and
+// the collective goes one-shot at all, to the ring otherwise.
+TEST(PlanCollectiveTest, DirectFallsBackToTheOneShotWhereItFits) {
+  Config c = DefaultConfig();
+  for (int local : {2, 4}) {
+    const CommGeometry g = ChooseGeometry(c, local, local, 2);
+    for (Coll coll : kColls) {
+      for (int64_t count : {int64_t{1} << 12, int64_t{1} << 14, int64_t{1} << 20}) {
+        const CollArgs args = Args(coll, DataType::kFloat32, count);
+        const CollPlan p = PlanCollective(args, local, g);
+        if (p.algorithm != Algorithm::kDirect) continue;
+        const bool fits = PostBytes(args, local) <= g.board_bytes;
+        const bool oneshot_kind = g.oneshot_auto_bytes[static_cast<int>(coll)] > 0;
+        EXPECT_EQ(p.fallback, fits && oneshot_kind ? Algorithm::kOneShot : Algorithm::kRing)
+            << static_cast<int>(coll) << " count " << count << ", " << local << " ranks";
+      }
+    }
+  }
+  // 2 ranks, AllReduce of 32 KiB: direct, or one-shot when a buffer is out of reach.
+  const CollPlan p = PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 8192), 2, ChooseGeometry(c, 2, 2, 2));
+  EXPECT_EQ(p.algorithm, Algorithm::kDirect);
+  EXPECT_EQ(p.fallback, Algorithm::kOneShot);
 }
 
 // The geometry a real configuration produces is always a valid plan input.

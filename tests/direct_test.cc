@@ -254,6 +254,53 @@ TEST(DirectProcesses, BroadcastNeedsOnlyTheRootsBuffer) {
       });
 }
 
+// A message the board holds: heap buffers fall back to the one-shot, not the ring.
+TEST(DirectProcesses, HeapBuffersOfASmallMessageTakeTheOneShot) {
+  DirectCase c;
+  c.count = 8192;  // 32 KiB: direct-planned, and it fits the one-shot board
+  c.alloc = {Alloc::kHeap, Alloc::kHeap};
+  c.expect_direct = false;
+  RunLoggedProcesses(
+      c.nranks, nullptr, [&](int rank, ringoComm_t comm) { return RunOnComm(c, rank, comm); },
+      [&](const std::string& log) -> std::string {
+        if (log.find("collective through the one-shot board: ") == std::string::npos) {
+          return "the one-shot fallback was not reported; log:\n" + log;
+        }
+        return CheckLog(c, log);
+      });
+}
+
+// After fallbacks the ranks skip direct attempts for a while (all alike),
+// then try again: buffers that became shared go direct within a few calls,
+// and every result on the way is right.
+TEST(DirectProcesses, BackOffThenGoDirectOnceBuffersAreShared) {
+  const size_t count = size_t{1} << 16;  // 256 KiB: direct-planned, beyond the board
+  RunLoggedProcesses(
+      2, nullptr,
+      [&](int rank, ringoComm_t comm) -> std::string {
+        for (int call = 0; call < 12; ++call) {
+          const Alloc kind = call < 3 ? Alloc::kHeap : Alloc::kRingo;  // 3 calls on heap buffers, then shared
+          Buf send(kind, count * sizeof(float), 0);
+          Buf recv(kind, count * sizeof(float), 0);
+          for (size_t i = 0; i < count; ++i) send.data()[i] = Input(rank, i) + static_cast<float>(call);
+          if (ringoAllReduce(send.data(), recv.data(), count, ringoFloat32, ringoSum, comm, nullptr) != ringoSuccess) {
+            return std::string("ringoAllReduce: ") + ringoGetLastError(comm);
+          }
+          for (size_t i = 0; i < count; ++i) {
+            const float want = 3.0f * static_cast<float>(i % 7 + 1) + 2.0f * static_cast<float>(call);
+            if (recv.data()[i] != want) return "call " + std::to_string(call) + " element " + std::to_string(i);
+          }
+        }
+        return "";
+      },
+      [](const std::string& log) -> std::string {
+        if (log.find(kRingLine) == std::string::npos || log.find("back off") == std::string::npos) {
+          return "the heap calls' fallback was not reported; log:\n" + log;
+        }
+        return log.find(kDirectLine) == std::string::npos ? "never went direct; log:\n" + log : "";
+      });
+}
+
 TEST(DirectThreads, HeapBuffersOfOneProcess) {
   ScopedEnv env({{"RINGO_DEBUG", std::string("INFO")}, {"RINGO_ALGO", std::nullopt}});
   DirectCase c;
