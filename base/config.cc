@@ -63,6 +63,11 @@ const std::vector<EnvVarInfo>& Table() {
        "memory even where a GPU is visible, cuda forces GPU memory (an error without a usable "
        "GPU), auto takes a GPU where one is visible. An explicit RINGO_DEVICE_HOST or "
        "RINGO_DEVICE_CUDA in ringoConfig_t wins over it."},
+      {"RINGO_HOST_ISA", "enum", "auto",
+       "Instruction set of the host executors' element loops (reductions and copies on host "
+       "memory): generic (the compiler's baseline, SSE2 on x86-64), avx2 (AVX2 with F16C "
+       "conversions of fp16), auto (the widest this CPU runs). Every set gives bit-identical "
+       "results. Read at the first host collective of the process."},
       // Topology (topology/): where the graph comes from, and transport choice per ring edge.
       {"RINGO_TOPO_FILE", "string", "",
        "Use this topology instead of detecting the machine: an hwloc XML file (lstopo --of "
@@ -187,6 +192,13 @@ Config* Load() {
     errors += std::string(errors.empty() ? "" : "; ") + "RINGO_DEVICE='" + config->device +
               "' is not host, cuda or auto";
     config->device = "";
+  }
+  config->host_isa = config->Get("RINGO_HOST_ISA").value_or("");
+  if (config->host_isa != "" && config->host_isa != "auto" && config->host_isa != "generic" &&
+      config->host_isa != "avx2") {
+    errors += std::string(errors.empty() ? "" : "; ") + "RINGO_HOST_ISA='" + config->host_isa +
+              "' is not generic, avx2 or auto";
+    config->host_isa = "";
   }
   if (!errors.empty()) config->parse_status = InvalidArgument("bad environment: " + errors);
   return config;

@@ -45,6 +45,7 @@ struct Config {
   bool check = false;                    // RINGO_CHECK
   std::string proto;                     // RINGO_PROTO: "", "simple" or "ll" (GPU communicators)
   std::string device;                    // RINGO_DEVICE: "", "auto", "host" or "cuda"
+  std::string host_isa;                  // RINGO_HOST_ISA: "", "auto", "generic" or "avx2"
 
   // Every declared variable that is set, by name.
   std::map<std::string, std::string> raw;

@@ -83,7 +83,7 @@ TEST_F(ConfigTest, EveryDeclaredVariableIsDescribed) {
   for (const char* name : {"RINGO_DEBUG", "RINGO_DEBUG_FILE", "RINGO_TIMEOUT_MS", "RINGO_COMM_ID",
                            "RINGO_SOCKET_IFNAME", "RINGO_SLOT_BYTES", "RINGO_NCHANNELS", "RINGO_SPIN_COUNT",
                            "RINGO_YIELD_COUNT", "RINGO_CROWDED_WAIT", "RINGO_ALGO", "RINGO_CHECK", "RINGO_PROTO", "RINGO_DEVICE",
-                           "RINGO_P2P_DISABLE",
+                           "RINGO_HOST_ISA", "RINGO_P2P_DISABLE",
                            "RINGO_SHM_DISABLE"}) {
     EXPECT_NE(Find(name), nullptr) << name << " is not declared";
   }
@@ -281,6 +281,20 @@ TEST_F(ConfigTest, DeviceKind) {
     const Config& c = With("RINGO_DEVICE", bad);
     ExpectBad(c, "RINGO_DEVICE", bad);
     EXPECT_EQ(c.device, "") << bad << " must fall back to auto";
+  }
+}
+
+TEST_F(ConfigTest, HostIsa) {
+  EXPECT_EQ(GetConfig().host_isa, "");
+  for (const char* isa : {"auto", "generic", "avx2"}) {
+    const Config& c = With("RINGO_HOST_ISA", isa);
+    EXPECT_TRUE(c.parse_status.ok()) << c.parse_status.ToString();
+    EXPECT_EQ(c.host_isa, isa);
+  }
+  for (const char* bad : {"AVX2", "sse2", "avx512", "1"}) {
+    const Config& c = With("RINGO_HOST_ISA", bad);
+    ExpectBad(c, "RINGO_HOST_ISA", bad);
+    EXPECT_EQ(c.host_isa, "") << bad << " must fall back to auto";
   }
 }
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/internal/dispatch.h"
-#include "kernels/internal/reduce_all.h"
+#include "kernels/internal/host_loops_table.h"
 #include "kernels/internal/stream_store.h"
 #include "kernels/reduce_op.h"
 
@@ -51,7 +51,11 @@ struct DirectFn {
     thread_local std::vector<T*> out;
     in.resize(nranks);
     out.resize(nranks);
-    const auto f = ReduceFunc<T, kOp>::Make(nranks);
+    const internal::HostLoops& loops = internal::GetHostLoops(a.dtype, a.op);
+    auto reduce_all = [&](int64_t count, int nout) {
+      loops.reduce_all(reinterpret_cast<const void* const*>(in.data()), nranks,
+                       reinterpret_cast<void* const*>(out.data()), nout, count, nranks, stream);
+    };
     // Elements [lo, hi) of every input, into `nout` outputs at the same offsets.
     auto reduce = [&](int64_t lo, int64_t hi, int nout) {
       if (hi <= lo) return;
@@ -61,7 +65,7 @@ struct DirectFn {
       } else {
         out[0] = static_cast<T*>(recvs[a.root]) + lo;
       }
-      internal::ReduceAll(f, in.data(), nranks, out.data(), nout, hi - lo, stream);
+      reduce_all(hi - lo, nout);
     };
     switch (a.coll) {
       case Coll::kAllReduce:
@@ -92,7 +96,7 @@ struct DirectFn {
         const int64_t offset = static_cast<int64_t>(rank) * a.count;
         for (int q = 0; q < nranks; ++q) in[q] = static_cast<const T*>(sends[q]) + offset;
         out[0] = static_cast<T*>(recvs[rank]);
-        internal::ReduceAll(f, in.data(), nranks, out.data(), 1, a.count, stream);
+        reduce_all(a.count, 1);
         break;
       }
       default:

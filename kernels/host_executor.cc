@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/internal/dispatch.h"
+#include "kernels/internal/host_loops_table.h"
 #include "kernels/internal/prefetch.h"
 #include "kernels/internal/stream_store.h"
 #include "kernels/reduce_op.h"
@@ -14,70 +15,11 @@ namespace {
 using base::RedOp;
 using base::Status;
 
-// The element loops. `in` is the slot received, `src` this rank's input.
-// Each block of kBlock elements is loaded and combined into registers before
-// anything is stored, so an output may be the input itself (in place) and the
-// compiler vectorises the fixed-size inner loops without alias checks.
-template <typename T, RedOp kOp>
-struct HostPrims {
-  using F = ReduceFunc<T, kOp>;
-  using Acc = typename F::Acc;
-  static constexpr bool kPlainSend = !(kOp == RedOp::kAvg && kIsFloating<T>);
-  static constexpr int64_t kBlock = 64 / sizeof(T) >= 16 ? 64 / sizeof(T) : 16;
-
-  // out = Pre(src) as a partial
-  static void Send(const F& f, const T* src, T* out, int64_t n, bool stream) {
-    if constexpr (kPlainSend) {
-      internal::CopyOut(out, src, n * sizeof(T), stream);
-    } else {
-      for (int64_t i = 0; i < n; ++i) out[i] = f.Partial(f.Pre(src[i]));
-    }
-  }
-
-  // out1 (and out2 if not null) = in (+) Pre(src); final values use Post.
-  // `stream1` / `stream2`: that output is written with non-temporal stores.
-  template <bool kFinal>
-  static void Reduce(const F& f, const T* in, const T* src, T* out1, T* out2, int64_t n, bool stream1,
-                     bool stream2) {
-    int64_t i = 0;
-    for (; i + kBlock <= n; i += kBlock) {
-      alignas(64) T v[kBlock];
-      for (int64_t j = 0; j < kBlock; ++j) v[j] = Combine<kFinal>(f, in[i + j], src[i + j]);
-      StoreBlock(out1 + i, v, stream1);
-      if (out2 != nullptr) StoreBlock(out2 + i, v, stream2);
-    }
-    for (; i < n; ++i) {
-      T v = Combine<kFinal>(f, in[i], src[i]);
-      out1[i] = v;
-      if (out2 != nullptr) out2[i] = v;
-    }
-  }
-
- private:
-  // dst[0, kBlock) = v, streamed when asked.
-  static void StoreBlock(T* dst, const T* v, bool stream) {
-    static_assert(kBlock * sizeof(T) % 64 == 0, "whole cache lines per block");
-    if (stream) {
-      for (size_t b = 0; b < kBlock * sizeof(T); b += 64) {
-        internal::Store64(reinterpret_cast<char*>(dst) + b, reinterpret_cast<const char*>(v) + b, true);
-      }
-    } else {
-      for (int64_t j = 0; j < kBlock; ++j) dst[j] = v[j];
-    }
-  }
-
-  template <bool kFinal>
-  static T Combine(const F& f, T in, T src) {
-    Acc v = f.Apply(ToAcc(in), f.Pre(src));
-    return kFinal ? f.Post(v) : f.Partial(v);
-  }
-};
-
 template <typename T, RedOp kOp>
 class Channel {
  public:
   Channel(const CollArgs& a, const RingPlace& p, const ChannelPlan& plan, ChannelEnds& e)
-      : args_(a), place_(p), ends_(e), f_(ReduceFunc<T, kOp>::Make(p.nranks)) {
+      : args_(a), place_(p), ends_(e), loops_(internal::GetHostLoops(a.dtype, a.op)) {
     block_ = args_.coll == Coll::kReduceScatter || args_.coll == Coll::kAllGather ? args_.count : 0;
     align_ = ChunkAlignElems(static_cast<int64_t>(sizeof(T)));
     slice_ = plan.slice_bytes / static_cast<int64_t>(sizeof(T));
@@ -148,26 +90,26 @@ class Channel {
       if (!slot.ok()) return slot.status();
       out = static_cast<T*>(*slot);
     }
-    using P = HostPrims<T, kOp>;
+    const int nranks = place_.nranks;
     switch (prim) {
       case Prim::kCopy:
         if (args_.send != args_.recv) std::memmove(Output(span), Input(span), bytes);
         break;
       case Prim::kSend:
-        P::Send(f_, Input(span), out, n, stream_fifo_);
+        loops_.send(Input(span), out, n, nranks, stream_fifo_);
         break;
       case Prim::kCopySend:
         internal::CopyOut(out, Input(span), bytes, stream_fifo_);
         if (Input(span) != Output(span)) internal::CopyOut(Output(span), Input(span), bytes, stream_);
         break;
       case Prim::kRecvReduceSend:
-        P::template Reduce<false>(f_, in, Input(span), out, nullptr, n, stream_fifo_, false);
+        loops_.reduce_partial(in, Input(span), out, nullptr, n, nranks, stream_fifo_, false);
         break;
       case Prim::kRecvReduceCopySend:
-        P::template Reduce<true>(f_, in, Input(span), Output(span), out, n, stream_, stream_fifo_);
+        loops_.reduce_final(in, Input(span), Output(span), out, n, nranks, stream_, stream_fifo_);
         break;
       case Prim::kRecvReduceCopy:
-        P::template Reduce<true>(f_, in, Input(span), Output(span), nullptr, n, stream_, false);
+        loops_.reduce_final(in, Input(span), Output(span), nullptr, n, nranks, stream_, false);
         break;
       case Prim::kRecvCopySend:
         internal::CopyOut(out, in, bytes, stream_fifo_);
@@ -188,7 +130,7 @@ class Channel {
   const CollArgs& args_;
   const RingPlace& place_;
   ChannelEnds& ends_;
-  ReduceFunc<T, kOp> f_;
+  const internal::HostLoops& loops_;
   int64_t block_ = 0;
   int64_t align_ = 1;
   int64_t slice_ = 1;

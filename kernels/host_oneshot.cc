@@ -5,7 +5,7 @@
 
 #include "kernels/internal/dispatch.h"
 #include "kernels/internal/prefetch.h"
-#include "kernels/internal/reduce_all.h"
+#include "kernels/internal/host_loops_table.h"
 #include "kernels/reduce_op.h"
 
 namespace ringo::kernels {
@@ -43,19 +43,23 @@ struct OneShotFn {
       }
     }
     T* out = static_cast<T*>(a.recv);
-    const auto f = ReduceFunc<T, kOp>::Make(nranks);
+    void* outs[1] = {out};
+    const internal::HostLoops& loops = internal::GetHostLoops(a.dtype, a.op);
+    auto reduce = [&](const T* const* ins, int64_t count) {
+      loops.reduce_all(reinterpret_cast<const void* const*>(ins), nranks, outs, 1, count, nranks, false);
+    };
     switch (a.coll) {
       case Coll::kAllReduce:
-        internal::ReduceAll(f, in, nranks, &out, 1, a.count, false);
+        reduce(in, a.count);
         break;
       case Coll::kReduce:
-        if (rank == a.root) internal::ReduceAll(f, in, nranks, &out, 1, a.count, false);
+        if (rank == a.root) reduce(in, a.count);
         break;
       case Coll::kReduceScatter: {
         block_storage.assign(nranks, nullptr);
         const T** mine_blocks = block_storage.data();
         for (int q = 0; q < nranks; ++q) mine_blocks[q] = in[q] + rank * block;
-        internal::ReduceAll(f, mine_blocks, nranks, &out, 1, block, false);
+        reduce(mine_blocks, block);
         break;
       }
       case Coll::kAllGather:

@@ -64,11 +64,13 @@ struct ReduceFunc {
   }
 
   // A rank's own input as it enters the reduction.
-  RINGO_HD_INLINE Acc Pre(T x) const {
+  RINGO_HD_INLINE Acc Pre(T x) const { return PreAcc(ToAcc(x)); }
+  // Pre of a value already converted to the accumulation type.
+  RINGO_HD_INLINE Acc PreAcc(Acc x) const {
     if constexpr (kOp == RedOp::kAvg && kIsFloating<T>) {
-      return ToAcc(x) * premul;
+      return x * premul;
     } else {
-      return ToAcc(x);
+      return x;
     }
   }
 

@@ -1,0 +1,106 @@
+#include "kernels/internal/host_loops_table.h"
+
+#include "base/check.h"
+#include "base/config.h"
+#include "base/logging.h"
+
+namespace ringo::kernels::internal {
+namespace {
+
+struct Tables {
+  HostIsaTable sets[kNumHostIsas];
+  bool built[kNumHostIsas] = {};
+  HostIsa active = HostIsa::kGeneric;
+};
+
+bool CpuRuns(HostIsa isa) {
+  switch (isa) {
+    case HostIsa::kGeneric: return true;
+    case HostIsa::kAvx2:
+#if defined(__x86_64__) && defined(__GNUC__)
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+const Tables& GetTables() {
+  static const Tables* tables = [] {
+    auto* t = new Tables();  // never destroyed: used until exit
+    FillGenericHostLoops(t->sets[static_cast<int>(HostIsa::kGeneric)]);
+    t->built[static_cast<int>(HostIsa::kGeneric)] = true;
+    if (CpuRuns(HostIsa::kAvx2)) {
+      t->built[static_cast<int>(HostIsa::kAvx2)] = FillAvx2HostLoops(t->sets[static_cast<int>(HostIsa::kAvx2)]);
+    }
+    HostIsa widest = HostIsa::kGeneric;
+    for (int i = kNumHostIsas - 1; i >= 0; --i) {
+      if (t->built[i]) {
+        widest = static_cast<HostIsa>(i);
+        break;
+      }
+    }
+    t->active = widest;
+    HostIsa wanted;
+    bool automatic = true;
+    const std::string& setting = base::GetConfig().host_isa;
+    if (!setting.empty() && ParseHostIsa(setting, &wanted, &automatic) && !automatic) {
+      if (t->built[static_cast<int>(wanted)]) {
+        t->active = wanted;
+      } else {
+        RINGO_LOG(WARN) << "RINGO_HOST_ISA=" << setting << ": this CPU or build does not run it; using "
+                        << HostIsaName(widest);
+      }
+    }
+    RINGO_LOG(INFO) << "host loops: " << HostIsaName(t->active);
+    return t;
+  }();
+  return *tables;
+}
+
+}  // namespace
+
+const char* HostIsaName(HostIsa isa) {
+  switch (isa) {
+    case HostIsa::kGeneric: return "generic";
+    case HostIsa::kAvx2: return "avx2";
+  }
+  return "?";
+}
+
+bool ParseHostIsa(const std::string& name, HostIsa* isa, bool* automatic) {
+  *automatic = name == "auto";
+  if (*automatic) return true;
+  for (int i = 0; i < kNumHostIsas; ++i) {
+    if (name == HostIsaName(static_cast<HostIsa>(i))) {
+      *isa = static_cast<HostIsa>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool HostIsaSupported(HostIsa isa) { return GetTables().built[static_cast<int>(isa)]; }
+
+HostIsa ActiveHostIsa() { return GetTables().active; }
+
+const HostLoops& GetHostLoops(base::DataType dtype, base::RedOp op) {
+  return GetHostLoopsFor(ActiveHostIsa(), dtype, op);
+}
+
+const HostLoops& GetHostLoopsFor(HostIsa isa, base::DataType dtype, base::RedOp op) {
+  const Tables& t = GetTables();
+  RINGO_CHECK(t.built[static_cast<int>(isa)], "host loops of an instruction set this CPU does not run");
+  RINGO_CHECK(base::IsValidDataType(static_cast<int>(dtype)) && base::IsValidRedOp(static_cast<int>(op)),
+              "host loops of an unknown datatype or op");
+  return t.sets[static_cast<int>(isa)].loops[static_cast<int>(dtype)][static_cast<int>(op)];
+}
+
+const HalfConversions& GetHalfConversionsFor(HostIsa isa) {
+  const Tables& t = GetTables();
+  RINGO_CHECK(t.built[static_cast<int>(isa)], "host loops of an instruction set this CPU does not run");
+  return t.sets[static_cast<int>(isa)].half;
+}
+
+}  // namespace ringo::kernels::internal
