@@ -44,10 +44,15 @@ struct ChannelPlan {
   int channel = 0;
   int64_t slice_bytes = 0;  // at most the FIFO's slot size
   bool stream_output = false;  // write the output with non-temporal stores (large collectives)
-  // Write the FIFO slots with non-temporal stores. Measured on a 2-core AMD VM
-  // (2 ranks, 16 KiB..256 MiB): 1.4x to 2.2x faster than cached stores, whose
-  // lines the receiver then pulls from the writer's cache one miss at a time.
-  bool stream_fifo = true;
+  // Write the FIFO slots with non-temporal stores. They go to memory, and
+  // the receiver reads them from there; cached stores leave the lines in the
+  // writer's cache, where the receiver's prefetch (internal/prefetch.h) finds
+  // them. Cached stores, ring forced, medians of 4 interleaved ringo-perf
+  // launches on the 2-core AMD EPYC (Zen 5) VM: 2 ranks 64 KiB 4.5 us against
+  // 6.8, 1 MiB 68 / 94, 16 MiB 1.77 / 2.66 ms, 256 MiB 30 / 45 ms; 4 ranks 1
+  // MiB 161 / 322 us, 256 MiB 62 / 114 ms. (An earlier 2-core AMD VM, before
+  // the prefetch, had streamed stores 1.4x to 2.2x faster.)
+  bool stream_fifo = false;
 };
 
 struct ChannelEnds {
