@@ -342,6 +342,7 @@ void Communicator::Fail(const Status& st) {
     std::lock_guard<std::mutex> lock(error_mu_);
     if (!async_error_.ok()) return;
     async_error_ = st;
+    failed_.store(true, std::memory_order_release);
   }
   RINGO_LOG(WARN) << "rank " << rank_ << ": " << st.ToString();
   abort_.store(true);  // stops sibling channels
@@ -407,7 +408,8 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
   ++sequence_;
   const CollPlan plan = PlanCollective(args, nranks_, geometry_);
   auto one_shot = [&] {
-    Status st = kernels::RunHostOneShot(args, rank_, nranks_, *board_, ++board_seq_, MakeWait(0));
+    Status st =
+        kernels::RunHostOneShot(args, rank_, nranks_, *board_, ++board_seq_, MakeWait(0), geometry_.oneshot_ll_bytes);
     if (!st.ok()) Fail(st);
     Status first = AsyncError();
     return first.ok() ? st : first;
@@ -650,6 +652,7 @@ void Communicator::Abort() {
 }
 
 Status Communicator::AsyncError() const {
+  if (!gpu_ && !failed_.load(std::memory_order_acquire)) return Status();
   std::lock_guard<std::mutex> lock(error_mu_);
   if (!async_error_.ok() || !gpu_) return async_error_;
   return gpu_->KernelError();

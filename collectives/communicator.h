@@ -159,6 +159,9 @@ class Communicator {
 
   mutable std::mutex error_mu_;
   base::Status async_error_;  // GUARDED_BY(error_mu_)
+  // async_error_ is set (release, after it): the lock-free check each
+  // collective makes twice.
+  std::atomic<bool> failed_{false};
 };
 
 }  // namespace ringo::collectives

@@ -29,6 +29,7 @@ struct CommGeometry {
   bool fixed_slot = false;      // RINGO_SLOT_BYTES set: every ring collective uses whole slots
   Algorithm algorithm = Algorithm::kAuto;  // RINGO_ALGO
   int64_t board_bytes = 0;  // one-shot board buffer; 0: no board (ranks on several hosts)
+  int64_t oneshot_ll_bytes = 0;  // one-shot posts up to this size in the board's LL format
   // Per collective (index: kernels::Coll), in nccl-tests' message bytes
   // (ReduceScatter: its input; AllGather: its output), when RINGO_ALGO is
   // unset: the largest message sent one-shot (its post must also fit the

@@ -17,29 +17,69 @@ using base::Status;
 template <typename T, RedOp kOp>
 struct OneShotFn {
   static Status Run(const CollArgs& a, int rank, int nranks, transport::Board& board, uint64_t seq,
-                    const transport::WaitContext& wait) {
+                    const transport::WaitContext& wait, int64_t ll_max_bytes) {
     const size_t elem = sizeof(T);
     const int64_t block = a.count;  // per-rank block for ReduceScatter / AllGather
     ASSIGN_OR_RETURN(void* mine, board.AcquireWrite(seq, wait));
     // A non-root Broadcast rank posts nothing but still takes part in the sequence.
     const bool posts = a.coll != Coll::kBroadcast || rank == a.root;
     const int64_t post = posts ? OneShotPostBytes(a, nranks) : 0;
-    if (post > 0) std::memcpy(mine, a.send, static_cast<size_t>(post));
-    board.Post(seq);
+    // Small posts in the LL format (board.h). The choice depends only on the
+    // arguments and the geometry, so every rank makes the same one.
+    const bool ll = OneShotPostBytes(a, nranks) <= ll_max_bytes;
+    const size_t ll_stride = (static_cast<size_t>(ll_max_bytes) + 4 + 63) / 64 * 64;
+    if (ll) {
+      board.PostLL(seq, a.send, static_cast<size_t>(post));
+    } else {
+      if (post > 0) std::memcpy(mine, a.send, static_cast<size_t>(post));
+      board.Post(seq);
+    }
 
     // The posts this rank reads, in rank order.
     // Reused per thread: no allocation per call once a thread has seen this many ranks.
     thread_local std::vector<const T*> in_storage, block_storage;
+    thread_local std::vector<char> ll_storage;
     in_storage.assign(nranks, nullptr);
     const T** in = in_storage.data();
+    // Rank q's post: unpacked from its LL words (this rank's own: its input).
+    auto read_ll = [&](int q) -> Status {
+      if (q == rank) {
+        in[q] = static_cast<const T*>(a.send);
+        return Status();
+      }
+      char* dst = ll_storage.data() + static_cast<size_t>(q) * ll_stride;
+      RETURN_IF_ERROR(board.ReadLL(q, seq, dst, static_cast<size_t>(post), wait));
+      in[q] = reinterpret_cast<const T*>(dst);
+      return Status();
+    };
+    if (ll && ll_storage.size() < static_cast<size_t>(nranks) * ll_stride) {
+      ll_storage.resize(static_cast<size_t>(nranks) * ll_stride);
+    }
     if (a.coll == Coll::kBroadcast) {
-      ASSIGN_OR_RETURN(const void* p, board.WaitPosted(a.root, seq, wait));
-      in[a.root] = static_cast<const T*>(p);
+      if (ll) {
+        if (post == 0) {  // a non-root rank: the root's post has the root's size
+          const int64_t root_post = OneShotPostBytes(a, nranks);
+          if (rank != a.root) {
+            char* dst = ll_storage.data() + static_cast<size_t>(a.root) * ll_stride;
+            RETURN_IF_ERROR(board.ReadLL(a.root, seq, dst, static_cast<size_t>(root_post), wait));
+            in[a.root] = reinterpret_cast<const T*>(dst);
+          }
+        } else {
+          in[a.root] = static_cast<const T*>(a.send);
+        }
+      } else {
+        ASSIGN_OR_RETURN(const void* p, board.WaitPosted(a.root, seq, wait));
+        in[a.root] = static_cast<const T*>(p);
+      }
     } else if (a.coll != Coll::kReduce || rank == a.root) {
-      RETURN_IF_ERROR(board.WaitAllPosted(seq, wait));
-      for (int q = 0; q < nranks; ++q) in[q] = static_cast<const T*>(board.Posted(q, seq));
-      for (int q = 0; q < nranks; ++q) {
-        if (q != rank) internal::PrefetchPeerData(in[q], static_cast<size_t>(post));
+      if (ll) {
+        for (int q = 0; q < nranks; ++q) RETURN_IF_ERROR(read_ll(q));
+      } else {
+        RETURN_IF_ERROR(board.WaitAllPosted(seq, wait));
+        for (int q = 0; q < nranks; ++q) in[q] = static_cast<const T*>(board.Posted(q, seq));
+        for (int q = 0; q < nranks; ++q) {
+          if (q != rank) internal::PrefetchPeerData(in[q], static_cast<size_t>(post));
+        }
       }
     }
     T* out = static_cast<T*>(a.recv);
@@ -92,15 +132,15 @@ int64_t OneShotPostBytes(const CollArgs& args, int nranks) {
 }
 
 Status RunHostOneShot(const CollArgs& args, int rank, int nranks, transport::Board& board, uint64_t seq,
-                      const transport::WaitContext& wait) {
+                      const transport::WaitContext& wait, int64_t ll_max_bytes) {
   CollArgs a = args;
   if (a.coll == Coll::kAllGather || a.coll == Coll::kBroadcast) {
     // Pure data movement: bytes, whatever the datatype.
     a.count *= static_cast<int64_t>(base::DataTypeSize(a.dtype));
     a.dtype = base::DataType::kUint8;
-    return OneShotFn<uint8_t, RedOp::kSum>::Run(a, rank, nranks, board, seq, wait);
+    return OneShotFn<uint8_t, RedOp::kSum>::Run(a, rank, nranks, board, seq, wait, ll_max_bytes);
   }
-  return internal::DispatchTypeOp<OneShotFn>(a.dtype, a.op, a, rank, nranks, board, seq, wait);
+  return internal::DispatchTypeOp<OneShotFn>(a.dtype, a.op, a, rank, nranks, board, seq, wait, ll_max_bytes);
 }
 
 }  // namespace ringo::kernels

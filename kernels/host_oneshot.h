@@ -21,8 +21,10 @@ namespace ringo::kernels {
 // Bytes each rank posts for `args` (what must fit a board buffer).
 int64_t OneShotPostBytes(const CollArgs& args, int nranks);
 
+// Posts of at most `ll_max_bytes` go in the board's LL format (every rank
+// must pass the same value).
 base::Status RunHostOneShot(const CollArgs& args, int rank, int nranks, transport::Board& board, uint64_t seq,
-                            const transport::WaitContext& wait);
+                            const transport::WaitContext& wait, int64_t ll_max_bytes = 0);
 
 }  // namespace ringo::kernels
 

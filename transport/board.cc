@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -104,6 +105,70 @@ base::StatusOr<const void*> Board::WaitPosted(int rank, uint64_t seq, const Wait
 }
 
 base::Status Board::WaitAllPosted(uint64_t seq, const WaitContext& ctx) { return WaitFor(kPosted, seq, -1, ctx); }
+
+namespace {
+
+constexpr size_t kLLDataBytes = 4;  // per 8-byte word
+
+size_t LLWords(size_t bytes) { return (bytes + kLLDataBytes - 1) / kLLDataBytes; }
+
+// The words of the LL format live in shared memory the peer writes while we
+// read: 8-byte relaxed atomics, single-copy atomic on every 64-bit target.
+inline void StoreWord(uint64_t* w, uint64_t v) { __atomic_store_n(w, v, __ATOMIC_RELAXED); }
+inline uint64_t LoadWord(const uint64_t* w) { return __atomic_load_n(w, __ATOMIC_RELAXED); }
+
+}  // namespace
+
+void Board::PostLL(uint64_t seq, const void* data, size_t bytes) {
+  RINGO_CHECK(LLWords(bytes) * sizeof(uint64_t) <= buffer_bytes_, "LL post too large");
+  auto* words = reinterpret_cast<uint64_t*>(Buffer(rank_, seq));
+  const uint64_t flag = (seq & 0xffffffffu) << 32;
+  const auto* src = static_cast<const unsigned char*>(data);
+  const size_t full = bytes / kLLDataBytes;
+  for (size_t i = 0; i < full; ++i) {
+    uint32_t v;
+    std::memcpy(&v, src + i * kLLDataBytes, kLLDataBytes);
+    StoreWord(words + i, flag | v);
+  }
+  if (full * kLLDataBytes < bytes) {
+    uint32_t v = 0;
+    std::memcpy(&v, src + full * kLLDataBytes, bytes - full * kLLDataBytes);
+    StoreWord(words + full, flag | v);
+  }
+  Post(seq);
+}
+
+base::Status Board::ReadLL(int rank, uint64_t seq, void* dst, size_t bytes, const WaitContext& ctx) {
+  const auto* words = reinterpret_cast<const uint64_t*>(Buffer(rank, seq));
+  const uint64_t flag = seq & 0xffffffffu;
+  const size_t n = LLWords(bytes);
+  auto* out = static_cast<uint32_t*>(dst);  // room for whole words (board.h)
+  // Copies the words that carry seq, from `from` on; returns the first that does not.
+  auto drain = [&](size_t from) {
+    size_t i = from;
+    for (; i < n; ++i) {
+      const uint64_t w = LoadWord(words + i);
+      if ((w >> 32) != flag) break;
+      out[i] = static_cast<uint32_t>(w);
+    }
+    return i;
+  };
+  size_t done = drain(0);
+  for (int spin = 0; done < n && spin < ctx.spin_count; ++spin) {
+    CpuRelax();
+    done = drain(done);
+  }
+  if (done == n) {
+    // The data is here; a peer that aborted after posting must still be
+    // heard, as counter.h's waits do.
+    if (views_[rank].header->aborted.load(std::memory_order_acquire) != 0) return WaitOne(kPosted, seq, rank, ctx);
+    return base::OkStatus();
+  }
+  RETURN_IF_ERROR(WaitFor(kPosted, seq, rank, ctx));  // crowded or sleeping; the words precede `posted`
+  done = drain(done);
+  RINGO_CHECK(done == n, "an LL post published before its words");
+  return base::OkStatus();
+}
 
 bool Board::Reached(Kind kind, uint64_t target, int only) const {
   auto value = [&](int r) {

@@ -70,6 +70,20 @@ class Board {
   void Post(uint64_t seq);
   // Waits until rank `rank` has posted seq; returns its buffer.
   base::StatusOr<const void*> WaitPosted(int rank, uint64_t seq, const WaitContext& ctx);
+
+  // Posts of at most kLLMaxBytes in the LL format: each 8-byte word of the
+  // buffer carries 4 bytes of data and the low 32 bits of seq, written with
+  // one 8-byte store, so a reader that sees the flag in a word has its data
+  // with it: one cache-line transfer per line instead of the counter's line
+  // and then the data's. PostLL writes the words into this rank's buffer
+  // for seq (after AcquireWrite), then publishes `posted` as Post does, for
+  // readers that sleep. ReadLL polls rank `rank`'s words until every one
+  // carries seq (ctx.spin_count polls, then WaitPosted's wait: crowded,
+  // then sleeping; it reports aborts, exits and timeouts) and copies the
+  // data to `dst`, 4-byte aligned with room for `bytes` rounded up to 4.
+  // A post takes twice its size in the buffer.
+  void PostLL(uint64_t seq, const void* data, size_t bytes);
+  base::Status ReadLL(int rank, uint64_t seq, void* dst, size_t bytes, const WaitContext& ctx);
   // Waits until every rank has posted seq; Posted() then gives their buffers.
   base::Status WaitAllPosted(uint64_t seq, const WaitContext& ctx);
   const void* Posted(int rank, uint64_t seq) const { return Buffer(rank, seq); }

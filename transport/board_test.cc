@@ -96,6 +96,70 @@ void RunThreads(int nranks, uint64_t ops, bool crowded, bool one_core) {
   ::testing::Test::RecordProperty("ms", std::to_string(ms));
 }
 
+// LL posts: every size from 0 to 64 bytes (whole and partial 4-byte words),
+// read while the writer is still writing, across buffer reuse; plain and
+// crowded readers (the crowded ones find the words after the counter wait).
+std::string RunRankLL(Board& board, int rank, uint64_t ops, bool crowded) {
+  const WaitContext ctx = Ctx(rank, crowded);
+  unsigned char data[64 + 4];
+  alignas(4) unsigned char got[64 + 4];
+  for (uint64_t seq = 1; seq <= ops; ++seq) {
+    const size_t bytes = static_cast<size_t>(seq % 65);
+    auto out = board.AcquireWrite(seq, ctx);
+    if (!out.ok()) return out.status().ToString();
+    for (size_t k = 0; k < bytes; ++k) data[k] = static_cast<unsigned char>(Value(rank, seq, k));
+    board.PostLL(seq, data, bytes);
+    for (int q = 0; q < board.nranks(); ++q) {
+      std::memset(got, 0xee, sizeof(got));
+      base::Status st = board.ReadLL(q, seq, got, bytes, ctx);
+      if (!st.ok()) return st.ToString();
+      for (size_t k = 0; k < bytes; ++k) {
+        if (got[k] != static_cast<unsigned char>(Value(q, seq, k))) {
+          return "rank " + std::to_string(rank) + " op " + std::to_string(seq) + ": rank " + std::to_string(q) +
+                 "'s byte " + std::to_string(k) + " of " + std::to_string(bytes);
+        }
+      }
+    }
+    board.Done(seq);
+  }
+  return "";
+}
+
+void RunThreadsLL(int nranks, uint64_t ops, bool crowded) {
+  auto boards = ConnectBoardsInProcess(nranks, kBufferBytes);
+  std::vector<std::string> errors(nranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    threads.emplace_back([&, r] { errors[r] = RunRankLL(*boards[r], r, ops, crowded); });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < nranks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+TEST(BoardTest, LLPostsPlainWaits) { RunThreadsLL(2, 5000, false); }
+TEST(BoardTest, LLPostsCrowdedWaits) { RunThreadsLL(4, 3000, true); }
+
+// A reader past its polls sleeps on the counter and still gets the words; a
+// peer that aborted after posting is reported even though its words are there.
+TEST(BoardTest, LLReadSleepsThenReadsAndHearsAborts) {
+  auto boards = ConnectBoardsInProcess(2, kBufferBytes);
+  WaitContext ctx = Ctx(0, false);
+  ctx.spin_count = 10;
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    const uint32_t v = 0xabcd1234u;
+    ASSERT_TRUE(boards[1]->AcquireWrite(1, Ctx(1, false)).ok());
+    boards[1]->PostLL(1, &v, sizeof(v));
+  });
+  uint32_t got = 0;
+  ASSERT_TRUE(boards[0]->ReadLL(1, 1, &got, sizeof(got), ctx).ok());
+  writer.join();
+  EXPECT_EQ(got, 0xabcd1234u);
+  boards[1]->Abort();
+  base::Status st = boards[0]->ReadLL(1, 1, &got, sizeof(got), ctx);
+  EXPECT_EQ(st.code(), base::Code::kRemoteError) << st.ToString();
+}
+
 TEST(BoardTest, ThreadsPlainWaits) { RunThreads(4, 3000, false, false); }
 
 TEST(BoardTest, ThreadsCrowdedWaits) { RunThreads(4, 3000, true, false); }

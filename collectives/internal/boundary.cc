@@ -13,20 +13,23 @@ thread_local std::string t_last_error;
 thread_local std::string t_comm_error_copy;
 std::mutex g_live_mu;
 std::unordered_set<ringoComm*>* g_live = new std::unordered_set<ringoComm*>();  // GUARDED_BY(g_live_mu)
+// Bumped by every Unregister: a thread's last handle found live stays live
+// while the count it saw is current, so a collective's check takes no lock.
+std::atomic<uint64_t> g_unregistered{0};
+thread_local ringoComm* t_live_comm = nullptr;
+thread_local uint64_t t_live_seen = 0;
 }  // namespace
 
 ringoComm::~ringoComm() {
   if (init_thread_.joinable()) init_thread_.join();
 }
 
-Communicator* ringoComm::Get() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return impl_.get();
-}
+Communicator* ringoComm::Get() { return ready_.load(std::memory_order_acquire); }
 
 void ringoComm::Set(std::unique_ptr<Communicator> impl) {
   std::lock_guard<std::mutex> lock(mu_);
   impl_ = std::move(impl);
+  ready_.store(impl_.get(), std::memory_order_release);
 }
 
 void ringoComm::StartInit(std::function<StatusOr<std::unique_ptr<Communicator>>()> init) {
@@ -37,8 +40,12 @@ void ringoComm::StartInit(std::function<StatusOr<std::unique_ptr<Communicator>>(
   init_thread_ = std::thread([this, init = std::move(init)] {
     auto made = init();
     std::lock_guard<std::mutex> lock(mu_);
-    if (made.ok()) impl_ = std::move(made).value();
-    else init_status_ = made.status();
+    if (made.ok()) {
+      impl_ = std::move(made).value();
+      ready_.store(impl_.get(), std::memory_order_release);
+    } else {
+      init_status_ = made.status();
+    }
     init_running_ = false;
   });
 }
@@ -81,11 +88,16 @@ ringoComm* Register(ringoComm* comm) {
 void Unregister(ringoComm* comm) {
   std::lock_guard<std::mutex> lock(g_live_mu);
   g_live->erase(comm);
+  g_unregistered.fetch_add(1, std::memory_order_release);
 }
 
 bool IsLive(ringoComm* comm) {
+  if (comm == t_live_comm && t_live_seen == g_unregistered.load(std::memory_order_acquire)) return true;
   std::lock_guard<std::mutex> lock(g_live_mu);
-  return g_live->count(comm) != 0;
+  if (g_live->count(comm) == 0) return false;
+  t_live_comm = comm;
+  t_live_seen = g_unregistered.load(std::memory_order_relaxed);  // stable while the lock is held
+  return true;
 }
 
 StatusOr<Communicator*> Resolve(ringoComm* comm) {

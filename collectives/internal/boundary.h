@@ -4,6 +4,7 @@
 #ifndef RINGO_COLLECTIVES_INTERNAL_BOUNDARY_H_
 #define RINGO_COLLECTIVES_INTERNAL_BOUNDARY_H_
 
+#include <atomic>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -30,6 +31,8 @@ struct ringoComm {
  private:
   std::mutex mu_;
   std::unique_ptr<ringo::collectives::Communicator> impl_;  // GUARDED_BY(mu_)
+  // impl_.get(), published (release) once set: Get() reads it without the lock.
+  std::atomic<ringo::collectives::Communicator*> ready_{nullptr};
   bool init_running_ = false;                                // GUARDED_BY(mu_)
   ringo::base::Status init_status_;                          // GUARDED_BY(mu_)
   std::string last_error_;                                   // GUARDED_BY(mu_)
