@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 
 #include "base/check.h"
@@ -173,33 +174,23 @@ Config* Load() {
       errors += std::string(errors.empty() ? "" : "; ") + "RINGO_CHECK='" + *v + "' is not 0 or 1";
     }
   }
-  config->algo = config->Get("RINGO_ALGO").value_or("");
-  if (config->algo != "" && config->algo != "ring" && config->algo != "oneshot" &&
-      config->algo != "direct") {
-    errors += std::string(errors.empty() ? "" : "; ") + "RINGO_ALGO='" + config->algo +
-              "' is not ring, oneshot or direct";
-    config->algo = "";
-  }
-  config->proto = config->Get("RINGO_PROTO").value_or("");
-  if (config->proto != "" && config->proto != "simple" && config->proto != "ll") {
-    errors += std::string(errors.empty() ? "" : "; ") + "RINGO_PROTO='" + config->proto +
-              "' is not simple or ll";
-    config->proto = "";
-  }
-  config->device = config->Get("RINGO_DEVICE").value_or("");
-  if (config->device != "" && config->device != "auto" && config->device != "host" &&
-      config->device != "cuda") {
-    errors += std::string(errors.empty() ? "" : "; ") + "RINGO_DEVICE='" + config->device +
-              "' is not host, cuda or auto";
-    config->device = "";
-  }
-  config->host_isa = config->Get("RINGO_HOST_ISA").value_or("");
-  if (config->host_isa != "" && config->host_isa != "auto" && config->host_isa != "generic" &&
-      config->host_isa != "avx2") {
-    errors += std::string(errors.empty() ? "" : "; ") + "RINGO_HOST_ISA='" + config->host_isa +
-              "' is not generic, avx2 or auto";
-    config->host_isa = "";
-  }
+  // Enumerations: the value if it is one of `allowed`, else "" and an error
+  // that lists them.
+  auto enum_var = [&](const char* name, std::string* out, std::initializer_list<const char*> allowed) {
+    *out = config->Get(name).value_or("");
+    if (out->empty()) return;
+    std::string listed;
+    for (const char* a : allowed) {
+      if (*out == a) return;
+      listed += std::string(listed.empty() ? "" : ", ") + a;
+    }
+    errors += std::string(errors.empty() ? "" : "; ") + name + "='" + *out + "' is not one of " + listed;
+    out->clear();
+  };
+  enum_var("RINGO_ALGO", &config->algo, {"ring", "oneshot", "direct"});
+  enum_var("RINGO_PROTO", &config->proto, {"simple", "ll"});
+  enum_var("RINGO_DEVICE", &config->device, {"host", "cuda", "auto"});
+  enum_var("RINGO_HOST_ISA", &config->host_isa, {"generic", "avx2", "auto"});
   if (!errors.empty()) config->parse_status = InvalidArgument("bad environment: " + errors);
   return config;
 }

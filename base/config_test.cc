@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
@@ -13,6 +14,9 @@
 
 namespace ringo::base {
 namespace {
+
+// The value was refused with an error naming the variable and the value.
+void ExpectBad(const Config& c, const std::string& name, const std::string& value);
 
 // Unsets every declared variable for the test and restores them after.
 class ConfigTest : public ::testing::Test {
@@ -37,6 +41,24 @@ class ConfigTest : public ::testing::Test {
     setenv(name, value, 1);
     ReloadConfigForTesting();
     return GetConfig();
+  }
+
+  // An enumeration variable: unset by default, each allowed value taken as
+  // is, anything else (case matters) an error naming the value, with the
+  // field left unset (the default's meaning).
+  void ExpectEnum(const char* name, std::string Config::*field, std::initializer_list<const char*> good,
+                  std::initializer_list<const char*> bad) {
+    EXPECT_EQ(GetConfig().*field, "") << name;
+    for (const char* v : good) {
+      const Config& c = With(name, v);
+      EXPECT_TRUE(c.parse_status.ok()) << c.parse_status.ToString();
+      EXPECT_EQ(c.*field, v) << name;
+    }
+    for (const char* v : bad) {
+      const Config& c = With(name, v);
+      ExpectBad(c, name, v);
+      EXPECT_EQ(c.*field, "") << name << "=" << v << " must fall back to the default";
+    }
   }
 
   static const EnvVarInfo* Find(const std::string& name) {
@@ -243,59 +265,17 @@ TEST_F(ConfigTest, YieldCount) {
 }
 
 TEST_F(ConfigTest, Algorithm) {
-  EXPECT_EQ(GetConfig().algo, "");
-  for (const char* algo : {"ring", "oneshot", "direct"}) {
-    const Config& c = With("RINGO_ALGO", algo);
-    EXPECT_TRUE(c.parse_status.ok()) << c.parse_status.ToString();
-    EXPECT_EQ(c.algo, algo);
-  }
-  for (const char* bad : {"tree", "RING", "one-shot"}) {
-    const Config& c = With("RINGO_ALGO", bad);
-    ExpectBad(c, "RINGO_ALGO", bad);
-    EXPECT_EQ(c.algo, "") << bad << " must fall back to the planner's choice";
-  }
+  ExpectEnum("RINGO_ALGO", &Config::algo, {"ring", "oneshot", "direct"}, {"tree", "RING", "one-shot"});
 }
 
-TEST_F(ConfigTest, Protocol) {
-  EXPECT_EQ(GetConfig().proto, "");
-  for (const char* proto : {"simple", "ll"}) {
-    const Config& c = With("RINGO_PROTO", proto);
-    EXPECT_TRUE(c.parse_status.ok()) << c.parse_status.ToString();
-    EXPECT_EQ(c.proto, proto);
-  }
-  for (const char* bad : {"LL", "ll128", "fast"}) {
-    const Config& c = With("RINGO_PROTO", bad);
-    ExpectBad(c, "RINGO_PROTO", bad);
-    EXPECT_EQ(c.proto, "") << bad << " must fall back to the planner's choice";
-  }
-}
+TEST_F(ConfigTest, Protocol) { ExpectEnum("RINGO_PROTO", &Config::proto, {"simple", "ll"}, {"LL", "ll128", "fast"}); }
 
 TEST_F(ConfigTest, DeviceKind) {
-  EXPECT_EQ(GetConfig().device, "");
-  for (const char* device : {"auto", "host", "cuda"}) {
-    const Config& c = With("RINGO_DEVICE", device);
-    EXPECT_TRUE(c.parse_status.ok()) << c.parse_status.ToString();
-    EXPECT_EQ(c.device, device);
-  }
-  for (const char* bad : {"HOST", "gpu", "cpu", "1"}) {
-    const Config& c = With("RINGO_DEVICE", bad);
-    ExpectBad(c, "RINGO_DEVICE", bad);
-    EXPECT_EQ(c.device, "") << bad << " must fall back to auto";
-  }
+  ExpectEnum("RINGO_DEVICE", &Config::device, {"auto", "host", "cuda"}, {"HOST", "gpu", "cpu", "1"});
 }
 
 TEST_F(ConfigTest, HostIsa) {
-  EXPECT_EQ(GetConfig().host_isa, "");
-  for (const char* isa : {"auto", "generic", "avx2"}) {
-    const Config& c = With("RINGO_HOST_ISA", isa);
-    EXPECT_TRUE(c.parse_status.ok()) << c.parse_status.ToString();
-    EXPECT_EQ(c.host_isa, isa);
-  }
-  for (const char* bad : {"AVX2", "sse2", "avx512", "1"}) {
-    const Config& c = With("RINGO_HOST_ISA", bad);
-    ExpectBad(c, "RINGO_HOST_ISA", bad);
-    EXPECT_EQ(c.host_isa, "") << bad << " must fall back to auto";
-  }
+  ExpectEnum("RINGO_HOST_ISA", &Config::host_isa, {"auto", "generic", "avx2"}, {"AVX2", "sse2", "avx512", "1"});
 }
 
 TEST_F(ConfigTest, DebugLevels) {
