@@ -39,11 +39,12 @@ bool MayTake(const DirectShare& share, int nranks, int q, int cpu) {
   return on_theirs > on_mine;
 }
 
-template <typename T, RedOp kOp>
-struct DirectFn {
-  // AllReduce, ReduceScatter and Reduce: this rank reduces its share, read
-  // from every rank's input, into the output(s) that receive it; with
-  // `share`, AllReduce and Reduce chunks are claimed (host_direct.h).
+// AllReduce, ReduceScatter and Reduce: this rank reduces its share, read
+// from every rank's input, into the output(s) that receive it; with
+// `share`, AllReduce and Reduce chunks are claimed (host_direct.h). Element
+// type only: the reductions come from the host loops' table.
+template <typename T>
+struct Direct {
   static Status Run(const CollArgs& a, int rank, int nranks, const void* const* sends, void* const* recvs,
                     bool stream, const DirectShare& share) {
     // Reused per thread: no allocation per call once a thread has seen this many ranks.
@@ -100,12 +101,15 @@ struct DirectFn {
         break;
       }
       default:
-        return base::Internal("DirectFn::Run on a collective that does not reduce");
+        return base::Internal("the direct reduction run on a collective that does not reduce");
     }
     if (stream) internal::StreamFence();
     return Status();
   }
 };
+
+template <typename T, RedOp kOp>
+struct DirectFn : Direct<T> {};
 
 // AllGather and Broadcast: pure data movement, each rank pulls into its own output.
 Status PullCopies(const CollArgs& a, int rank, int nranks, const void* const* sends, void* const* recvs,

@@ -15,7 +15,8 @@ namespace {
 using base::RedOp;
 using base::Status;
 
-template <typename T, RedOp kOp>
+// Element type only: the reductions come from the host loops' table.
+template <typename T>
 class Channel {
  public:
   Channel(const CollArgs& a, const RingPlace& p, const ChannelPlan& plan, ChannelEnds& e)
@@ -143,7 +144,7 @@ class Channel {
 template <typename T, RedOp kOp>
 struct RunChannelFn {
   static Status Run(const CollArgs& a, const RingPlace& p, const ChannelPlan& plan, ChannelEnds& e) {
-    return Channel<T, kOp>(a, p, plan, e).Run();
+    return Channel<T>(a, p, plan, e).Run();
   }
 };
 

@@ -14,80 +14,71 @@ namespace {
 using base::RedOp;
 using base::Status;
 
-template <typename T, RedOp kOp>
-struct OneShotFn {
-  static Status Run(const CollArgs& a, int rank, int nranks, transport::Board& board, uint64_t seq,
-                    const transport::WaitContext& wait, int64_t ll_max_bytes) {
-    const size_t elem = sizeof(T);
-    const int64_t block = a.count;  // per-rank block for ReduceScatter / AllGather
-    ASSIGN_OR_RETURN(void* mine, board.AcquireWrite(seq, wait));
-    // A non-root Broadcast rank posts nothing but still takes part in the sequence.
-    const bool posts = a.coll != Coll::kBroadcast || rank == a.root;
-    const int64_t post = posts ? OneShotPostBytes(a, nranks) : 0;
-    // Small posts in the LL format (board.h). The choice depends only on the
-    // arguments and the geometry, so every rank makes the same one.
-    const bool ll = OneShotPostBytes(a, nranks) <= ll_max_bytes;
-    const size_t ll_stride = (static_cast<size_t>(ll_max_bytes) + 4 + 63) / 64 * 64;
-    if (ll) {
-      board.PostLL(seq, a.send, static_cast<size_t>(post));
-    } else {
-      if (post > 0) std::memcpy(mine, a.send, static_cast<size_t>(post));
-      board.Post(seq);
-    }
+// Element type only: the reductions come from the host loops' table.
+template <typename T>
+Status OneShot(const CollArgs& a, int rank, int nranks, transport::Board& board, uint64_t seq,
+               const transport::WaitContext& wait, int64_t ll_max_bytes) {
+  const size_t elem = sizeof(T);
+  const int64_t block = a.count;  // per-rank block for ReduceScatter / AllGather
+  // What each posting rank posts (a non-root Broadcast rank posts nothing but
+  // still takes part in the sequence).
+  const int64_t post_bytes = OneShotPostBytes(a, nranks);
+  const bool posts = a.coll != Coll::kBroadcast || rank == a.root;
+  // Small posts in the LL format (board.h). The choice depends only on the
+  // arguments and the geometry, so every rank makes the same one.
+  const bool ll = post_bytes <= ll_max_bytes;
+  ASSIGN_OR_RETURN(void* mine, board.AcquireWrite(seq, wait));
+  if (ll) {
+    board.PostLL(seq, a.send, posts ? static_cast<size_t>(post_bytes) : 0);
+  } else {
+    if (posts && post_bytes > 0) std::memcpy(mine, a.send, static_cast<size_t>(post_bytes));
+    board.Post(seq);
+  }
 
-    // The posts this rank reads, in rank order.
-    // Reused per thread: no allocation per call once a thread has seen this many ranks.
-    thread_local std::vector<const T*> in_storage, block_storage;
-    thread_local std::vector<char> ll_storage;
-    in_storage.assign(nranks, nullptr);
-    const T** in = in_storage.data();
-    // Rank q's post: unpacked from its LL words (this rank's own: its input).
-    auto read_ll = [&](int q) -> Status {
-      if (q == rank) {
-        in[q] = static_cast<const T*>(a.send);
-        return Status();
-      }
+  // The posts this rank reads, in rank order. Reused per thread: no
+  // allocation per call once a thread has seen this many ranks.
+  thread_local std::vector<const T*> in_storage, block_storage;
+  thread_local std::vector<char> ll_storage;
+  in_storage.assign(nranks, nullptr);
+  const T** in = in_storage.data();
+  const size_t ll_stride = (static_cast<size_t>(ll_max_bytes) + 4 + 63) / 64 * 64;  // whole LL words
+  if (ll && ll_storage.size() < static_cast<size_t>(nranks) * ll_stride) {
+    ll_storage.resize(static_cast<size_t>(nranks) * ll_stride);
+  }
+  // Rank q's post (this rank's own: its input; LL posts unpacked).
+  auto read = [&](int q) -> Status {
+    if (q == rank && ll) {
+      in[q] = static_cast<const T*>(a.send);
+    } else if (ll) {
       char* dst = ll_storage.data() + static_cast<size_t>(q) * ll_stride;
-      RETURN_IF_ERROR(board.ReadLL(q, seq, dst, static_cast<size_t>(post), wait));
+      RETURN_IF_ERROR(board.ReadLL(q, seq, dst, static_cast<size_t>(post_bytes), wait));
       in[q] = reinterpret_cast<const T*>(dst);
-      return Status();
-    };
-    if (ll && ll_storage.size() < static_cast<size_t>(nranks) * ll_stride) {
-      ll_storage.resize(static_cast<size_t>(nranks) * ll_stride);
+    } else {
+      ASSIGN_OR_RETURN(const void* p, board.WaitPosted(q, seq, wait));
+      in[q] = static_cast<const T*>(p);
     }
-    if (a.coll == Coll::kBroadcast) {
-      if (ll) {
-        if (post == 0) {  // a non-root rank: the root's post has the root's size
-          const int64_t root_post = OneShotPostBytes(a, nranks);
-          if (rank != a.root) {
-            char* dst = ll_storage.data() + static_cast<size_t>(a.root) * ll_stride;
-            RETURN_IF_ERROR(board.ReadLL(a.root, seq, dst, static_cast<size_t>(root_post), wait));
-            in[a.root] = reinterpret_cast<const T*>(dst);
-          }
-        } else {
-          in[a.root] = static_cast<const T*>(a.send);
-        }
-      } else {
-        ASSIGN_OR_RETURN(const void* p, board.WaitPosted(a.root, seq, wait));
-        in[a.root] = static_cast<const T*>(p);
-      }
-    } else if (a.coll != Coll::kReduce || rank == a.root) {
-      if (ll) {
-        for (int q = 0; q < nranks; ++q) RETURN_IF_ERROR(read_ll(q));
-      } else {
-        RETURN_IF_ERROR(board.WaitAllPosted(seq, wait));
-        for (int q = 0; q < nranks; ++q) in[q] = static_cast<const T*>(board.Posted(q, seq));
-        for (int q = 0; q < nranks; ++q) {
-          if (q != rank) internal::PrefetchPeerData(in[q], static_cast<size_t>(post));
-        }
+    return Status();
+  };
+  if (a.coll == Coll::kBroadcast) {
+    RETURN_IF_ERROR(read(a.root));
+  } else if (a.coll != Coll::kReduce || rank == a.root) {
+    if (ll) {
+      for (int q = 0; q < nranks; ++q) RETURN_IF_ERROR(read(q));
+    } else {
+      RETURN_IF_ERROR(board.WaitAllPosted(seq, wait));
+      for (int q = 0; q < nranks; ++q) in[q] = static_cast<const T*>(board.Posted(q, seq));
+      for (int q = 0; q < nranks; ++q) {
+        if (q != rank) internal::PrefetchPeerData(in[q], static_cast<size_t>(post_bytes));
       }
     }
-    T* out = static_cast<T*>(a.recv);
-    void* outs[1] = {out};
-    const internal::HostLoops& loops = internal::GetHostLoops(a.dtype, a.op);
-    auto reduce = [&](const T* const* ins, int64_t count) {
-      loops.reduce_all(reinterpret_cast<const void* const*>(ins), nranks, outs, 1, count, nranks, false);
-    };
+  }
+  T* out = static_cast<T*>(a.recv);
+  void* outs[1] = {out};
+  const internal::HostLoops& loops = internal::GetHostLoops(a.dtype, a.op);
+  auto reduce = [&](const T* const* ins, int64_t count) {
+    loops.reduce_all(reinterpret_cast<const void* const*>(ins), nranks, outs, 1, count, nranks, false);
+  };
+  if (a.count > 0) {
     switch (a.coll) {
       case Coll::kAllReduce:
         reduce(in, a.count);
@@ -109,11 +100,21 @@ struct OneShotFn {
         }
         break;
       case Coll::kBroadcast:
-        if (a.recv != a.send || rank != a.root) std::memcpy(out, in[a.root], a.count * elem);
+        if (out != in[a.root] && !(rank == a.root && a.recv == a.send)) {
+          std::memcpy(out, in[a.root], a.count * elem);
+        }
         break;
     }
-    board.Done(seq);
-    return Status();
+  }
+  board.Done(seq);
+  return Status();
+}
+
+template <typename T, RedOp kOp>
+struct OneShotFn {
+  static Status Run(const CollArgs& a, int rank, int nranks, transport::Board& board, uint64_t seq,
+                    const transport::WaitContext& wait, int64_t ll_max_bytes) {
+    return OneShot<T>(a, rank, nranks, board, seq, wait, ll_max_bytes);
   }
 };
 
