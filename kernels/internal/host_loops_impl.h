@@ -129,7 +129,22 @@ void ReduceTiles(const ReduceFunc<T, kOp>& f, const T* const* in, int n, T* cons
   constexpr bool kNeedAcc = kN == 0 || kConvertTiles<T>;
   alignas(64) Acc acc[kNeedAcc ? kTile<T> : 1];
   alignas(64) T v[kTile<T>];
-  for (int64_t i = 0; i < count; i += kTile<T>) {
+  int64_t i = 0;
+  if constexpr (kN > 0 && !kConvertTiles<T>) {
+    if (stream) {
+      // Outputs that go to memory: each 64-byte block is stored to every
+      // output as soon as it is reduced, so reads and streamed writes
+      // interleave finely (2 threads, each reducing its half of two 256 MiB
+      // inputs into two outputs: 21-22 ms, against 26-28 ms when a 4 KiB
+      // tile is written to one output, then the other).
+      constexpr int64_t kBlock = 64 / static_cast<int64_t>(sizeof(T));
+      for (; i + kBlock <= count; i += kBlock) {
+        FoldTile<kN, true, true>(f, in, i, kBlock, acc, v);
+        for (int k = 0; k < nout; ++k) internal::Store64(out[k] + i, v, true);
+      }
+    }
+  }
+  for (; i < count; i += kTile<T>) {
     const int64_t m = count - i < kTile<T> ? count - i : kTile<T>;
     if constexpr (kN > 0) {
       FoldTile<kN, true, true>(f, in, i, m, acc, v);
@@ -203,6 +218,8 @@ void Reduce(const void* in_any, const void* src_any, void* out1_any, void* out2_
   auto* out1 = static_cast<T*>(out1_any);
   auto* out2 = static_cast<T*>(out2_any);
   alignas(64) T v[kTile<T>];
+  // (Streaming the output block by block here, as ReduceTiles does, ran
+  // 25% slower for 2 ranks at 16-64 MiB: the other output is a FIFO slot.)
   for (int64_t i = 0; i < count; i += kTile<T>) {
     const int64_t m = count - i < kTile<T> ? count - i : kTile<T>;
     const T* __restrict__ a = in + i;
