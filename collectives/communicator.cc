@@ -13,6 +13,7 @@
 #include "kernels/host_oneshot.h"
 #include "base/logging.h"
 #include "collectives/device_choice.h"
+#include "collectives/internal/direct_post.h"
 #include "collectives/internal/gpu_comm.h"
 #include "collectives/ring_choice.h"
 #include "transport/p2p.h"
@@ -39,18 +40,6 @@ int64_t TimeoutMs(const base::Config& config, const CommOptions& options) {
 
 }  // namespace
 
-// What each rank posts on the board before a direct AllReduce: its buffers'
-// addresses in its own process, and their shared regions where they lie in one.
-struct Communicator::DirectPost {
-  uint64_t send_addr;
-  uint64_t recv_addr;
-  transport::RegionName send_region;  // fd -1: not in a shared region
-  transport::RegionName recv_region;
-  uint64_t send_offset;
-  uint64_t recv_offset;
-  int32_t pid;
-  int32_t reserved;
-};
 
 Communicator::Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options)
     : rank_(rank), nranks_(nranks), config_(config), timeout_ms_(TimeoutMs(config, options)) {}
@@ -453,145 +442,6 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
   }
   Status first = AsyncError();  // the first failure of any channel, in time order
   return first.ok() ? st : first;
-}
-
-Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& plan, bool* ran) {
-  *ran = false;
-  const transport::WaitContext wait = MakeWait(0);
-  DirectPost mine{};
-  mine.send_addr = reinterpret_cast<uint64_t>(args.send);
-  mine.recv_addr = reinterpret_cast<uint64_t>(args.recv);
-  mine.pid = static_cast<int32_t>(getpid());
-  mine.send_region.fd = mine.recv_region.fd = -1;
-  const kernels::DirectNeeds needs = kernels::DirectBuffersNeeded(args, rank_, nranks_);
-  if (needs.send_bytes > 0) {
-    transport::FindSharedRegion(args.send, static_cast<size_t>(needs.send_bytes), &mine.send_region,
-                                &mine.send_offset);
-  }
-  if (needs.recv_bytes > 0) {
-    transport::FindSharedRegion(args.recv, static_cast<size_t>(needs.recv_bytes), &mine.recv_region,
-                                &mine.recv_offset);
-  }
-
-  // Exchange 1: every rank is inside the collective, and says where its
-  // buffers are. Ranks of one process can always read each other's buffers;
-  // across processes, every buffer another rank reads or writes must be
-  // shared. A rank whose own buffers are not knows the answer (the ring) and
-  // does not wait for the others: when every rank passes heap buffers,
-  // nobody waits here.
-  auto shared = [&](const DirectPost& p, int q) {
-    const kernels::DirectNeeds n = kernels::DirectBuffersNeeded(args, q, nranks_);
-    return (n.send_bytes == 0 || p.send_region.fd >= 0) && (n.recv_bytes == 0 || p.recv_region.fd >= 0);
-  };
-  const bool self_shared = shared(mine, rank_);
-  const uint64_t seq = ++board_seq_;
-  ASSIGN_OR_RETURN(void* out, board_->AcquireWrite(seq, wait));
-  std::memcpy(out, &mine, sizeof(mine));
-  // The chunks of this rank's part, claimed by any rank once all have posted.
-  board_->header(rank_)->direct_work.store(kernels::DirectShareWord(args, rank_, nranks_), std::memory_order_relaxed);
-  board_->Post(seq);
-  if (!one_process_ && !self_shared) {
-    board_->Done(seq);
-    LogDirectFallback(plan, "this rank's buffers are not from ringoMemAlloc");
-    return Status();
-  }
-  direct_posts_.resize(nranks_);
-  int unshared_rank = -1;
-  RETURN_IF_ERROR(board_->WaitAllPosted(seq, wait));
-  for (int q = 0; q < nranks_; ++q) {
-    std::memcpy(&direct_posts_[q], board_->Posted(q, seq), sizeof(DirectPost));
-    if (!shared(direct_posts_[q], q) && unshared_rank < 0) unshared_rank = q;
-  }
-  board_->Done(seq);
-  if (!one_process_ && unshared_rank >= 0) {
-    LogDirectFallback(plan, "rank " + std::to_string(unshared_rank) + "'s buffers are not from ringoMemAlloc");
-    return Status();
-  }
-
-  Status mapped = MapDirectBuffers(mine.pid);
-  if (!one_process_) {
-    // Exchange 2 (across processes): did every rank map every region? If
-    // one could not, all take the ring, before anyone has written anything.
-    const uint64_t check = ++board_seq_;
-    ASSIGN_OR_RETURN(void* flag, board_->AcquireWrite(check, wait));
-    const int32_t ok = mapped.ok() ? 1 : 0;
-    std::memcpy(flag, &ok, sizeof(ok));
-    board_->Post(check);
-    int failed_rank = -1;
-    RETURN_IF_ERROR(board_->WaitAllPosted(check, wait));
-    for (int q = 0; q < nranks_; ++q) {
-      int32_t theirs = 0;
-      std::memcpy(&theirs, board_->Posted(q, check), sizeof(theirs));
-      if (theirs != 1 && failed_rank < 0) failed_rank = q;
-    }
-    board_->Done(check);
-    if (failed_rank >= 0) {
-      if (!mapped.ok()) {
-        RINGO_LOG(WARN) << "rank " << rank_ << ": cannot map a peer's ringoMemAlloc buffer, collective "
-                        << "through the ring: " << mapped.ToString();
-      }
-      LogDirectFallback(plan, "rank " + std::to_string(failed_rank) + " cannot map every ringoMemAlloc buffer");
-      return Status();
-    }
-  }
-  RETURN_IF_ERROR(mapped);
-  kernels::DirectShare share;
-  share.words = direct_words_.data();
-  share.cpus = direct_cpus_.data();
-  RETURN_IF_ERROR(kernels::RunHostDirect(args, rank_, nranks_, direct_sends_.data(), direct_recvs_.data(),
-                                         plan.stream_output, share));
-
-  // Last exchange: nobody returns (and reuses its buffers) before everyone is done with them.
-  const uint64_t done = ++board_seq_;
-  RETURN_IF_ERROR(board_->AcquireWrite(done, wait).status());
-  board_->Post(done);
-  RETURN_IF_ERROR(board_->WaitAllPosted(done, wait));
-  board_->Done(done);
-  *ran = true;
-  if (!direct_logged_) {
-    direct_logged_ = true;
-    RINGO_LOG(INFO) << "rank " << rank_ << ": collective run directly on every rank's buffers ("
-                    << (one_process_ ? "ranks in one process" : "ringoMemAlloc regions") << ")";
-  }
-  return Status();
-}
-
-void Communicator::LogDirectFallback(const CollPlan& plan, const std::string& why) {
-  if (direct_fallback_logged_) return;
-  direct_fallback_logged_ = true;
-  RINGO_LOG(INFO) << "rank " << rank_ << ": collective through the "
-                  << (plan.fallback == Algorithm::kOneShot ? "one-shot board" : "ring") << ": " << why
-                  << ", so the ranks cannot read each other's buffers directly"
-                  << (geometry_.algorithm == Algorithm::kAuto ? " (the next direct attempts back off)" : "");
-}
-
-Status Communicator::MapDirectBuffers(int32_t self_pid) {
-  direct_sends_.resize(nranks_);
-  direct_recvs_.resize(nranks_);
-  // Every region of this call stays mapped until the call ends.
-  peer_regions_.Reserve(2 * static_cast<size_t>(nranks_));
-  for (int q = 0; q < nranks_; ++q) {
-    const DirectPost& p = direct_posts_[q];
-    if (p.pid == self_pid) {
-      direct_sends_[q] = reinterpret_cast<const void*>(p.send_addr);
-      direct_recvs_[q] = reinterpret_cast<void*>(p.recv_addr);
-      continue;
-    }
-    // Only the buffers the collective reaches are named (fd >= 0); the others stay null.
-    direct_sends_[q] = nullptr;
-    direct_recvs_[q] = nullptr;
-    if (p.send_region.fd >= 0) {
-      auto send = peer_regions_.Map(p.send_region);
-      if (!send.ok()) return send.status().WithContext("rank " + std::to_string(q) + "'s sendbuff");
-      direct_sends_[q] = *send + p.send_offset;
-    }
-    if (p.recv_region.fd >= 0) {
-      auto recv = peer_regions_.Map(p.recv_region);
-      if (!recv.ok()) return recv.status().WithContext("rank " + std::to_string(q) + "'s recvbuff");
-      direct_recvs_[q] = *recv + p.recv_offset;
-    }
-  }
-  return Status();
 }
 
 namespace {

@@ -194,7 +194,7 @@ TEST(DirectProcesses, MisalignedInsideARegion) {
 
 TEST(DirectProcesses, HeapBuffersTakeTheRing) {
   DirectCase c;
-  c.alloc = {Alloc::kHeap, Alloc::kHeap};
+  c.alloc = std::vector<Alloc>{Alloc::kHeap, Alloc::kHeap};
   c.expect_direct = false;
   c.expect_ring_line = true;
   RunInProcesses(c);
@@ -203,7 +203,7 @@ TEST(DirectProcesses, HeapBuffersTakeTheRing) {
 TEST(DirectProcesses, OneHeapRankTakesTheRingForAll) {
   DirectCase c;
   c.nranks = 3;
-  c.alloc = {Alloc::kRingo, Alloc::kHeap, Alloc::kRingo};
+  c.alloc = std::vector<Alloc>{Alloc::kRingo, Alloc::kHeap, Alloc::kRingo};
   c.expect_direct = false;
   c.expect_ring_line = true;
   RunInProcesses(c);
@@ -258,7 +258,7 @@ TEST(DirectProcesses, BroadcastNeedsOnlyTheRootsBuffer) {
 TEST(DirectProcesses, HeapBuffersOfASmallMessageTakeTheOneShot) {
   DirectCase c;
   c.count = 8192;  // 32 KiB: direct-planned, and it fits the one-shot board
-  c.alloc = {Alloc::kHeap, Alloc::kHeap};
+  c.alloc = std::vector<Alloc>{Alloc::kHeap, Alloc::kHeap};
   c.expect_direct = false;
   RunLoggedProcesses(
       c.nranks, nullptr, [&](int rank, ringoComm_t comm) { return RunOnComm(c, rank, comm); },
@@ -305,7 +305,7 @@ TEST(DirectThreads, HeapBuffersOfOneProcess) {
   ScopedEnv env({{"RINGO_DEBUG", std::string("INFO")}, {"RINGO_ALGO", std::nullopt}});
   DirectCase c;
   c.nranks = 3;
-  c.alloc = {Alloc::kHeap, Alloc::kHeap, Alloc::kHeap};
+  c.alloc = std::vector<Alloc>{Alloc::kHeap, Alloc::kHeap, Alloc::kHeap};
   std::vector<ringoComm_t> comms(c.nranks);
   CapturedStderr log;
   ASSERT_EQ(ringoCommInitAll(comms.data(), c.nranks, nullptr), ringoSuccess) << ringoGetLastError(nullptr);
