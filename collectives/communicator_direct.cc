@@ -37,7 +37,7 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   // Exchange 1: every rank is inside the collective, and says where its
   // buffers are. Ranks of one process can always read each other's buffers;
   // across processes, every buffer another rank reads or writes must be
-  // shared. A rank whose own buffers are not knows the answer (the ring) and
+  // shared. A rank whose own buffers are not knows the answer (the plan's fallback) and
   // does not wait for the others: when every rank passes heap buffers,
   // nobody waits here.
   auto shared = [&](const DirectPost& p, int q) {
@@ -72,7 +72,7 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   Status mapped = MapDirectBuffers(mine.pid);
   if (!one_process_) {
     // Exchange 2 (across processes): did every rank map every region? If
-    // one could not, all take the ring, before anyone has written anything.
+    // one could not, all take the fallback, before anyone has written anything.
     const uint64_t check = ++board_seq_;
     ASSIGN_OR_RETURN(void* flag, board_->AcquireWrite(check, wait));
     const int32_t ok = mapped.ok() ? 1 : 0;
@@ -88,8 +88,9 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
     board_->Done(check);
     if (failed_rank >= 0) {
       if (!mapped.ok()) {
-        RINGO_LOG(WARN) << "rank " << rank_ << ": cannot map a peer's ringoMemAlloc buffer, collective "
-                        << "through the ring: " << mapped.ToString();
+        RINGO_LOG(WARN) << "rank " << rank_ << ": cannot map a peer's ringoMemAlloc buffer, collective through the "
+                        << (plan.fallback == Algorithm::kOneShot ? "one-shot board" : "ring") << ": "
+                        << mapped.ToString();
       }
       LogDirectFallback(plan, "rank " + std::to_string(failed_rank) + " cannot map every ringoMemAlloc buffer");
       return Status();

@@ -26,17 +26,18 @@ using base::Status;
 // rank on its own part 294 us, any rank taking from any other 478 us; 3
 // ranks (one core carries two), 4 MiB 329 us own parts only, 260 us with
 // this rule; 64 MiB 9.2 ms / 6.2 ms.
-bool MayTake(const DirectShare& share, int nranks, int q, int cpu) {
+// Ranks last seen on core `cpu`.
+int RanksOn(const DirectShare& share, int nranks, int cpu) {
+  int n = 0;
+  for (int r = 0; r < nranks; ++r) n += share.cpus[r]->load(std::memory_order_relaxed) == cpu ? 1 : 0;
+  return n;
+}
+
+// `on_mine`: RanksOn(this rank's core).
+bool MayTake(const DirectShare& share, int nranks, int q, int cpu, int on_mine) {
   if (share.cpus == nullptr) return true;
   const int theirs = share.cpus[q]->load(std::memory_order_relaxed);
-  if (theirs == cpu) return true;
-  int on_mine = 0, on_theirs = 0;
-  for (int r = 0; r < nranks; ++r) {
-    const int c = share.cpus[r]->load(std::memory_order_relaxed);
-    on_mine += c == cpu ? 1 : 0;
-    on_theirs += c == theirs ? 1 : 0;
-  }
-  return on_theirs > on_mine;
+  return theirs == cpu || RanksOn(share, nranks, theirs) > on_mine;
 }
 
 // AllReduce, ReduceScatter and Reduce: this rank reduces its share, read
@@ -85,9 +86,10 @@ struct Direct {
         };
         for (int64_t c; (c = DirectClaimFront(*share.words[rank])) >= 0;) reduce_chunk(rank, c);
         const int cpu = share.cpus != nullptr ? sched_getcpu() : -1;
+        const int on_mine = share.cpus != nullptr ? RanksOn(share, nranks, cpu) : 0;
         for (int k = 1; k < nranks; ++k) {
           const int q = (rank + k) % nranks;
-          if (!MayTake(share, nranks, q, cpu)) continue;
+          if (!MayTake(share, nranks, q, cpu, on_mine)) continue;
           for (int64_t c; (c = DirectClaimBack(*share.words[q])) >= 0;) reduce_chunk(q, c);
         }
         break;

@@ -89,18 +89,22 @@ const HostLoops& GetHostLoops(base::DataType dtype, base::RedOp op) {
   return GetHostLoopsFor(ActiveHostIsa(), dtype, op);
 }
 
-const HostLoops& GetHostLoopsFor(HostIsa isa, base::DataType dtype, base::RedOp op) {
+namespace {
+
+const HostIsaTable& BuiltSet(HostIsa isa) {
   const Tables& t = GetTables();
   RINGO_CHECK(t.built[static_cast<int>(isa)], "host loops of an instruction set this CPU does not run");
-  RINGO_CHECK(base::IsValidDataType(static_cast<int>(dtype)) && base::IsValidRedOp(static_cast<int>(op)),
-              "host loops of an unknown datatype or op");
-  return t.sets[static_cast<int>(isa)].loops[static_cast<int>(dtype)][static_cast<int>(op)];
+  return t.sets[static_cast<int>(isa)];
 }
 
-const HalfConversions& GetHalfConversionsFor(HostIsa isa) {
-  const Tables& t = GetTables();
-  RINGO_CHECK(t.built[static_cast<int>(isa)], "host loops of an instruction set this CPU does not run");
-  return t.sets[static_cast<int>(isa)].half;
+}  // namespace
+
+const HostLoops& GetHostLoopsFor(HostIsa isa, base::DataType dtype, base::RedOp op) {
+  RINGO_CHECK(base::IsValidDataType(static_cast<int>(dtype)) && base::IsValidRedOp(static_cast<int>(op)),
+              "host loops of an unknown datatype or op");
+  return BuiltSet(isa).loops[static_cast<int>(dtype)][static_cast<int>(op)];
 }
+
+const HalfConversions& GetHalfConversionsFor(HostIsa isa) { return BuiltSet(isa).half; }
 
 }  // namespace ringo::kernels::internal

@@ -39,6 +39,12 @@ constexpr int kFusedInputs = 4;
 template <typename T>
 constexpr int64_t kTile = kTileBytes / static_cast<int64_t>(sizeof(T));
 
+// Elements of the tile at `i` of `count` (a whole tile but for the last).
+template <typename T>
+inline int64_t TileLen(int64_t count, int64_t i) {
+  return count - i < kTile<T> ? count - i : kTile<T>;
+}
+
 // ---- fp16 tiles to and from fp32 ----
 
 // fp16 converts whole tiles first (in hardware with F16C; the generic
@@ -145,7 +151,7 @@ void ReduceTiles(const ReduceFunc<T, kOp>& f, const T* const* in, int n, T* cons
     }
   }
   for (; i < count; i += kTile<T>) {
-    const int64_t m = count - i < kTile<T> ? count - i : kTile<T>;
+    const int64_t m = TileLen<T>(count, i);
     if constexpr (kN > 0) {
       FoldTile<kN, true, true>(f, in, i, m, acc, v);
     } else {
@@ -193,7 +199,7 @@ void Send(const void* src_any, void* out_any, int64_t count, int nranks, bool st
     const auto f = ReduceFunc<T, kOp>::Make(nranks);
     alignas(64) T v[kTile<T>];
     for (int64_t i = 0; i < count; i += kTile<T>) {
-      const int64_t m = count - i < kTile<T> ? count - i : kTile<T>;
+      const int64_t m = TileLen<T>(count, i);
       const T* __restrict__ s = src + i;
       if constexpr (!kConvertTiles<T>) {
         for (int64_t j = 0; j < m; ++j) v[j] = f.Partial(f.Pre(s[j]));
@@ -221,7 +227,7 @@ void Reduce(const void* in_any, const void* src_any, void* out1_any, void* out2_
   // (Streaming the output block by block here, as ReduceTiles does, ran
   // 25% slower for 2 ranks at 16-64 MiB: the other output is a FIFO slot.)
   for (int64_t i = 0; i < count; i += kTile<T>) {
-    const int64_t m = count - i < kTile<T> ? count - i : kTile<T>;
+    const int64_t m = TileLen<T>(count, i);
     const T* __restrict__ a = in + i;
     const T* __restrict__ b = src + i;
     if constexpr (!kConvertTiles<T>) {
@@ -250,14 +256,14 @@ internal::HostLoops MakeLoops() {
 
 inline void HalfToFloat(const uint16_t* src, float* dst, int64_t count) {
   for (int64_t i = 0; i < count; i += kTile<base::Half>) {
-    const int64_t m = count - i < kTile<base::Half> ? count - i : kTile<base::Half>;
+    const int64_t m = TileLen<base::Half>(count, i);
     ToAccTile(reinterpret_cast<const base::Half*>(src + i), dst + i, m);
   }
 }
 
 inline void HalfFromFloat(const float* src, uint16_t* dst, int64_t count) {
   for (int64_t i = 0; i < count; i += kTile<base::Half>) {
-    const int64_t m = count - i < kTile<base::Half> ? count - i : kTile<base::Half>;
+    const int64_t m = TileLen<base::Half>(count, i);
     FromAccTile(src + i, reinterpret_cast<base::Half*>(dst + i), m);
   }
 }
