@@ -50,10 +50,15 @@ const std::vector<EnvVarInfo>& Table() {
        "direct: every collective (of any size) among the ranks of one host runs straight on "
        "every rank's buffers where the buffers it needs are reachable (threads of one process, "
        "or buffers from ringoMemAlloc), the ring otherwise; unset: the planner chooses by size."},
-      {"RINGO_CHECK", "bool", "0",
-       "1: before each collective, pass its signature (sequence number, collective, count, "
-       "datatype, op, root) around the ring, so mismatched calls fail on every rank instead "
-       "of hanging or corrupting data. Costs one hop of latency per collective."},
+      {"RINGO_CHECK", "bool", "1",
+       "1: every collective carries its signature (sequence number, collective, count, "
+       "datatype, op, root) in the exchanges it makes (one-shot posts, direct posts, FIFO "
+       "slots), so mismatched calls fail with ringoInvalidUsage naming both calls instead of "
+       "hanging or corrupting data; 0: no comparison (rank 0's setting applies to all)."},
+      {"RINGO_DETERMINISTIC", "bool", "0",
+       "1: the bits of every host result depend only on the inputs and the rank count, not on "
+       "the algorithm, channels, slot size or timing: every reduction combines the ranks' "
+       "values in rank order, rounding as the ring does (rank 0's setting applies to all)."},
       {"RINGO_PROTO", "enum", "",
        "GPU communicators: simple forces the Simple protocol (data, fence, counter), ll the "
        "LL protocol (flag in every 8-byte store); unset: LL for small messages (up to one LL "
@@ -167,13 +172,17 @@ Config* Load() {
               std::to_string(config->crowded_wait) + " is not -1, 0 or 1";
     config->crowded_wait = -1;
   }
-  if (auto v = config->Get("RINGO_CHECK")) {
+  auto bool_var = [&](const char* name, bool* out) {
+    auto v = config->Get(name);
+    if (!v) return;
     if (*v == "1" || *v == "0") {
-      config->check = (*v == "1");
+      *out = (*v == "1");
     } else {
-      errors += std::string(errors.empty() ? "" : "; ") + "RINGO_CHECK='" + *v + "' is not 0 or 1";
+      errors += std::string(errors.empty() ? "" : "; ") + name + "='" + *v + "' is not 0 or 1";
     }
-  }
+  };
+  bool_var("RINGO_CHECK", &config->check);
+  bool_var("RINGO_DETERMINISTIC", &config->deterministic);
   // Enumerations: the value if it is one of `allowed`, else "" and an error
   // that lists them.
   auto enum_var = [&](const char* name, std::string* out, std::initializer_list<const char*> allowed) {

@@ -42,7 +42,8 @@ struct Config {
   int64_t yield_count = -1;              // RINGO_YIELD_COUNT (-1: chosen at init)
   int64_t crowded_wait = -1;             // RINGO_CROWDED_WAIT (-1: when ranks outnumber cores)
   std::string algo;                      // RINGO_ALGO: "", "ring", "oneshot" or "direct"
-  bool check = false;                    // RINGO_CHECK
+  bool check = true;                     // RINGO_CHECK
+  bool deterministic = false;            // RINGO_DETERMINISTIC
   std::string proto;                     // RINGO_PROTO: "", "simple" or "ll" (GPU communicators)
   std::string device;                    // RINGO_DEVICE: "", "auto", "host" or "cuda"
   std::string host_isa;                  // RINGO_HOST_ISA: "", "auto", "generic" or "avx2"

@@ -104,7 +104,7 @@ TEST_F(ConfigTest, EveryDeclaredVariableIsDescribed) {
   // Ringo's own variables are all there.
   for (const char* name : {"RINGO_DEBUG", "RINGO_DEBUG_FILE", "RINGO_TIMEOUT_MS", "RINGO_COMM_ID",
                            "RINGO_SOCKET_IFNAME", "RINGO_SLOT_BYTES", "RINGO_NCHANNELS", "RINGO_SPIN_COUNT",
-                           "RINGO_YIELD_COUNT", "RINGO_CROWDED_WAIT", "RINGO_ALGO", "RINGO_CHECK", "RINGO_PROTO", "RINGO_DEVICE",
+                           "RINGO_YIELD_COUNT", "RINGO_CROWDED_WAIT", "RINGO_ALGO", "RINGO_CHECK", "RINGO_DETERMINISTIC", "RINGO_PROTO", "RINGO_DEVICE",
                            "RINGO_HOST_ISA", "RINGO_P2P_DISABLE",
                            "RINGO_SHM_DISABLE"}) {
     EXPECT_NE(Find(name), nullptr) << name << " is not declared";
@@ -142,7 +142,8 @@ TEST_F(ConfigTest, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.spin_count, -1);
   EXPECT_EQ(c.yield_count, -1);
   EXPECT_EQ(c.algo, "");
-  EXPECT_FALSE(c.check);
+  EXPECT_TRUE(c.check);
+  EXPECT_FALSE(c.deterministic);
   for (const EnvVarInfo& var : DeclaredEnvVars()) {
     EXPECT_FALSE(c.Get(var.name).has_value()) << var.name;
     EXPECT_FALSE(c.GetInt(var.name).has_value()) << var.name;
@@ -159,6 +160,8 @@ TEST_F(ConfigTest, DefaultsAgreeWithDeclarations) {
   EXPECT_EQ(std::to_string(c.yield_count), Find("RINGO_YIELD_COUNT")->default_value);
   EXPECT_EQ(c.algo, Find("RINGO_ALGO")->default_value);
   EXPECT_EQ(c.check ? "1" : "0", std::string(Find("RINGO_CHECK")->default_value));
+  EXPECT_EQ(c.deterministic ? "1" : "0", std::string(Find("RINGO_DETERMINISTIC")->default_value));
+  EXPECT_STREQ(Find("RINGO_DETERMINISTIC")->type, "bool");
   EXPECT_STREQ(Find("RINGO_DEBUG")->type, "enum");
   EXPECT_STREQ(Find("RINGO_TIMEOUT_MS")->type, "int");
   EXPECT_STREQ(Find("RINGO_SLOT_BYTES")->type, "int");
@@ -328,16 +331,18 @@ TEST_F(ConfigTest, StringsAndCheck) {
   setenv("RINGO_COMM_ID", "10.0.0.1:5000", 1);
   setenv("RINGO_SOCKET_IFNAME", "^docker,lo", 1);
   setenv("RINGO_DEBUG_FILE", "/tmp/ringo.%h.%p", 1);
-  setenv("RINGO_CHECK", "1", 1);
+  setenv("RINGO_CHECK", "0", 1);
   ReloadConfigForTesting();
   const Config& c = GetConfig();
   EXPECT_TRUE(c.parse_status.ok()) << c.parse_status.ToString();
   EXPECT_EQ(c.comm_id, "10.0.0.1:5000");
   EXPECT_EQ(c.socket_ifname, "^docker,lo");
   EXPECT_EQ(c.log_file, "/tmp/ringo.%h.%p");
-  EXPECT_TRUE(c.check);
+  EXPECT_FALSE(c.check);
   EXPECT_EQ(c.raw.size(), 4u);
-  EXPECT_FALSE(With("RINGO_CHECK", "0").check);
+  EXPECT_TRUE(With("RINGO_CHECK", "1").check);
+  EXPECT_TRUE(With("RINGO_DETERMINISTIC", "1").deterministic);
+  EXPECT_FALSE(With("RINGO_DETERMINISTIC", "2").parse_status.ok());
 }
 
 TEST_F(ConfigTest, LauncherVariablesThroughGetInt) {

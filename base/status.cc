@@ -21,9 +21,22 @@ Status::Status(Code code, std::string message) {
   if (code != Code::kOk) rep_ = std::make_shared<const Rep>(Rep{code, std::move(message)});
 }
 
-const std::string& Status::message() const {
+namespace {
+const std::string& EmptyString() {
   static const std::string* const kEmpty = new std::string();
-  return rep_ ? rep_->message : *kEmpty;
+  return *kEmpty;
+}
+}  // namespace
+
+const std::string& Status::message() const { return rep_ ? rep_->message : EmptyString(); }
+
+const std::string& Status::origin_message() const { return rep_ ? rep_->origin_message : EmptyString(); }
+
+Status Status::WithOrigin(int rank, std::string origin_message, uint64_t origin_seq) const {
+  if (ok()) return *this;
+  Status s;
+  s.rep_ = std::make_shared<const Rep>(Rep{code(), message(), rank, std::move(origin_message), origin_seq});
+  return s;
 }
 
 std::string Status::ToString() const {
@@ -33,7 +46,9 @@ std::string Status::ToString() const {
 
 Status Status::WithContext(const std::string& context) const {
   if (ok()) return *this;
-  return Status(code(), context + ": " + message());
+  Status s;
+  s.rep_ = std::make_shared<const Rep>(Rep{code(), context + ": " + message(), origin(), origin_message(), origin_seq()});
+  return s;
 }
 
 Status InvalidArgument(std::string m) { return Status(Code::kInvalidArgument, std::move(m)); }

@@ -3,6 +3,7 @@
 #ifndef RINGO_BASE_STATUS_H_
 #define RINGO_BASE_STATUS_H_
 
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <string>
@@ -39,10 +40,24 @@ class [[nodiscard]] Status {
   // Returns this status with `context` prepended to the message.
   Status WithContext(const std::string& context) const;
 
+  // A fault that started at another rank (a peer that died, stalled,
+  // aborted, or called a mismatched collective) carries that rank and the
+  // message it reported, so every survivor names it and relays it unchanged.
+  // -1 and "" when the fault is this rank's own.
+  int origin() const { return rep_ ? rep_->origin : -1; }
+  const std::string& origin_message() const;
+  uint64_t origin_seq() const { return rep_ ? rep_->origin_seq : 0; }  // its collective, 0: unknown
+  // This status naming `rank` as where the fault started, with its message
+  // and the sequence number of the collective it happened in.
+  Status WithOrigin(int rank, std::string origin_message, uint64_t origin_seq = 0) const;
+
  private:
   struct Rep {
     Code code;
     std::string message;
+    int origin = -1;
+    std::string origin_message;
+    uint64_t origin_seq = 0;
   };
   std::shared_ptr<const Rep> rep_;
 };

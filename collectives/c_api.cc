@@ -30,6 +30,7 @@ using ringo::collectives::internal::Guard;
 using ringo::collectives::internal::Register;
 using ringo::collectives::internal::Resolve;
 using ringo::collectives::internal::ResolveReady;
+using ringo::collectives::internal::Retire;
 using ringo::collectives::internal::Unregister;
 
 namespace {
@@ -213,8 +214,7 @@ ringoResult_t ringoCommFinalize(ringoComm_t comm) {
 ringoResult_t ringoCommDestroy(ringoComm_t comm) {
   return Guard("ringoCommDestroy", nullptr, [&]() -> Status {
     RETURN_IF_ERROR(Resolve(comm).status());
-    Unregister(comm);
-    delete comm;  // joins a background init first
+    Retire(comm);  // joins a background init first
     return Status();
   });
 }
@@ -224,7 +224,7 @@ ringoResult_t ringoCommAbort(ringoComm_t comm) {
     ASSIGN_OR_RETURN(Communicator * c, Resolve(comm));
     Unregister(comm);
     if (c != nullptr) c->Abort();
-    delete comm;
+    Retire(comm);
     return Status();
   });
 }

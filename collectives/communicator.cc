@@ -11,6 +11,7 @@
 #include "base/device/dtype.h"
 #include "kernels/host_direct.h"
 #include "kernels/host_oneshot.h"
+#include "kernels/signature.h"
 #include "base/logging.h"
 #include "collectives/device_choice.h"
 #include "collectives/internal/direct_post.h"
@@ -71,13 +72,13 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   mine.slot_bytes = config.slot_bytes;
   mine.algorithm = static_cast<int32_t>(ParseAlgorithm(config.algo));
   mine.proto = static_cast<int32_t>(ParseProto(config.proto));
+  mine.check = config.check ? 1 : 0;
+  mine.deterministic = config.deterministic ? 1 : 0;
   mine.device_wish = options.device_wish;
   if (options.device_wish != static_cast<int32_t>(DeviceWish::kHost)) mine.device = options.cuda_device;
   std::vector<transport::PeerInfo> peers(nranks);
   RETURN_IF_ERROR(bootstrap->AllGather(&mine, sizeof(mine), peers.data()));
-  for (int r = 0; r < nranks; ++r) {
-    if (peers[r].rank != r) return base::Internal("bootstrap returned peers out of order");
-  }
+  RETURN_IF_ERROR(transport::ValidatePeerInfos(peers));
   // Host or GPU memory: every rank decides alike from the same wishes.
   std::vector<DeviceWish> wishes;
   std::vector<uint64_t> host_hashes;
@@ -101,6 +102,8 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   shared.proto = peers[0].proto == static_cast<int32_t>(ProtoChoice::kSimple) ? "simple"
                  : peers[0].proto == static_cast<int32_t>(ProtoChoice::kLL)   ? "ll"
                                                                               : "";
+  shared.check = peers[0].check != 0;
+  shared.deterministic = peers[0].deterministic != 0;
   comm->geometry_ = ChooseGeometry(shared, nranks, local_ranks, Cores());
   const CommGeometry local = ChooseGeometry(config, nranks, local_ranks, Cores());  // waits are local
   comm->geometry_.spin_count = local.spin_count;
@@ -115,7 +118,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
     if (it == hosts.end()) hosts.push_back(peers[r].host_hash);
     places[r].numa = peers[r].numa;
   }
-  ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(config, places));
+  ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(shared, places));
   if (rank == 0) RINGO_LOG(INFO) << "ring: " << ring.Describe();
   if (memory.cuda) {
     RETURN_IF_ERROR(comm->ConnectGpu(*bootstrap, shared, ring.order, options.cuda_device));
@@ -284,6 +287,7 @@ void Communicator::WorkerLoop(int channel) {
   while (true) {
     const kernels::CollArgs* args;
     CollPlan plan;
+    transport::CallSignature sig;
     {
       std::unique_lock<std::mutex> lock(job_mu_);
       job_cv_.wait(lock, [&] { return stop_ || job_gen_ != seen; });
@@ -292,8 +296,9 @@ void Communicator::WorkerLoop(int channel) {
       if (channel >= job_plan_.nchannels) continue;
       args = job_args_;
       plan = job_plan_;
+      sig = job_sig_;
     }
-    Status st = RunChannel(channel, *args, plan);
+    Status st = RunChannel(channel, *args, plan, sig);
     std::lock_guard<std::mutex> lock(job_mu_);
     job_status_[channel] = st;
     if (--job_pending_ == 0) done_cv_.notify_all();
@@ -309,10 +314,18 @@ transport::WaitContext Communicator::MakeWait(int channel) const {
   wait.crowded = geometry_.crowded;
   wait.self_rank = rank_;
   wait.channel = channel;
+  wait.coll = coll_name_;
+  wait.seq = sequence_;
+  wait.nranks = nranks_;
+  if (board_) {
+    wait.self_wait = board_->self_waits();
+    wait.rank_waits = board_->rank_waits();
+  }
   return wait;
 }
 
-Status Communicator::RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan) {
+Status Communicator::RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan,
+                                const transport::CallSignature& sig) {
   kernels::RingPlace place{rank_, nranks_, pos_, &order_};
   kernels::ChannelPlan cp{plan.nchannels, channel, plan.slice_bytes, plan.stream_output};
   kernels::ChannelEnds ends;
@@ -321,6 +334,7 @@ Status Communicator::RunChannel(int channel, const kernels::CollArgs& args, cons
     ends.send = links_[channel].send.get();
   }
   ends.wait = MakeWait(channel);
+  ends.sig = sig;
   Status st = kernels::RunHostChannel(args, place, cp, ends);
   if (!st.ok()) Fail(st);
   return st;
@@ -334,17 +348,17 @@ void Communicator::Fail(const Status& st) {
     failed_.store(true, std::memory_order_release);
   }
   RINGO_LOG(WARN) << "rank " << rank_ << ": " << st.ToString();
-  abort_.store(true);  // stops sibling channels
-  AbortTransports();    // tells the peers
+  abort_.store(true);    // stops sibling channels
+  AbortTransports(st);  // tells the peers, and through them every rank, where it started
 }
 
-void Communicator::AbortTransports() {
+void Communicator::AbortTransports(const Status& why) {
   if (gpu_) gpu_->RaiseAbort();
-  for (auto& l : links_) {
-    transport::AbortFifo(l.recv->header());  // both neighbours
-    transport::AbortFifo(l.send->header());
+  for (auto& l : links_) {  // both neighbours
+    l.recv->Abort(why, rank_, sequence_);
+    l.send->Abort(why, rank_, sequence_);
   }
-  if (board_) board_->Abort();
+  if (board_) board_->Abort(why, sequence_);
 }
 
 int Communicator::device() const { return gpu_ ? gpu_->device() : -1; }
@@ -379,6 +393,19 @@ Status Communicator::RunGpu(const kernels::CollArgs& args, void* stream) {
   return st;
 }
 
+namespace {
+
+const char* CollName(kernels::Coll c) {
+  static const char* const kNames[] = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"};
+  return kNames[static_cast<int>(c)];
+}
+
+bool Reduces(kernels::Coll c) {
+  return c == kernels::Coll::kAllReduce || c == kernels::Coll::kReduceScatter || c == kernels::Coll::kReduce;
+}
+
+}  // namespace
+
 Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   if (finalized_) return base::InvalidUsage("the communicator was finalized");
@@ -387,35 +414,36 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
   if (abort_.load()) return base::InvalidUsage("the communicator was aborted");
   if (gpu_) return RunGpu(args, stream);
   if (stream != nullptr) return base::InvalidArgument("stream must be NULL on a host communicator");
-  if (config_.check && nranks_ > 1) {
-    Status st = CheckSignature(args);
-    if (!st.ok()) {
-      Fail(st);
-      return AsyncError();
-    }
-  }
   ++sequence_;
+  coll_name_ = CollName(args.coll);
+  const transport::CallSignature sig =
+      geometry_.check && nranks_ > 1 ? kernels::MakeSignature(args, sequence_) : transport::CallSignature();
+  Status st = RunHost(args, sig);
+  if (!st.ok()) Fail(st);
+  Status first = AsyncError();  // the first failure of any channel, in time order
+  return first.ok() ? st : first;
+}
+
+Status Communicator::RunOneShot(const kernels::CollArgs& args, const transport::CallSignature& sig) {
+  return kernels::RunHostOneShot(args, rank_, nranks_, *board_, ++board_seq_, MakeWait(0), geometry_.oneshot_ll_bytes,
+                                 sig, geometry_.deterministic);
+}
+
+Status Communicator::RunHost(const kernels::CollArgs& args, const transport::CallSignature& sig) {
   const CollPlan plan = PlanCollective(args, nranks_, geometry_);
-  auto one_shot = [&] {
-    Status st =
-        kernels::RunHostOneShot(args, rank_, nranks_, *board_, ++board_seq_, MakeWait(0), geometry_.oneshot_ll_bytes);
-    if (!st.ok()) Fail(st);
-    Status first = AsyncError();
-    return first.ok() ? st : first;
-  };
-  if (plan.algorithm == Algorithm::kOneShot) return one_shot();
+  if (plan.algorithm == Algorithm::kOneShot) return RunOneShot(args, sig);
+  bool posted = false;  // this call's signature is on the board already
   if (plan.algorithm == Algorithm::kDirect) {
     if (direct_skip_ > 0) {
       --direct_skip_;
     } else {
       bool ran = false;
-      Status st = RunDirect(args, plan, &ran);
-      if (!st.ok()) Fail(st);
-      Status first = AsyncError();
-      if (!first.ok() || ran) {
+      RETURN_IF_ERROR(RunDirect(args, plan, sig, &ran));
+      if (ran) {
         direct_backoff_ = 0;
-        return first.ok() ? st : first;
+        return Status();
       }
+      posted = true;
       // Some rank's buffers are out of reach (every rank learnt it from the
       // same posts): the plan's fallback, and the next calls skip the attempt
       // (it costs a board exchange: 2 ranks, 32 KiB of heap buffers, 5.4 us
@@ -425,63 +453,60 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
         direct_skip_ = direct_backoff_;
       }
     }
-    if (plan.fallback == Algorithm::kOneShot) return one_shot();
+    if (plan.fallback == Algorithm::kOneShot) return RunOneShot(args, sig);
   }
+  // A rank whose call went to the one-shot or the direct path reads the
+  // board: it finds this call's signature there instead of waiting for a post.
+  if (!posted && sig.seq != 0 && board_) RETURN_IF_ERROR(board_->PostSignatureOnly(++board_seq_, sig, MakeWait(0)));
+  if (geometry_.deterministic && nranks_ > 1 && Reduces(args.coll)) return RunRingOrdered(args, sig);
+  return RunRing(args, plan, sig);
+}
+
+Status Communicator::RunRing(const kernels::CollArgs& args, const CollPlan& plan, const transport::CallSignature& sig) {
   if (plan.nchannels > 1) {
     std::lock_guard<std::mutex> lock(job_mu_);
     job_args_ = &args;
     job_plan_ = plan;
+    job_sig_ = sig;
     job_pending_ = plan.nchannels - 1;
     ++job_gen_;
   }
   if (plan.nchannels > 1) job_cv_.notify_all();
-  Status st = RunChannel(0, args, plan);
+  Status st = RunChannel(0, args, plan, sig);
   if (plan.nchannels > 1) {
     std::unique_lock<std::mutex> lock(job_mu_);
     done_cv_.wait(lock, [&] { return job_pending_ == 0; });
   }
-  Status first = AsyncError();  // the first failure of any channel, in time order
-  return first.ok() ? st : first;
+  return st;
 }
 
-namespace {
-
-struct Signature {
-  uint64_t sequence;
-  int64_t count;
-  int32_t coll;
-  int32_t dtype;
-  int32_t op;
-  int32_t root;
-};
-
-std::string Describe(const Signature& s) {
-  static const char* const kColl[] = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"};
-  return std::string("#") + std::to_string(s.sequence) + " " + kColl[s.coll] + "(count " +
-         std::to_string(s.count) + ", " + base::DataTypeName(static_cast<base::DataType>(s.dtype)) + ", " +
-         base::RedOpName(static_cast<base::RedOp>(s.op)) + ", root " + std::to_string(s.root) + ")";
-}
-
-}  // namespace
-
-Status Communicator::CheckSignature(const kernels::CollArgs& args) {
-  Signature mine{sequence_, args.count, static_cast<int32_t>(args.coll), static_cast<int32_t>(args.dtype),
-                 static_cast<int32_t>(args.op), args.root};
-  const transport::WaitContext wait = MakeWait(0);
-  transport::ChannelLinks& l = links_[0];
-  ASSIGN_OR_RETURN(void* out, l.send->Acquire(wait, -1));
-  std::memcpy(out, &mine, sizeof(mine));
-  l.send->Post(sizeof(mine));
-  size_t bytes = 0;
-  ASSIGN_OR_RETURN(const void* in, l.recv->Acquire(wait, -1, &bytes));
-  Signature theirs{};
-  if (bytes == sizeof(theirs)) std::memcpy(&theirs, in, sizeof(theirs));
-  l.recv->Release();
-  const int prev = order_[(pos_ + nranks_ - 1) % nranks_];
-  if (bytes != sizeof(theirs) || std::memcmp(&mine, &theirs, sizeof(mine)) != 0) {
-    return base::InvalidUsage("RINGO_CHECK: rank " + std::to_string(rank_) + " called " + Describe(mine) +
-                              " but rank " + std::to_string(prev) + " called " +
-                              (bytes == sizeof(theirs) ? Describe(theirs) : std::string("something else")));
+Status Communicator::RunRingOrdered(const kernels::CollArgs& args, const transport::CallSignature& sig) {
+  // The chain in ring order (the ranks in rank order, ChooseRing): a Reduce
+  // to the last rank combines rank 0's value with rank 1's, then rank 2's...
+  // as reduce_ordered does, and a Broadcast from it hands the result out.
+  using kernels::Coll;
+  const int last = order_[nranks_ - 1];
+  const size_t elem = base::DataTypeSize(args.dtype);
+  if (args.coll == Coll::kReduce && args.root == last) return RunRing(args, PlanRingCollective(args, nranks_, geometry_), sig);
+  kernels::CollArgs reduce = args;
+  reduce.coll = Coll::kReduce;
+  reduce.root = last;
+  void* result = args.recv;  // where the full result lands on every rank
+  const size_t full = static_cast<size_t>(args.count) * elem * (args.coll == Coll::kReduceScatter ? nranks_ : 1);
+  if (args.coll == Coll::kReduceScatter || (args.coll == Coll::kReduce && rank_ != args.root)) {
+    if (ordered_scratch_.size() < full) ordered_scratch_.resize(full);
+    result = ordered_scratch_.data();
+  }
+  if (args.coll == Coll::kReduceScatter) reduce.count = args.count * nranks_;
+  reduce.recv = result;
+  RETURN_IF_ERROR(RunRing(reduce, PlanRingCollective(reduce, nranks_, geometry_), sig));
+  kernels::CollArgs bcast = reduce;
+  bcast.coll = Coll::kBroadcast;
+  bcast.send = result;
+  RETURN_IF_ERROR(RunRing(bcast, PlanRingCollective(bcast, nranks_, geometry_), sig));
+  if (args.coll == Coll::kReduceScatter && args.count > 0) {
+    std::memmove(args.recv, static_cast<const char*>(result) + static_cast<size_t>(rank_) * args.count * elem,
+                 static_cast<size_t>(args.count) * elem);
   }
   return Status();
 }
@@ -496,7 +521,8 @@ Status Communicator::Finalize() {
 
 void Communicator::Abort() {
   abort_.store(true);
-  AbortTransports();
+  const std::string why = "rank " + std::to_string(rank_) + "'s communicator was aborted (ringoCommAbort)";
+  AbortTransports(base::RemoteError(why).WithOrigin(rank_, why));
   std::lock_guard<std::mutex> run_lock(run_mu_);  // waits for a running collective to return
   if (gpu_) (void)gpu_->Synchronize();             // the kernels see the flag and return
 }

@@ -30,6 +30,7 @@
 #include "transport/bootstrap.h"
 #include "transport/ring_links.h"
 #include "transport/shared_region.h"
+#include "transport/signature.h"
 
 namespace ringo::collectives {
 
@@ -97,19 +98,36 @@ class Communicator {
   base::Status RunGpu(const kernels::CollArgs& args, void* stream);
   void Start(std::vector<transport::ChannelLinks> links, std::unique_ptr<transport::Board> board,
              const std::vector<int>& order, int local_ranks);
-  void AbortTransports();
+  // Writes `why` as this rank's fault notice into every shared header and
+  // raises the abort flags (the peers' waits end and relay the notice).
+  void AbortTransports(const base::Status& why);
   void WorkerLoop(int channel);
   void Fail(const base::Status& st);
-  base::Status RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan);
-  // Agrees with the peers over the board on a direct AllReduce and runs it
-  // (*ran); returns OK with *ran false when some rank's buffers are out of reach.
-  base::Status RunDirect(const kernels::CollArgs& args, const CollPlan& plan, bool* ran);
+  // One host collective, by the plan's algorithm; `sig` (seq 0: unchecked)
+  // is the call's signature.
+  base::Status RunHost(const kernels::CollArgs& args, const transport::CallSignature& sig);
+  base::Status RunOneShot(const kernels::CollArgs& args, const transport::CallSignature& sig);
+  // Every channel of one ring collective (channel 0 here, the others on the workers).
+  base::Status RunRing(const kernels::CollArgs& args, const CollPlan& plan, const transport::CallSignature& sig);
+  // RINGO_DETERMINISTIC on the ring: reductions as a chain in rank order
+  // (a Reduce to the last rank, then a Broadcast from it).
+  base::Status RunRingOrdered(const kernels::CollArgs& args, const transport::CallSignature& sig);
+  base::Status RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan,
+                          const transport::CallSignature& sig);
+  // Agrees with the peers over the board on a direct collective and runs it
+  // (*ran); returns OK with *ran false when some rank's buffers are out of
+  // reach. Every rank that waits for the others' posts compares their
+  // signatures and the byte ranges they published.
+  base::Status RunDirect(const kernels::CollArgs& args, const CollPlan& plan, const transport::CallSignature& sig,
+                         bool* ran);
+  // Whether every post in direct_posts_ lies within its region and
+  // publishes at least the bytes this rank's call would touch; an error
+  // naming the peer otherwise.
+  base::Status ValidateDirectPosts(const kernels::CollArgs& args) const;
   // Fills direct_sends_/direct_recvs_ from direct_posts_, mapping peers' regions.
   base::Status MapDirectBuffers(int32_t self_pid);
   void LogDirectFallback(const CollPlan& plan, const std::string& why);  // once per communicator, at INFO
   transport::WaitContext MakeWait(int channel) const;
-  // RINGO_CHECK: compares this call's signature with the previous rank's.
-  base::Status CheckSignature(const kernels::CollArgs& args);
 
   const int rank_;
   const int nranks_;
@@ -139,7 +157,9 @@ class Communicator {
   bool one_process_ = false;  // every rank is a thread of this process
   std::atomic<bool> abort_{false};
   bool finalized_ = false;
-  uint64_t sequence_ = 0;  // collectives run so far
+  uint64_t sequence_ = 0;          // collectives run so far
+  const char* coll_name_ = nullptr;  // the running collective's, for messages
+  std::vector<char> ordered_scratch_;  // RINGO_DETERMINISTIC's temporary results
 
   std::mutex run_mu_;  // held by Run(); Abort() takes it to wait for Run()
 
@@ -152,6 +172,7 @@ class Communicator {
   bool stop_ = false;                // GUARDED_BY(job_mu_)
   const kernels::CollArgs* job_args_ = nullptr;  // GUARDED_BY(job_mu_)
   CollPlan job_plan_;                // GUARDED_BY(job_mu_)
+  transport::CallSignature job_sig_;  // GUARDED_BY(job_mu_)
   std::vector<base::Status> job_status_;  // GUARDED_BY(job_mu_), one per channel
   std::vector<std::thread> workers_;
 

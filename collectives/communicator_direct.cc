@@ -10,13 +10,15 @@
 #include "collectives/communicator.h"
 #include "collectives/internal/direct_post.h"
 #include "kernels/host_direct.h"
+#include "kernels/signature.h"
 
 namespace ringo::collectives {
 
 using base::Status;
 
 
-Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& plan, bool* ran) {
+Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& plan,
+                               const transport::CallSignature& sig, bool* ran) {
   *ran = false;
   const transport::WaitContext wait = MakeWait(0);
   DirectPost mine{};
@@ -25,6 +27,8 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   mine.pid = static_cast<int32_t>(getpid());
   mine.send_region.fd = mine.recv_region.fd = -1;
   const kernels::DirectNeeds needs = kernels::DirectBuffersNeeded(args, rank_, nranks_);
+  mine.send_bytes = static_cast<uint64_t>(needs.send_bytes);
+  mine.recv_bytes = static_cast<uint64_t>(needs.recv_bytes);
   if (needs.send_bytes > 0) {
     transport::FindSharedRegion(args.send, static_cast<size_t>(needs.send_bytes), &mine.send_region,
                                 &mine.send_offset);
@@ -50,7 +54,7 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   std::memcpy(out, &mine, sizeof(mine));
   // The chunks of this rank's part, claimed by any rank once all have posted.
   board_->header(rank_)->direct_work.store(kernels::DirectShareWord(args, rank_, nranks_), std::memory_order_relaxed);
-  board_->Post(seq);
+  board_->Post(seq, sig);
   if (!one_process_ && !self_shared) {
     board_->Done(seq);
     LogDirectFallback(plan, "this rank's buffers are not from ringoMemAlloc");
@@ -60,6 +64,10 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   int unshared_rank = -1;
   RETURN_IF_ERROR(board_->WaitAllPosted(seq, wait));
   for (int q = 0; q < nranks_; ++q) {
+    // Every rank that waits compares every signature: they all see the same posts.
+    if (sig.seq != 0 && board_->PostedSignature(q, seq) != sig) {
+      return kernels::SignatureMismatch(rank_, sig, q, board_->PostedSignature(q, seq));
+    }
     std::memcpy(&direct_posts_[q], board_->Posted(q, seq), sizeof(DirectPost));
     if (!shared(direct_posts_[q], q) && unshared_rank < 0) unshared_rank = q;
   }
@@ -69,23 +77,35 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
     return Status();
   }
 
-  Status mapped = MapDirectBuffers(mine.pid);
+  const Status valid = ValidateDirectPosts(args);
+  Status mapped = valid.ok() ? MapDirectBuffers(mine.pid) : valid;
   if (!one_process_) {
-    // Exchange 2 (across processes): did every rank map every region? If
-    // one could not, all take the fallback, before anyone has written anything.
+    // Exchange 2 (across processes): did every rank map every region, and
+    // find every post within what its call may touch? If one could not map,
+    // all take the fallback; if one found a post its call would reach past,
+    // all fail; either way before anyone has written anything.
     const uint64_t check = ++board_seq_;
     ASSIGN_OR_RETURN(void* flag, board_->AcquireWrite(check, wait));
-    const int32_t ok = mapped.ok() ? 1 : 0;
-    std::memcpy(flag, &ok, sizeof(ok));
+    const int32_t state = mapped.ok() ? 1 : valid.ok() ? 0 : -1;
+    std::memcpy(flag, &state, sizeof(state));
     board_->Post(check);
     int failed_rank = -1;
+    int invalid_rank = -1;
     RETURN_IF_ERROR(board_->WaitAllPosted(check, wait));
     for (int q = 0; q < nranks_; ++q) {
       int32_t theirs = 0;
       std::memcpy(&theirs, board_->Posted(q, check), sizeof(theirs));
       if (theirs != 1 && failed_rank < 0) failed_rank = q;
+      if (theirs != 1 && theirs != 0 && invalid_rank < 0) invalid_rank = q;
     }
     board_->Done(check);
+    RETURN_IF_ERROR(valid);
+    if (invalid_rank >= 0) {
+      const std::string msg = "rank " + std::to_string(invalid_rank) +
+                              " found that its call reaches past the buffers another rank published for this "
+                              "direct collective: the ranks did not issue the same collective";
+      return base::InvalidUsage(msg).WithOrigin(invalid_rank, msg);
+    }
     if (failed_rank >= 0) {
       if (!mapped.ok()) {
         RINGO_LOG(WARN) << "rank " << rank_ << ": cannot map a peer's ringoMemAlloc buffer, collective through the "
@@ -100,6 +120,7 @@ Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& pl
   kernels::DirectShare share;
   share.words = direct_words_.data();
   share.cpus = direct_cpus_.data();
+  share.ordered = geometry_.deterministic;
   RETURN_IF_ERROR(kernels::RunHostDirect(args, rank_, nranks_, direct_sends_.data(), direct_recvs_.data(),
                                          plan.stream_output, share));
 
@@ -125,6 +146,35 @@ void Communicator::LogDirectFallback(const CollPlan& plan, const std::string& wh
                   << (plan.fallback == Algorithm::kOneShot ? "one-shot board" : "ring") << ": " << why
                   << ", so the ranks cannot read each other's buffers directly"
                   << (geometry_.algorithm == Algorithm::kAuto ? " (the next direct attempts back off)" : "");
+}
+
+Status Communicator::ValidateDirectPosts(const kernels::CollArgs& args) const {
+  for (int q = 0; q < nranks_; ++q) {
+    const DirectPost& p = direct_posts_[q];
+    // This call touches what this rank's arguments say of rank q's buffers;
+    // never more than rank q published (a mismatched call that slipped past
+    // the signatures, or one made with RINGO_CHECK=0, fails here instead of
+    // writing past the end of a peer's buffer).
+    const kernels::DirectNeeds reach = kernels::DirectBuffersNeeded(args, q, nranks_);
+    if (q != rank_ && (static_cast<uint64_t>(reach.send_bytes) > p.send_bytes ||
+                       static_cast<uint64_t>(reach.recv_bytes) > p.recv_bytes)) {
+      const std::string msg = "rank " + std::to_string(rank_) + "'s call reaches " +
+                              std::to_string(reach.send_bytes) + " + " + std::to_string(reach.recv_bytes) +
+                              " bytes of rank " + std::to_string(q) + "'s send and receive buffers, which it "
+                              "published as " + std::to_string(p.send_bytes) + " + " + std::to_string(p.recv_bytes) +
+                              ": the ranks did not issue the same collective";
+      return base::InvalidUsage(msg).WithOrigin(q, msg);
+    }
+    auto in_region = [&](const transport::RegionName& r, uint64_t offset, uint64_t bytes) {
+      return r.fd < 0 || (offset <= r.bytes && bytes <= r.bytes - offset);
+    };
+    if (!in_region(p.send_region, p.send_offset, p.send_bytes) ||
+        !in_region(p.recv_region, p.recv_offset, p.recv_bytes)) {
+      const std::string msg = "rank " + std::to_string(q) + " posted a buffer that extends past its ringoMemAlloc region";
+      return base::RemoteError(msg).WithOrigin(q, msg);
+    }
+  }
+  return Status();
 }
 
 Status Communicator::MapDirectBuffers(int32_t self_pid) {

@@ -60,6 +60,8 @@ CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ra
   }
   if (nranks == 1) g.nchannels = 1;
   g.algorithm = ParseAlgorithm(config.algo);
+  g.check = config.check;
+  g.deterministic = config.deterministic;
   g.board_bytes = nranks > 1 && local_ranks == nranks ? kBoardBytes : 0;
   // Spinning only helps when the peer has a core of its own to run on; when
   // ranks outnumber cores, the waiter gives its core away instead.
@@ -126,17 +128,9 @@ Algorithm ParseAlgorithm(const std::string& name) {
   return Algorithm::kAuto;
 }
 
-CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry) {
+CollPlan PlanRingCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry) {
   CollPlan plan;
-  const int coll = static_cast<int>(args.coll);
   const int64_t bytes = CollectiveBytes(args, nranks);
-  const bool fits_board = geometry.board_bytes > 0 && kernels::OneShotPostBytes(args, nranks) <= geometry.board_bytes;
-  if (fits_board && geometry.algorithm != Algorithm::kRing && geometry.algorithm != Algorithm::kDirect &&
-      (geometry.algorithm == Algorithm::kOneShot || bytes <= geometry.oneshot_auto_bytes[coll])) {
-    plan.algorithm = Algorithm::kOneShot;
-    plan.nchannels = 1;
-    return plan;
-  }
   plan.slice_bytes = geometry.fixed_slot || bytes >= kWholeSlotFrom
                          ? geometry.slot_bytes
                          : std::min(geometry.slot_bytes, kSmallSliceBytes);
@@ -146,6 +140,21 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
   plan.stream_output = bytes >= kStreamOutputBytes;
   plan.nchannels = geometry.fixed_channels ? geometry.nchannels
                                            : static_cast<int>(std::min<int64_t>(geometry.nchannels, wanted));
+  return plan;
+}
+
+CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry) {
+  const int coll = static_cast<int>(args.coll);
+  const int64_t bytes = CollectiveBytes(args, nranks);
+  const bool fits_board = geometry.board_bytes > 0 && kernels::OneShotPostBytes(args, nranks) <= geometry.board_bytes;
+  if (fits_board && geometry.algorithm != Algorithm::kRing && geometry.algorithm != Algorithm::kDirect &&
+      (geometry.algorithm == Algorithm::kOneShot || bytes <= geometry.oneshot_auto_bytes[coll])) {
+    CollPlan plan;
+    plan.algorithm = Algorithm::kOneShot;
+    plan.nchannels = 1;
+    return plan;
+  }
+  CollPlan plan = PlanRingCollective(args, nranks, geometry);
   if (nranks > 1 && geometry.board_bytes > 0 &&
       (geometry.algorithm == Algorithm::kDirect ||
        (geometry.algorithm == Algorithm::kAuto && geometry.direct_auto_bytes[coll] > 0 &&

@@ -29,6 +29,8 @@ struct CommGeometry {
   bool fixed_slot = false;      // RINGO_SLOT_BYTES set: every ring collective uses whole slots
   Algorithm algorithm = Algorithm::kAuto;  // RINGO_ALGO
   int64_t board_bytes = 0;  // one-shot board buffer; 0: no board (ranks on several hosts)
+  bool check = true;           // RINGO_CHECK: signatures compared (kernels/signature.h)
+  bool deterministic = false;  // RINGO_DETERMINISTIC: reductions in rank order, as a ring chain rounds
   int64_t oneshot_ll_bytes = 0;  // one-shot posts up to this size in the board's LL format
   // Per collective (index: kernels::Coll), in nccl-tests' message bytes
   // (ReduceScatter: its input; AllGather: its output), when RINGO_ALGO is
@@ -53,6 +55,9 @@ struct CollPlan {
 };
 
 CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry);
+// The ring's part of a plan (channels, chunk, streamed output) for `args`,
+// whatever algorithm PlanCollective would pick.
+CollPlan PlanRingCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry);
 
 // RINGO_ALGO's value as an Algorithm.
 Algorithm ParseAlgorithm(const std::string& name);

@@ -57,6 +57,26 @@ base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vec
   RingChoice choice;
   choice.order = plans[0].order;
   choice.edges = plans[0].edges;
+  if (config.deterministic) {
+    // Reductions run as a chain in ring order: the ring is the ranks in rank
+    // order, whatever the topology prefers, so results do not depend on it.
+    const int n = static_cast<int>(ranks.size());
+    topology::RingEdge local;  // what the plan uses within a host
+    for (const topology::RingEdge& planned : choice.edges) {
+      if (ranks[planned.from].host == ranks[planned.to].host) local = planned;
+    }
+    std::vector<topology::RingEdge> edges;
+    for (int r = 0; r < n && n > 1; ++r) {
+      const int to = (r + 1) % n;
+      topology::RingEdge e = local;
+      e.from = r;
+      e.to = to;
+      if (ranks[r].host != ranks[to].host) e.transport = topology::TransportKind::kNet;
+      edges.push_back(e);
+    }
+    for (int r = 0; r < n; ++r) choice.order[r] = r;
+    choice.edges = edges;
+  }
   for (const topology::RingEdge& e : choice.edges) {
     if (ranks.size() > 1 && e.transport != topology::TransportKind::kShm) {
       return base::InvalidUsage("the ring edge rank " + std::to_string(e.from) + " -> rank " + std::to_string(e.to) +

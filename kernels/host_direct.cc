@@ -54,9 +54,10 @@ struct Direct {
     in.resize(nranks);
     out.resize(nranks);
     const internal::HostLoops& loops = internal::GetHostLoops(a.dtype, a.op);
+    const auto reduce_fn = share.ordered ? loops.reduce_ordered : loops.reduce_all;
     auto reduce_all = [&](int64_t count, int nout) {
-      loops.reduce_all(reinterpret_cast<const void* const*>(in.data()), nranks,
-                       reinterpret_cast<void* const*>(out.data()), nout, count, nranks, stream);
+      reduce_fn(reinterpret_cast<const void* const*>(in.data()), nranks, reinterpret_cast<void* const*>(out.data()),
+                nout, count, nranks, stream);
     };
     // Elements [lo, hi) of every input, into `nout` outputs at the same offsets.
     auto reduce = [&](int64_t lo, int64_t hi, int nout) {

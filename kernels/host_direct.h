@@ -51,6 +51,9 @@ Range DirectPart(const CollArgs& args, int rank, int nranks);
 struct DirectShare {
   std::atomic<uint64_t>* const* words = nullptr;  // per rank; null: each rank reduces its own part
   const std::atomic<int32_t>* const* cpus = nullptr;
+  // Reduce with the host loops' reduce_ordered (RINGO_DETERMINISTIC): the
+  // bits a ring chain in rank order computes.
+  bool ordered = false;
 };
 int64_t DirectChunkElems(const CollArgs& args, int nranks);
 uint64_t DirectShareWord(const CollArgs& args, int rank, int nranks);

@@ -8,6 +8,7 @@
 #include "kernels/internal/prefetch.h"
 #include "kernels/internal/stream_store.h"
 #include "kernels/reduce_op.h"
+#include "kernels/signature.h"
 
 namespace ringo::kernels {
 namespace {
@@ -31,15 +32,54 @@ class Channel {
     for (int q = 0; q < p.nranks; ++q) {
       if ((*p.order)[q] == args_.root) root_pos_ = q;
     }
+    const int n = p.nranks;
+    prev_rank_ = n > 1 ? (*p.order)[(p.pos + n - 1) % n] : p.rank;
+    if (e.sig.seq != 0 && n > 1 && plan.channel == 0) {
+      const bool any = NumLoops(args_.coll, n, range_, slice_) > 0;
+      receives_ = any && RankReceives(args_.coll, n, p.pos, root_pos_);
+      owe_verdict_ = !(any && RankReceives(args_.coll, n, (p.pos + 1) % n, root_pos_));
+      await_verdict_ = !receives_;
+    }
   }
 
   Status Run() {
-    Status st = Loop();
+    Status st = owe_verdict_ && !receives_ ? SendVerdict() : base::OkStatus();
+    if (st.ok()) st = Loop();
+    if (st.ok() && await_verdict_) st = ReceiveVerdict();
     if (stream_) internal::StreamFence();  // order the streamed output before the caller's next step
     return st;
   }
 
  private:
+  // The empty slot that tells a next rank which receives nothing that this
+  // rank's call matched (host_executor.h).
+  Status SendVerdict() {
+    owe_verdict_ = false;
+    auto slot = ends_.send->Acquire(ends_.wait, -1);
+    if (!slot.ok()) return slot.status();
+    ends_.send->Post(0, ends_.sig);
+    return base::OkStatus();
+  }
+
+  Status ReceiveVerdict() {
+    size_t got = 0;
+    transport::CallSignature theirs;
+    auto slot = ends_.recv->Acquire(ends_.wait, -1, &got, &theirs);
+    if (!slot.ok()) return slot.status();
+    if (theirs != ends_.sig) return SignatureMismatch(place_.rank, ends_.sig, prev_rank_, theirs);
+    if (got != 0) return UnexpectedChunk(0, got, -1);
+    ends_.recv->Release();
+    return base::OkStatus();
+  }
+
+  Status UnexpectedChunk(size_t want, size_t got, int64_t step_id) const {
+    const std::string msg = "rank " + std::to_string(place_.rank) + " expected a chunk of " + std::to_string(want) +
+                            " bytes at step " + std::to_string(step_id) + " and its ring predecessor rank " +
+                            std::to_string(prev_rank_) + " sent " + std::to_string(got) +
+                            ": the ranks did not issue the same collective with the same count";
+    return base::InvalidUsage(msg).WithOrigin(prev_rank_, msg);
+  }
+
   Status Loop() {
     const int steps = NumSteps(args_.coll, place_.nranks);
     const int64_t loops = NumLoops(args_.coll, place_.nranks, range_, slice_);
@@ -75,16 +115,16 @@ class Channel {
     T* out = nullptr;
     if (PrimRecvs(prim)) {
       size_t got = 0;
-      auto slot = ends_.recv->Acquire(ends_.wait, step_id, &got);
+      transport::CallSignature theirs;
+      auto slot = ends_.recv->Acquire(ends_.wait, step_id, &got, &theirs);
       if (!slot.ok()) return slot.status();
-      if (got != bytes) {
-        return base::InvalidUsage("rank " + std::to_string(place_.rank) + " expected a chunk of " +
-                                  std::to_string(bytes) + " bytes at step " + std::to_string(step_id) +
-                                  " and its ring predecessor sent " + std::to_string(got) +
-                                  ": the ranks did not issue the same collective with the same count");
+      if (ends_.sig.seq != 0 && theirs != ends_.sig) {
+        return SignatureMismatch(place_.rank, ends_.sig, prev_rank_, theirs);
       }
+      if (got != bytes) return UnexpectedChunk(bytes, got, step_id);
       in = static_cast<const T*>(*slot);
       internal::PrefetchPeerData(in, bytes);
+      if (owe_verdict_) RETURN_IF_ERROR(SendVerdict());  // this rank's first receive matched
     }
     if (PrimSends(prim)) {
       auto slot = ends_.send->Acquire(ends_.wait, step_id);
@@ -122,7 +162,7 @@ class Channel {
     }
     if (out != nullptr) {
       if (stream_fifo_) internal::StreamFence();
-      ends_.send->Post(bytes);
+      ends_.send->Post(bytes, ends_.sig);
     }
     if (in != nullptr) ends_.recv->Release();
     return base::OkStatus();
@@ -137,8 +177,14 @@ class Channel {
   int64_t slice_ = 1;
   Range range_{0, 0};
   int root_pos_ = 0;
+  int prev_rank_ = 0;
   bool stream_ = false;
   bool stream_fifo_ = false;
+  // Channel 0 with signatures: whether this rank receives in this
+  // collective, owes its next rank a verdict, and waits for one.
+  bool receives_ = false;
+  bool owe_verdict_ = false;
+  bool await_verdict_ = false;
 };
 
 template <typename T, RedOp kOp>

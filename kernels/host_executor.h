@@ -17,6 +17,7 @@
 #include "base/status.h"
 #include "kernels/schedule.h"
 #include "transport/fifo.h"
+#include "transport/signature.h"
 
 namespace ringo::kernels {
 
@@ -55,10 +56,20 @@ struct ChannelPlan {
   bool stream_fifo = false;
 };
 
+// `sig`: the collective's signature (kernels/signature.h), carried in every
+// slot this channel posts. With sig.seq != 0 every slot received must carry
+// the same signature (a mismatch is InvalidUsage naming both calls), and on
+// channel 0 a rank that receives nothing in this collective (a Broadcast's
+// root, a Reduce's first rank, every rank of an empty one) waits at its end
+// for an empty slot from its ring predecessor, which sends it once its own
+// first receive matched (or at once when it receives nothing either): so
+// every rank of two, and the root of any ring, learns of a mismatch in the
+// call itself.
 struct ChannelEnds {
   transport::RecvEnd* recv = nullptr;
   transport::SendEnd* send = nullptr;
   transport::WaitContext wait;
+  transport::CallSignature sig;
 };
 
 base::Status RunHostChannel(const CollArgs& args, const RingPlace& place, const ChannelPlan& plan,

@@ -7,6 +7,7 @@
 #include "kernels/internal/prefetch.h"
 #include "kernels/internal/host_loops_table.h"
 #include "kernels/reduce_op.h"
+#include "kernels/signature.h"
 
 namespace ringo::kernels {
 namespace {
@@ -17,7 +18,8 @@ using base::Status;
 // Element type only: the reductions come from the host loops' table.
 template <typename T>
 Status OneShot(const CollArgs& a, int rank, int nranks, transport::Board& board, uint64_t seq,
-               const transport::WaitContext& wait, int64_t ll_max_bytes) {
+               const transport::WaitContext& wait, int64_t ll_max_bytes, const transport::CallSignature& sig,
+               bool ordered) {
   const size_t elem = sizeof(T);
   const int64_t block = a.count;  // per-rank block for ReduceScatter / AllGather
   // What each posting rank posts (a non-root Broadcast rank posts nothing but
@@ -29,11 +31,17 @@ Status OneShot(const CollArgs& a, int rank, int nranks, transport::Board& board,
   const bool ll = post_bytes <= ll_max_bytes;
   ASSIGN_OR_RETURN(void* mine, board.AcquireWrite(seq, wait));
   if (ll) {
-    board.PostLL(seq, a.send, posts ? static_cast<size_t>(post_bytes) : 0);
+    board.PostLL(seq, sig, a.send, posts ? static_cast<size_t>(post_bytes) : 0);
   } else {
     if (posts && post_bytes > 0) std::memcpy(mine, a.send, static_cast<size_t>(post_bytes));
-    board.Post(seq);
+    board.Post(seq, sig);
   }
+  const bool checked = sig.seq != 0;
+  auto mismatch = [&](int q) { return SignatureMismatch(rank, sig, q, board.PostedSignature(q, seq)); };
+  // What rank q posts, as this rank's call says.
+  auto posted_by = [&](int q) -> size_t {
+    return a.coll != Coll::kBroadcast || q == a.root ? static_cast<size_t>(post_bytes) : 0;
+  };
 
   // The posts this rank reads, in rank order. Reused per thread: no
   // allocation per call once a thread has seen this many ranks.
@@ -51,22 +59,49 @@ Status OneShot(const CollArgs& a, int rank, int nranks, transport::Board& board,
       in[q] = static_cast<const T*>(a.send);
     } else if (ll) {
       char* dst = ll_storage.data() + static_cast<size_t>(q) * ll_stride;
-      RETURN_IF_ERROR(board.ReadLL(q, seq, dst, static_cast<size_t>(post_bytes), wait));
+      ASSIGN_OR_RETURN(const bool matches, board.ReadLL(q, seq, sig, dst, posted_by(q), wait));
+      if (!matches) return mismatch(q);
       in[q] = reinterpret_cast<const T*>(dst);
     } else {
       ASSIGN_OR_RETURN(const void* p, board.WaitPosted(q, seq, wait));
+      if (checked && board.PostedSignature(q, seq) != sig) return mismatch(q);
       in[q] = static_cast<const T*>(p);
     }
     return Status();
   };
-  if (a.coll == Coll::kBroadcast) {
+  const bool reads_all = a.coll != Coll::kBroadcast && (a.coll != Coll::kReduce || rank == a.root);
+  if (checked && !reads_all) {
+    // Ranks that need no post still check every signature, so that a
+    // mismatch fails every rank in this call.
+    if (ll) {
+      for (int q = 0; q < nranks; ++q) {
+        if (q == rank) continue;
+        char* dst = ll_storage.data() + static_cast<size_t>(q) * ll_stride;
+        ASSIGN_OR_RETURN(const bool matches, board.ReadLL(q, seq, sig, dst, posted_by(q), wait));
+        if (!matches) return mismatch(q);
+      }
+    } else {
+      RETURN_IF_ERROR(board.WaitAllPosted(seq, wait));
+      for (int q = 0; q < nranks; ++q) {
+        if (board.PostedSignature(q, seq) != sig) return mismatch(q);
+      }
+    }
+    if (a.coll == Coll::kBroadcast) {
+      in[a.root] = rank == a.root ? static_cast<const T*>(a.send)
+                   : ll ? reinterpret_cast<const T*>(ll_storage.data() + static_cast<size_t>(a.root) * ll_stride)
+                        : static_cast<const T*>(board.Posted(a.root, seq));
+    }
+  } else if (a.coll == Coll::kBroadcast) {
     RETURN_IF_ERROR(read(a.root));
-  } else if (a.coll != Coll::kReduce || rank == a.root) {
+  } else if (reads_all) {
     if (ll) {
       for (int q = 0; q < nranks; ++q) RETURN_IF_ERROR(read(q));
     } else {
       RETURN_IF_ERROR(board.WaitAllPosted(seq, wait));
-      for (int q = 0; q < nranks; ++q) in[q] = static_cast<const T*>(board.Posted(q, seq));
+      for (int q = 0; q < nranks; ++q) {
+        if (checked && board.PostedSignature(q, seq) != sig) return mismatch(q);
+        in[q] = static_cast<const T*>(board.Posted(q, seq));
+      }
       for (int q = 0; q < nranks; ++q) {
         if (q != rank) internal::PrefetchPeerData(in[q], static_cast<size_t>(post_bytes));
       }
@@ -75,8 +110,9 @@ Status OneShot(const CollArgs& a, int rank, int nranks, transport::Board& board,
   T* out = static_cast<T*>(a.recv);
   void* outs[1] = {out};
   const internal::HostLoops& loops = internal::GetHostLoops(a.dtype, a.op);
+  const auto reduce_fn = ordered ? loops.reduce_ordered : loops.reduce_all;
   auto reduce = [&](const T* const* ins, int64_t count) {
-    loops.reduce_all(reinterpret_cast<const void* const*>(ins), nranks, outs, 1, count, nranks, false);
+    reduce_fn(reinterpret_cast<const void* const*>(ins), nranks, outs, 1, count, nranks, false);
   };
   if (a.count > 0) {
     switch (a.coll) {
@@ -113,8 +149,9 @@ Status OneShot(const CollArgs& a, int rank, int nranks, transport::Board& board,
 template <typename T, RedOp kOp>
 struct OneShotFn {
   static Status Run(const CollArgs& a, int rank, int nranks, transport::Board& board, uint64_t seq,
-                    const transport::WaitContext& wait, int64_t ll_max_bytes) {
-    return OneShot<T>(a, rank, nranks, board, seq, wait, ll_max_bytes);
+                    const transport::WaitContext& wait, int64_t ll_max_bytes, const transport::CallSignature& sig,
+                    bool ordered) {
+    return OneShot<T>(a, rank, nranks, board, seq, wait, ll_max_bytes, sig, ordered);
   }
 };
 
@@ -133,15 +170,17 @@ int64_t OneShotPostBytes(const CollArgs& args, int nranks) {
 }
 
 Status RunHostOneShot(const CollArgs& args, int rank, int nranks, transport::Board& board, uint64_t seq,
-                      const transport::WaitContext& wait, int64_t ll_max_bytes) {
+                      const transport::WaitContext& wait, int64_t ll_max_bytes, const transport::CallSignature& sig,
+                      bool ordered) {
   CollArgs a = args;
   if (a.coll == Coll::kAllGather || a.coll == Coll::kBroadcast) {
     // Pure data movement: bytes, whatever the datatype.
     a.count *= static_cast<int64_t>(base::DataTypeSize(a.dtype));
     a.dtype = base::DataType::kUint8;
-    return OneShotFn<uint8_t, RedOp::kSum>::Run(a, rank, nranks, board, seq, wait, ll_max_bytes);
+    return OneShotFn<uint8_t, RedOp::kSum>::Run(a, rank, nranks, board, seq, wait, ll_max_bytes, sig, false);
   }
-  return internal::DispatchTypeOp<OneShotFn>(a.dtype, a.op, a, rank, nranks, board, seq, wait, ll_max_bytes);
+  return internal::DispatchTypeOp<OneShotFn>(a.dtype, a.op, a, rank, nranks, board, seq, wait, ll_max_bytes, sig,
+                                             ordered);
 }
 
 }  // namespace ringo::kernels

@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "kernels/host_executor.h"
 #include "transport/board.h"
+#include "transport/signature.h"
 
 namespace ringo::kernels {
 
@@ -22,9 +23,14 @@ namespace ringo::kernels {
 int64_t OneShotPostBytes(const CollArgs& args, int nranks);
 
 // Posts of at most `ll_max_bytes` go in the board's LL format (every rank
-// must pass the same value).
+// must pass the same value). With sig.seq != 0 every rank reads every other
+// rank's post (a Broadcast's root and a Reduce's non-roots too) and compares
+// signatures before using any data: a mismatch is InvalidUsage on every
+// rank, naming both calls. `ordered`: reduce with the host loops'
+// reduce_ordered (RINGO_DETERMINISTIC).
 base::Status RunHostOneShot(const CollArgs& args, int rank, int nranks, transport::Board& board, uint64_t seq,
-                            const transport::WaitContext& wait, int64_t ll_max_bytes = 0);
+                            const transport::WaitContext& wait, int64_t ll_max_bytes = 0,
+                            const transport::CallSignature& sig = transport::CallSignature(), bool ordered = false);
 
 }  // namespace ringo::kernels
 

@@ -136,6 +136,15 @@ RINGO_HD constexpr Step RingStep(Coll coll, int nranks, int pos, int root_pos, i
   return {Prim::kCopy, 0};
 }
 
+// Whether the rank at `pos` receives anything in a loop (every rank but the
+// root of a Broadcast and the first rank of a Reduce's chain, for nranks > 1).
+RINGO_HD constexpr bool RankReceives(Coll coll, int nranks, int pos, int root_pos) {
+  if (nranks == 1) return false;
+  if (coll == Coll::kBroadcast) return Mod(pos - root_pos, nranks) != 0;
+  if (coll == Coll::kReduce) return Mod(pos - root_pos - 1, nranks) != 0;
+  return true;
+}
+
 // A half-open range of elements [lo, hi).
 struct Range {
   int64_t lo;

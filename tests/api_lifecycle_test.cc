@@ -217,6 +217,40 @@ TEST(Lifecycle, DoubleDestroyIsAnArgumentError) {
             "");
 }
 
+// A destroyed (or aborted) handle never becomes valid again, however many
+// communicators are made after it: before, a new communicator could get the
+// freed handle's address and calls on the stale handle ran on it.
+TEST(Lifecycle, StaleHandleStaysInvalidAfterNewCommunicators) {
+  EXPECT_EQ(InChild([]() -> std::string {
+              std::vector<ringoComm_t> stale;
+              std::string problems;
+              for (int i = 0; i < 40; ++i) {
+                ringoComm_t comm = MakeSoloHostComm();
+                if (comm == nullptr) return "could not create a communicator";
+                for (ringoComm_t s : stale) {
+                  if (s == comm) problems += "a new communicator reuses a destroyed handle; ";
+                }
+                float in[4] = {1, 2, 3, 4}, out[4];
+                for (ringoComm_t s : stale) {
+                  problems += CheckFails("ringoAllReduce on a stale handle",
+                                         ringoAllReduce(in, out, 4, ringoFloat32, ringoSum, s, nullptr),
+                                         ringoInvalidArgument, {"comm", "destroy"});
+                }
+                if (ringoAllReduce(in, out, 4, ringoFloat32, ringoSum, comm, nullptr) != ringoSuccess) {
+                  problems += "the live communicator failed; ";
+                }
+                // Alternate destroy and abort.
+                if ((i % 2 == 0 ? ringoCommDestroy(comm) : ringoCommAbort(comm)) != ringoSuccess) {
+                  return "releasing a communicator failed";
+                }
+                stale.push_back(comm);
+                if (!problems.empty()) return problems;
+              }
+              return problems;
+            }),
+            "");
+}
+
 TEST(Lifecycle, FinalizeThenDestroy) {
   ringoComm_t comm = MakeSoloHostComm();
   ASSERT_NE(comm, nullptr);

@@ -16,6 +16,7 @@ namespace ringo::transport {
 namespace {
 
 constexpr uint32_t kBoardMagic = 0x42474e52;  // "RNGB"
+constexpr uint32_t kBoardVersion = 4;
 constexpr size_t kBoardDataOffset = 4096;
 static_assert(sizeof(BoardHeader) <= kBoardDataOffset, "header fits before the buffers");
 // A crowded waiter that polled this long without its wait being met yields
@@ -67,22 +68,39 @@ class HeapMemory : public FifoMemory {
 
 size_t BoardBytes(size_t buffer_bytes) { return kBoardDataOffset + 2 * buffer_bytes; }
 
-void FormatBoard(void* memory, size_t buffer_bytes, int rank, int pid) {
+void FormatBoard(void* memory, size_t buffer_bytes, int rank, const ProcessId& process) {
   std::memset(memory, 0, BoardBytes(buffer_bytes));  // touch every page now
   auto* h = new (memory) BoardHeader();
   h->magic = kBoardMagic;
-  h->version = 3;
+  h->version = kBoardVersion;
   h->buffer_bytes = buffer_bytes;
   h->rank = rank;
-  h->pid = pid;
+  h->process = process;
+}
+
+base::Status CheckBoard(const void* memory, size_t buffer_bytes, int rank) {
+  const auto* h = static_cast<const BoardHeader*>(memory);
+  const std::string whose = "rank " + std::to_string(rank) + "'s board";
+  if (h->magic != kBoardMagic) return base::RemoteError(whose + " is not a Ringo board (bad magic)");
+  if (h->version != kBoardVersion) {
+    return base::RemoteError(whose + " has layout version " + std::to_string(h->version) + ", this library " +
+                             std::to_string(kBoardVersion));
+  }
+  if (h->buffer_bytes != buffer_bytes || h->rank != rank) {
+    return base::RemoteError(whose + " says rank " + std::to_string(h->rank) + " with " +
+                             std::to_string(h->buffer_bytes) + "-byte buffers, expected " +
+                             std::to_string(buffer_bytes));
+  }
+  return base::OkStatus();
 }
 
 Board::Board(int rank, std::vector<std::shared_ptr<FifoMemory>> segments)
     : rank_(rank), segments_(std::move(segments)) {
   for (auto& s : segments_) {
     auto* h = static_cast<BoardHeader*>(s->base());
-    RINGO_CHECK(h->magic == kBoardMagic, "board memory is not formatted");
+    RINGO_CHECK(h->magic == kBoardMagic, "board memory is not formatted (CheckBoard first)");
     views_.push_back({h, static_cast<char*>(s->base()) + kBoardDataOffset});
+    rank_waits_.push_back(&h->waits);
   }
   buffer_bytes_ = views_[rank_].header->buffer_bytes;
 }
@@ -92,8 +110,9 @@ base::StatusOr<void*> Board::AcquireWrite(uint64_t seq, const WaitContext& ctx) 
   return static_cast<void*>(Buffer(rank_, seq));
 }
 
-void Board::Post(uint64_t seq) {
+void Board::Post(uint64_t seq, const CallSignature& sig) {
   BoardHeader* me = views_[rank_].header;
+  me->sig[seq % 2] = sig;
   me->cpu.store(sched_getcpu(), std::memory_order_relaxed);
   Publish(me->posted, seq);
 }
@@ -118,10 +137,15 @@ inline uint64_t LoadWord(const uint64_t* w) { return __atomic_load_n(w, __ATOMIC
 
 }  // namespace
 
-void Board::PostLL(uint64_t seq, const void* data, size_t bytes) {
-  RINGO_CHECK(LLWords(bytes) * sizeof(uint64_t) <= buffer_bytes_, "LL post too large");
+size_t Board::LLPostBytes(size_t bytes) { return (1 + LLWords(bytes)) * sizeof(uint64_t); }
+
+void Board::PostLL(uint64_t seq, const CallSignature& sig, const void* data, size_t bytes) {
+  RINGO_CHECK(LLPostBytes(bytes) <= buffer_bytes_, "LL post too large");
   auto* words = reinterpret_cast<uint64_t*>(Buffer(rank_, seq));
   const uint64_t flag = (seq & 0xffffffffu) << 32;
+  views_[rank_].header->sig[seq % 2] = sig;
+  StoreWord(words, flag | SignatureDigest(sig));
+  ++words;
   const auto* src = static_cast<const unsigned char*>(data);
   const size_t full = bytes / kLLDataBytes;
   for (size_t i = 0; i < full; ++i) {
@@ -134,12 +158,22 @@ void Board::PostLL(uint64_t seq, const void* data, size_t bytes) {
     std::memcpy(&v, src + full * kLLDataBytes, bytes - full * kLLDataBytes);
     StoreWord(words + full, flag | v);
   }
-  Post(seq);
+  Post(seq, sig);
 }
 
-base::Status Board::ReadLL(int rank, uint64_t seq, void* dst, size_t bytes, const WaitContext& ctx) {
-  const auto* words = reinterpret_cast<const uint64_t*>(Buffer(rank, seq));
+base::Status Board::PostSignatureOnly(uint64_t seq, const CallSignature& sig, const WaitContext& ctx) {
+  RETURN_IF_ERROR(AcquireWrite(seq, ctx).status());
+  PostLL(seq, sig, nullptr, 0);
+  Done(seq);
+  return base::OkStatus();
+}
+
+base::StatusOr<bool> Board::ReadLL(int rank, uint64_t seq, const CallSignature& expect, void* dst, size_t bytes,
+                                  const WaitContext& ctx) {
+  const auto* head = reinterpret_cast<const uint64_t*>(Buffer(rank, seq));
+  const auto* words = head + 1;
   const uint64_t flag = seq & 0xffffffffu;
+  const uint64_t sig_word = (flag << 32) | SignatureDigest(expect);
   const size_t n = LLWords(bytes);
   auto* out = static_cast<uint32_t*>(dst);  // room for whole words (board.h)
   // Copies the words that carry seq, from `from` on; returns the first that does not.
@@ -152,21 +186,48 @@ base::Status Board::ReadLL(int rank, uint64_t seq, void* dst, size_t bytes, cons
     }
     return i;
   };
-  size_t done = drain(0);
-  for (int spin = 0; done < n && spin < ctx.spin_count; ++spin) {
+  // The signature word first: a post of another collective is not waited
+  // for word by word.
+  uint64_t got = LoadWord(head);
+  for (int spin = 0; got >> 32 != flag && spin < ctx.spin_count; ++spin) {
     CpuRelax();
-    done = drain(done);
+    got = LoadWord(head);
   }
-  if (done == n) {
+  size_t done = 0;
+  const bool signed_in = got >> 32 == flag;  // the post has begun to arrive
+  if (signed_in) {
+    if (expect.seq != 0 && got != sig_word) return PostMatches(rank, seq, expect, ctx);  // the full signature
+    done = drain(0);
+    for (int spin = 0; done < n && spin < ctx.spin_count; ++spin) {
+      CpuRelax();
+      done = drain(done);
+    }
+  }
+  if (signed_in && done == n) {
     // The data is here; a peer that aborted after posting must still be
     // heard, as counter.h's waits do.
-    if (views_[rank].header->aborted.load(std::memory_order_acquire) != 0) return WaitOne(kPosted, seq, rank, ctx);
-    return base::OkStatus();
+    if (views_[rank].header->aborted.load(std::memory_order_acquire) != 0) {
+      RETURN_IF_ERROR(WaitOne(kPosted, seq, rank, ctx));
+    }
+    return true;
   }
   RETURN_IF_ERROR(WaitFor(kPosted, seq, rank, ctx));  // crowded or sleeping; the words precede `posted`
+  if (expect.seq != 0 && LoadWord(head) != sig_word) return PostMatches(rank, seq, expect, ctx);
   done = drain(done);
-  RINGO_CHECK(done == n, "an LL post published before its words");
-  return base::OkStatus();
+  if (done != n) {
+    const std::string where = "rank " + std::to_string(ctx.self_rank) + " reading the board of peer rank " +
+                              std::to_string(rank) + " (post " + std::to_string(seq) + ")";
+    return base::RemoteError(where + ": the peer's post holds fewer than the " + std::to_string(bytes) +
+                             " bytes expected").WithOrigin(rank, where + ": a short post");
+  }
+  return true;
+}
+
+base::StatusOr<bool> Board::PostMatches(int rank, uint64_t seq, const CallSignature& expect,
+                                        const WaitContext& ctx) {
+  if (expect.seq == 0) return true;
+  RETURN_IF_ERROR(WaitFor(kPosted, seq, rank, ctx));
+  return views_[rank].header->sig[seq % 2] == expect;
 }
 
 bool Board::Reached(Kind kind, uint64_t target, int only) const {
@@ -195,8 +256,12 @@ bool Board::NeighbourCanMove(int cpu) const {
 
 base::Status Board::WaitOne(Kind kind, uint64_t target, int rank, const WaitContext& ctx) {
   BoardHeader* h = views_[rank].header;
-  const PeerRef peer{&h->aborted, h->rank, h->pid, kind == kPosted ? "reading the board of" : "reusing the board after",
-                     static_cast<int64_t>(target)};
+  const PeerRef peer{&h->aborted,
+                     rank,
+                     h->process,
+                     kind == kPosted ? "reading the board of" : "reusing the board after",
+                     static_cast<int64_t>(target),
+                     &h->notice};
   return WaitAtLeast(kind == kPosted ? h->posted : h->done, target, peer, ctx).status();
 }
 
@@ -263,7 +328,8 @@ base::Status Board::WaitFor(Kind kind, uint64_t target, int only, const WaitCont
 
 void Board::Done(uint64_t seq) { Publish(views_[rank_].header->done, seq); }
 
-void Board::Abort() {
+void Board::Abort(const base::Status& why, uint64_t seq) {
+  WriteFaultNotice(views_[rank_].header->notice, why, rank_, seq);
   views_[rank_].header->aborted.store(1, std::memory_order_seq_cst);
   for (View& v : views_) {  // our own waits sleep on the peers' counters
     Wake(v.header->posted);
@@ -279,7 +345,7 @@ base::StatusOr<std::unique_ptr<Board>> ConnectBoard(Bootstrap& bootstrap, uint64
   auto created = CreateShm(mine, bytes);
   if (created.ok()) {
     segments[rank] = *created;
-    FormatBoard(segments[rank]->base(), buffer_bytes, rank, getpid());
+    FormatBoard(segments[rank]->base(), buffer_bytes, rank, SelfProcessId());
   }
   // Everyone reaches each barrier, so one rank's failure is everyone's error.
   RETURN_IF_ERROR(AgreeOk(bootstrap, created.status(), "create its board").WithContext("board"));
@@ -287,8 +353,9 @@ base::StatusOr<std::unique_ptr<Board>> ConnectBoard(Bootstrap& bootstrap, uint64
   for (int r = 0; r < nranks && st.ok(); ++r) {
     if (r == rank) continue;
     auto opened = OpenShm(BoardName(tag, r), bytes);
-    if (opened.ok()) segments[r] = *opened;
+    if (opened.ok()) st = CheckBoard((*opened)->base(), buffer_bytes, r);
     else st = opened.status();
+    if (st.ok()) segments[r] = *opened;
   }
   base::Status agreed = AgreeOk(bootstrap, st, "open the other ranks' boards");
   UnlinkShm(mine);
@@ -300,7 +367,7 @@ std::vector<std::unique_ptr<Board>> ConnectBoardsInProcess(int nranks, size_t bu
   std::vector<std::shared_ptr<FifoMemory>> segments;
   for (int r = 0; r < nranks; ++r) {
     auto mem = std::make_shared<HeapMemory>(BoardBytes(buffer_bytes));
-    FormatBoard(mem->base(), buffer_bytes, r, getpid());
+    FormatBoard(mem->base(), buffer_bytes, r, SelfProcessId());
     segments.push_back(mem);
   }
   std::vector<std::unique_ptr<Board>> boards;

@@ -36,6 +36,8 @@
 #include "transport/bootstrap.h"
 #include "transport/counter.h"
 #include "transport/fifo.h"  // FifoMemory
+#include "transport/peer_state.h"
+#include "transport/signature.h"
 
 namespace ringo::transport {
 
@@ -44,10 +46,18 @@ struct BoardHeader {
   uint32_t version;
   uint64_t buffer_bytes;
   int32_t rank;
-  int32_t pid;
+  int32_t reserved;
+  ProcessId process;
   std::atomic<uint32_t> aborted{0};
   SharedCounter posted;
   SharedCounter done;
+  // The signature of the collective whose post is in buffer seq % 2, written
+  // before `posted` is published.
+  alignas(64) CallSignature sig[2];
+  // Why this rank stopped (written before `aborted`), and whom its channels
+  // wait on (peer_state.h): the board is the page every rank of the host maps.
+  alignas(64) FaultNotice notice;
+  alignas(64) WaitCells waits;
   // Crowded waits: what this rank waits for (0: none, it is busy; see
   // EncodeWant in board.cc) and the core it last ran on (-1: unknown).
   alignas(64) std::atomic<uint64_t> want{0};
@@ -67,23 +77,40 @@ class Board {
 
   // Waits until every rank has finished operation seq-2; returns this rank's buffer for seq.
   base::StatusOr<void*> AcquireWrite(uint64_t seq, const WaitContext& ctx);
-  void Post(uint64_t seq);
+  // Publishes this rank's post for seq (its buffer, written after
+  // AcquireWrite) with the signature of the collective it belongs to.
+  void Post(uint64_t seq, const CallSignature& sig = CallSignature());
   // Waits until rank `rank` has posted seq; returns its buffer.
   base::StatusOr<const void*> WaitPosted(int rank, uint64_t seq, const WaitContext& ctx);
 
-  // Posts of at most kLLMaxBytes in the LL format: each 8-byte word of the
-  // buffer carries 4 bytes of data and the low 32 bits of seq, written with
-  // one 8-byte store, so a reader that sees the flag in a word has its data
-  // with it: one cache-line transfer per line instead of the counter's line
-  // and then the data's. PostLL writes the words into this rank's buffer
-  // for seq (after AcquireWrite), then publishes `posted` as Post does, for
-  // readers that sleep. ReadLL polls rank `rank`'s words until every one
-  // carries seq (ctx.spin_count polls, then WaitPosted's wait: crowded,
-  // then sleeping; it reports aborts, exits and timeouts) and copies the
-  // data to `dst`, 4-byte aligned with room for `bytes` rounded up to 4.
-  // A post takes twice its size in the buffer.
-  void PostLL(uint64_t seq, const void* data, size_t bytes);
-  base::Status ReadLL(int rank, uint64_t seq, void* dst, size_t bytes, const WaitContext& ctx);
+  // Small posts in the LL format: each 8-byte word of the buffer carries 4
+  // bytes and the low 32 bits of seq, written with one 8-byte store, so a
+  // reader that sees the flag in a word has its data with it: one
+  // cache-line transfer per line instead of the counter's line and then the
+  // data's. Word 0 carries the signature's digest, the data follows. PostLL
+  // writes the words into this rank's buffer for seq (after AcquireWrite),
+  // then publishes `posted` as Post does, for readers that sleep. ReadLL
+  // polls rank `rank`'s words until every one carries seq (ctx.spin_count
+  // polls, then WaitPosted's wait: crowded, then sleeping; it reports
+  // aborts, exits and timeouts) and copies the data to `dst`, 4-byte aligned
+  // with room for `bytes` rounded up to 4. Returns false, without waiting
+  // for data words, when the post's signature differs from `expect` (seq 0:
+  // unchecked; PostedSignature then says what was posted); a post shorter
+  // than `bytes` is a RemoteError naming the poster, never a wait past its
+  // post. A post takes twice its size plus 8 bytes of the buffer.
+  void PostLL(uint64_t seq, const CallSignature& sig, const void* data, size_t bytes);
+  base::StatusOr<bool> ReadLL(int rank, uint64_t seq, const CallSignature& expect, void* dst, size_t bytes,
+                              const WaitContext& ctx);
+  // Waits for rank `rank`'s post of seq; whether its signature is `expect`
+  // (always true for an unchecked expect, seq 0).
+  base::StatusOr<bool> PostMatches(int rank, uint64_t seq, const CallSignature& expect, const WaitContext& ctx);
+  static size_t LLPostBytes(size_t bytes);
+  // The signature rank `rank` posted with seq (after a wait for its post).
+  CallSignature PostedSignature(int rank, uint64_t seq) const { return views_[rank].header->sig[seq % 2]; }
+  // A post that holds only a signature, for a collective that runs on the
+  // ring: a rank that expects another collective's post for seq finds the
+  // mismatch instead of waiting. Marks this rank done with seq at once.
+  base::Status PostSignatureOnly(uint64_t seq, const CallSignature& sig, const WaitContext& ctx);
   // Waits until every rank has posted seq; Posted() then gives their buffers.
   base::Status WaitAllPosted(uint64_t seq, const WaitContext& ctx);
   const void* Posted(int rank, uint64_t seq) const { return Buffer(rank, seq); }
@@ -92,8 +119,13 @@ class Board {
   // Rank `rank`'s header (mapped by every rank).
   BoardHeader* header(int rank) const { return views_[rank].header; }
 
-  // Marks this rank's board aborted and wakes everyone waiting on any board.
-  void Abort();
+  // Writes this rank's fault notice (`why`, not OK), marks its board aborted
+  // and wakes everyone waiting on any board.
+  void Abort(const base::Status& why, uint64_t seq);
+
+  // Every rank's wait cells, by rank (WaitContext::rank_waits).
+  const WaitCells* const* rank_waits() const { return rank_waits_.data(); }
+  WaitCells* self_waits() const { return &views_[rank_].header->waits; }
 
  private:
   struct View {
@@ -114,10 +146,14 @@ class Board {
   size_t buffer_bytes_;
   std::vector<std::shared_ptr<FifoMemory>> segments_;
   std::vector<View> views_;
+  std::vector<const WaitCells*> rank_waits_;
 };
 
 size_t BoardBytes(size_t buffer_bytes);
-void FormatBoard(void* memory, size_t buffer_bytes, int rank, int pid);
+void FormatBoard(void* memory, size_t buffer_bytes, int rank, const ProcessId& process);
+// Whether `memory`, mapped from rank `rank`, holds its formatted board of
+// `buffer_bytes` buffers; says what is wrong otherwise.
+base::Status CheckBoard(const void* memory, size_t buffer_bytes, int rank);
 
 // Connects the boards of every rank (all on this host) through the bootstrap.
 base::StatusOr<std::unique_ptr<Board>> ConnectBoard(Bootstrap& bootstrap, uint64_t tag, int rank, int nranks,

@@ -108,11 +108,12 @@ std::string RunRankLL(Board& board, int rank, uint64_t ops, bool crowded) {
     auto out = board.AcquireWrite(seq, ctx);
     if (!out.ok()) return out.status().ToString();
     for (size_t k = 0; k < bytes; ++k) data[k] = static_cast<unsigned char>(Value(rank, seq, k));
-    board.PostLL(seq, data, bytes);
+    board.PostLL(seq, CallSignature(), data, bytes);
     for (int q = 0; q < board.nranks(); ++q) {
       std::memset(got, 0xee, sizeof(got));
-      base::Status st = board.ReadLL(q, seq, got, bytes, ctx);
-      if (!st.ok()) return st.ToString();
+      auto st = board.ReadLL(q, seq, CallSignature(), got, bytes, ctx);
+      if (!st.ok()) return st.status().ToString();
+      if (!*st) return "an unchecked read reported a mismatch";
       for (size_t k = 0; k < bytes; ++k) {
         if (got[k] != static_cast<unsigned char>(Value(q, seq, k))) {
           return "rank " + std::to_string(rank) + " op " + std::to_string(seq) + ": rank " + std::to_string(q) +
@@ -149,15 +150,18 @@ TEST(BoardTest, LLReadSleepsThenReadsAndHearsAborts) {
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     const uint32_t v = 0xabcd1234u;
     ASSERT_TRUE(boards[1]->AcquireWrite(1, Ctx(1, false)).ok());
-    boards[1]->PostLL(1, &v, sizeof(v));
+    boards[1]->PostLL(1, CallSignature(), &v, sizeof(v));
   });
   uint32_t got = 0;
-  ASSERT_TRUE(boards[0]->ReadLL(1, 1, &got, sizeof(got), ctx).ok());
+  ASSERT_TRUE(boards[0]->ReadLL(1, 1, CallSignature(), &got, sizeof(got), ctx).ok());
   writer.join();
   EXPECT_EQ(got, 0xabcd1234u);
-  boards[1]->Abort();
-  base::Status st = boards[0]->ReadLL(1, 1, &got, sizeof(got), ctx);
-  EXPECT_EQ(st.code(), base::Code::kRemoteError) << st.ToString();
+  boards[1]->Abort(base::RemoteError("rank 1 gave up"), 1);
+  auto st = boards[0]->ReadLL(1, 1, CallSignature(), &got, sizeof(got), ctx);
+  EXPECT_EQ(st.status().code(), base::Code::kRemoteError) << st.status().ToString();
+  // The survivor names the rank that gave up, with its message.
+  EXPECT_EQ(st.status().origin(), 1);
+  EXPECT_NE(st.status().message().find("rank 1 gave up"), std::string::npos) << st.status().ToString();
 }
 
 TEST(BoardTest, ThreadsPlainWaits) { RunThreads(4, 3000, false, false); }
@@ -200,7 +204,7 @@ TEST(BoardTest, CrowdedWaitEndsWhenAPeerAborts) {
   boards[0]->Post(1);
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    boards[1]->Abort();
+    boards[1]->Abort(base::RemoteError("rank 1 aborted"), 1);
   });
   const auto start = std::chrono::steady_clock::now();
   base::Status st = boards[0]->WaitAllPosted(1, ctx);
@@ -245,8 +249,8 @@ TEST(BoardTest, CrowdedWaitEndsWhenAPeerProcessExits) {
     _exit(0);  // never posts
   }
   ASSERT_GT(child, 0);
-  FormatBoard(segments[0]->base(), kBufferBytes, 0, getpid());
-  FormatBoard(segments[1]->base(), kBufferBytes, 1, child);
+  FormatBoard(segments[0]->base(), kBufferBytes, 0, SelfProcessId());
+  FormatBoard(segments[1]->base(), kBufferBytes, 1, ProcessId{child, 0});
   Board board(0, segments);
   const WaitContext ctx = Ctx(0, true);
   ASSERT_TRUE(board.AcquireWrite(1, ctx).ok());
@@ -273,7 +277,7 @@ TEST(BoardTest, ProcessesCrowdedWaits) {
     auto mem = CreateShm(name, bytes);
     ASSERT_TRUE(mem.ok()) << mem.status().ToString();
     UnlinkShm(name);  // the mappings stay, and forked ranks inherit them
-    FormatBoard((*mem)->base(), kBufferBytes, r, getpid());
+    FormatBoard((*mem)->base(), kBufferBytes, r, SelfProcessId());
     segments.push_back(*mem);
   }
   std::vector<pid_t> pids;

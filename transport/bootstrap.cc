@@ -19,6 +19,11 @@ using internal::WireHeader;
 
 constexpr uint32_t kIdMagic = 0x55474e52;  // "RNGU"
 constexpr uint16_t kIdVersion = 1;
+// A rank waits this much longer than the root: when a rank is missing, the
+// root's deadline passes first and every rank hears from it which rank is
+// missing, instead of timing out on its own (or being taken for the culprit
+// because it hung up first).
+constexpr int64_t kRankGraceMs = 2000;
 
 // The id's bytes: magic, version, flags, nonce, family, port, 16 address
 // bytes, then a checksum over all of that.
@@ -132,7 +137,12 @@ StatusOr<std::unique_ptr<Bootstrap>> Bootstrap::Connect(const UniqueId& id, int 
                                                         int64_t timeout_ms) {
   Deadline deadline = DeadlineAfterMs(timeout_ms);
   auto socket = Socket::Connect(id.root, deadline);
-  if (!socket.ok()) return socket.status().WithContext("bootstrap: rank " + std::to_string(rank));
+  if (!socket.ok()) {
+    return socket.status().WithContext(
+        "bootstrap: rank " + std::to_string(rank) + " could not reach the root at " + id.root.ToString() +
+        " (nothing accepts there: the root exits once its communicator is set up or has failed, and with the "
+        "process that made the unique id)");
+  }
   WireHeader hello = internal::MakeHeader(MsgType::kHello, id.nonce, rank, nranks, 0);
   RETURN_IF_ERROR(socket->SendAll(&hello, sizeof(hello), deadline));
   return std::unique_ptr<Bootstrap>(new Bootstrap(std::move(socket).value(), id.nonce, rank, nranks, timeout_ms));
@@ -140,7 +150,7 @@ StatusOr<std::unique_ptr<Bootstrap>> Bootstrap::Connect(const UniqueId& id, int 
 
 Status Bootstrap::AllGather(const void* mine, size_t bytes, void* all) {
   if (bytes > internal::kMaxGatherBytes) return base::Internal("bootstrap all-gather too large");
-  Deadline deadline = DeadlineAfterMs(timeout_ms_);
+  Deadline deadline = DeadlineAfterMs(timeout_ms_ + kRankGraceMs);
   WireHeader h = internal::MakeHeader(MsgType::kGather, nonce_, rank_, nranks_, bytes);
   Status st = socket_.SendAll(&h, sizeof(h), deadline);
   if (st.ok() && bytes > 0) st = socket_.SendAll(mine, bytes, deadline);

@@ -36,28 +36,90 @@ inline void CpuRelax() {
 #endif
 }
 
-bool ProcessGone(int pid) { return pid > 0 && kill(pid, 0) == -1 && errno == ESRCH; }
+// A deadline that passes while the peer waits on another rank for less than
+// this beyond a timeout is extended (the peer will time out and say why).
+constexpr int64_t kStallGraceMs = 2000;
+// /proc is read at most this often per wait (kill(pid, 0) at every check).
+constexpr int64_t kProbeIntervalMs = 20;
 
-// The reason to stop waiting, if any.
-base::Status CheckWait(const PeerRef& peer, const WaitContext& ctx, Deadline deadline) {
+struct WaitTracker {
+  Deadline deadline;
+  int64_t last_probe_ms = 0;
+};
+
+base::Status Blame(base::Status st, const PeerRef& peer) { return st.WithOrigin(peer.rank, st.message()); }
+
+
+// The reason to stop waiting, if any; extends the deadline when the peer is
+// itself waiting on someone else (see counter.h).
+base::Status CheckWait(const PeerRef& peer, const WaitContext& ctx, WaitTracker& t) {
   if (ctx.local_abort != nullptr && ctx.local_abort->load(std::memory_order_relaxed)) {
     return base::InvalidUsage("the communicator was aborted");
   }
-  auto where = [&] {
-    return "rank " + std::to_string(ctx.self_rank) + " " + peer.what + " peer rank " + std::to_string(peer.rank) +
-           " (channel " + std::to_string(ctx.channel) + ", step " + std::to_string(peer.step) + ")";
-  };
   if (peer.aborted != nullptr && peer.aborted->load(std::memory_order_acquire) != 0) {
-    return base::RemoteError(where() + ": the peer's communicator was aborted");
+    return PeerAbortedStatus(peer, ctx);
   }
-  if (ProcessGone(peer.pid)) {
-    return base::RemoteError(where() + ": the peer process (pid " + std::to_string(peer.pid) + ") has exited");
+  const int64_t now_ms = NowMs();
+  const bool expired = Clock::now() >= t.deadline;
+  ProcessState state = ProcessState::kRunning;
+  if (expired || now_ms - t.last_probe_ms >= kProbeIntervalMs) {
+    t.last_probe_ms = now_ms;
+    state = ProbeProcess(peer.process);
+  } else if (peer.process.pid > 0 && kill(peer.process.pid, 0) == -1 && errno == ESRCH) {
+    state = ProcessState::kGone;
   }
-  if (Clock::now() >= deadline) {
-    return base::Timeout(where() + ": no progress for " + std::to_string(ctx.timeout_ms) + " ms");
+  if (state == ProcessState::kGone) {
+    return Blame(base::RemoteError(DescribeWait(peer, ctx) + ": the peer process (pid " +
+                                   std::to_string(peer.process.pid) + ") has exited"),
+                 peer);
   }
-  return base::OkStatus();
+  if (!expired) return base::OkStatus();
+  const std::string stalled = DescribeWait(peer, ctx) + ": no progress for " + std::to_string(ctx.timeout_ms) + " ms";
+  if (state == ProcessState::kStopped) {
+    return Blame(base::Timeout(stalled + "; the peer process (pid " + std::to_string(peer.process.pid) +
+                               ") is stopped (by a signal or a debugger)"),
+                 peer);
+  }
+  PeerWait w;
+  if (ctx.rank_waits != nullptr && peer.rank >= 0 && peer.rank < ctx.nranks && ctx.rank_waits[peer.rank] != nullptr) {
+    w = ReadWait(*ctx.rank_waits[peer.rank]);
+  }
+  if (w.waiting && w.on_rank != ctx.self_rank && w.age_ms < ctx.timeout_ms + kStallGraceMs) {
+    t.deadline = Clock::now() + std::chrono::milliseconds(kPollSliceMs);
+    return base::OkStatus();
+  }
+  std::string msg = stalled;
+  if (w.waiting && w.on_rank == ctx.self_rank) {
+    msg += "; rank " + std::to_string(peer.rank) + " waits on this rank too (did the ranks call different collectives?)";
+  } else if (w.waiting) {
+    msg += "; rank " + std::to_string(peer.rank) + " has itself waited on rank " + std::to_string(w.on_rank) + " for " +
+           std::to_string(w.age_ms) + " ms";
+  }
+  return Blame(base::Timeout(msg), peer);
 }
+
+// Publishes this channel's wait while it sleeps (peer_state.h).
+class PublishedWait {
+ public:
+  PublishedWait(const WaitContext& ctx, int peer_rank) {
+    if (ctx.self_wait == nullptr) return;
+    cell_ = &ctx.self_wait->cell[ctx.channel % kWaitCells];
+    cell_->store(EncodeWait(peer_rank, NowMs()), std::memory_order_relaxed);
+  }
+  ~PublishedWait() {
+    if (cell_ != nullptr) cell_->store(0, std::memory_order_relaxed);
+  }
+  // A wait that failed stays published: this rank is about to raise its
+  // abort flag with its notice, and a peer whose own deadline passes in
+  // between must still see that this rank waited on someone else.
+  base::Status Keep(base::Status st) {
+    if (!st.ok()) cell_ = nullptr;
+    return st;
+  }
+
+ private:
+  std::atomic<uint64_t>* cell_ = nullptr;
+};
 
 }  // namespace
 
@@ -70,13 +132,33 @@ void Wake(SharedCounter& c) {
   syscall(SYS_futex, FutexWord(&c.value), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
+std::string DescribeWait(const PeerRef& peer, const WaitContext& ctx) {
+  std::string s = "rank " + std::to_string(ctx.self_rank) + " " + peer.what + " peer rank " + std::to_string(peer.rank) + " (";
+  if (ctx.coll != nullptr) s += std::string(ctx.coll) + " #" + std::to_string(ctx.seq) + ", ";
+  return s + "channel " + std::to_string(ctx.channel) + ", step " + std::to_string(peer.step) + ")";
+}
+
+base::Status PeerAbortedStatus(const PeerRef& peer, const WaitContext& ctx) {
+  const std::string where = DescribeWait(peer, ctx);
+  if (peer.notice != nullptr) {
+    base::Status st = NoticeStatus(*peer.notice, where, peer.rank, ctx.nranks > 0 ? ctx.nranks : peer.rank + 1);
+    if (!st.ok()) return st;
+  }
+  return Blame(base::RemoteError(where + ": the peer's communicator was aborted"), peer);
+}
+
 base::StatusOr<uint64_t> WaitAtLeast(SharedCounter& c, uint64_t target, const PeerRef& peer,
                                      const WaitContext& ctx) {
   // A ready counter still goes through the peer's flag: a peer that aborted
-  // after publishing is gone, and every survivor must hear it.
+  // after publishing is gone, and every survivor must hear it; unless its
+  // notice says it failed in a later collective than this one, whose data
+  // it had all published (a rank still finishing collective #k must not
+  // fail because its peer went on to a mismatched #k+1).
   auto accept = [&](uint64_t value) -> base::StatusOr<uint64_t> {
     if (peer.aborted != nullptr && peer.aborted->load(std::memory_order_acquire) != 0) {
-      RETURN_IF_ERROR(CheckWait(peer, ctx, DeadlineAfterMs(ctx.timeout_ms)));
+      const bool later = peer.notice != nullptr && ctx.seq != 0 &&
+                         peer.notice->set.load(std::memory_order_acquire) != 0 && peer.notice->seq > ctx.seq;
+      if (!later) return PeerAbortedStatus(peer, ctx);
     }
     return value;
   };
@@ -87,19 +169,20 @@ base::StatusOr<uint64_t> WaitAtLeast(SharedCounter& c, uint64_t target, const Pe
     v = c.value.load(std::memory_order_acquire);
     if (v >= target) return accept(v);
   }
-  const Deadline deadline = DeadlineAfterMs(ctx.timeout_ms);  // no progress for timeout_ms
+  WaitTracker t{DeadlineAfterMs(ctx.timeout_ms), NowMs()};  // no progress for timeout_ms
+  PublishedWait published(ctx, peer.rank);
   for (int i = 0; i < ctx.yield_count; ++i) {
     sched_yield();
     v = c.value.load(std::memory_order_acquire);
     if (v >= target) return accept(v);
-    if ((i & 63) == 63) RETURN_IF_ERROR(CheckWait(peer, ctx, deadline));
+    if ((i & 63) == 63) RETURN_IF_ERROR(published.Keep(CheckWait(peer, ctx, t)));
   }
   while (true) {
-    RETURN_IF_ERROR(CheckWait(peer, ctx, deadline));
+    RETURN_IF_ERROR(published.Keep(CheckWait(peer, ctx, t)));
     c.waiters.fetch_add(1, std::memory_order_seq_cst);
     v = c.value.load(std::memory_order_seq_cst);
     if (v < target) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(t.deadline - Clock::now()).count();
       int64_t ms = left < 1 ? 1 : (left < kPollSliceMs ? left : kPollSliceMs);
       FutexWait(&c.value, static_cast<uint32_t>(v), ms);
       v = c.value.load(std::memory_order_acquire);

@@ -12,14 +12,20 @@
 // Ordering: Publish is a release (seq_cst) store; a successful wait is an
 // acquire, so what the publisher wrote before publishing is visible after.
 // Every wait has a deadline (no progress for timeout_ms) and checks the local
-// abort flag, the peer's abort flag, and whether the peer process still exists.
+// abort flag, the peer's abort flag (and then its fault notice, whose origin
+// the error names), and whether the peer process still exists (a zombie, or
+// a reused pid, counts as gone). A deadline that passes while the peer is
+// itself waiting on another rank, for less than a timeout, is extended: that
+// peer times out first and names the rank where the stall began.
 #ifndef RINGO_TRANSPORT_COUNTER_H_
 #define RINGO_TRANSPORT_COUNTER_H_
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "base/status.h"
+#include "transport/peer_state.h"
 
 namespace ringo::transport {
 
@@ -40,16 +46,32 @@ struct WaitContext {
   // Ranks outnumber cores: the board's waits yield only to a rank on this
   // core that can move (see board.h).
   bool crowded = false;
+  // For messages: the collective being run and its sequence number (0: none).
+  const char* coll = nullptr;
+  uint64_t seq = 0;
+  // Wait states (peer_state.h), where the ranks share memory: this rank's
+  // cells (published while a wait sleeps) and every rank's, by rank; null
+  // where there are none.
+  WaitCells* self_wait = nullptr;
+  const WaitCells* const* rank_waits = nullptr;
+  int nranks = 0;
 };
 
 // Whom a wait is on, for the checks and the error message.
 struct PeerRef {
   const std::atomic<uint32_t>* aborted;  // the peer's abort flag (in shared memory)
   int rank;
-  int pid;
+  ProcessId process;
   const char* what;  // "receiving from", "sending to", ...
   int64_t step;
+  const FaultNotice* notice = nullptr;  // the peer's, read once its flag is up
 };
+
+// "rank R <what> peer rank P (AllReduce #S, channel C, step T)".
+std::string DescribeWait(const PeerRef& peer, const WaitContext& ctx);
+// The error for a peer whose abort flag is up: its notice's origin and
+// message, or a plain "aborted" when it wrote none.
+base::Status PeerAbortedStatus(const PeerRef& peer, const WaitContext& ctx);
 
 // Stores `value` and wakes sleepers.
 void Publish(SharedCounter& counter, uint64_t value);

@@ -13,6 +13,7 @@ namespace ringo::transport {
 namespace {
 
 constexpr uint32_t kFifoMagic = 0x46474e52;  // "RNGF"
+constexpr uint32_t kFifoVersion = 2;
 class ProcessFifoMemory : public FifoMemory {
  public:
   explicit ProcessFifoMemory(size_t bytes) : base_(std::aligned_alloc(4096, bytes)) {
@@ -27,62 +28,94 @@ class ProcessFifoMemory : public FifoMemory {
 
 }  // namespace
 
-void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, int receiver_pid) {
+void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, const ProcessId& receiver) {
   std::memset(memory, 0, FifoBytes(slot_bytes));  // touches every page now, not in the first collective
   auto* h = new (memory) FifoHeader();
   h->magic = kFifoMagic;
-  h->version = 1;
+  h->version = kFifoVersion;
   h->slot_bytes = slot_bytes;
-  h->sender_pid = 0;
   h->sender_rank = -1;
-  h->receiver_pid = receiver_pid;
   h->receiver_rank = receiver_rank;
+  h->receiver_process = receiver;
 }
 
-SendEnd::SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, int self_pid)
+base::Status CheckFifo(const void* memory, size_t slot_bytes) {
+  const auto* h = static_cast<const FifoHeader*>(memory);
+  if (h->magic != kFifoMagic) return base::RemoteError("the peer's FIFO memory is not a Ringo FIFO (bad magic)");
+  if (h->version != kFifoVersion) {
+    return base::RemoteError("the peer's FIFO has layout version " + std::to_string(h->version) + ", this library " +
+                             std::to_string(kFifoVersion));
+  }
+  if (h->slot_bytes != slot_bytes) {
+    return base::RemoteError("the peer's FIFO has " + std::to_string(h->slot_bytes) + "-byte slots, expected " +
+                             std::to_string(slot_bytes));
+  }
+  return base::OkStatus();
+}
+
+SendEnd::SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self)
     : memory_(std::move(memory)) {
   header_ = static_cast<FifoHeader*>(memory_->base());
-  RINGO_CHECK(header_->magic == kFifoMagic, "FIFO memory is not formatted");
+  RINGO_CHECK(header_->magic == kFifoMagic, "FIFO memory is not formatted (CheckFifo first)");
   data_ = static_cast<char*>(memory_->base()) + kFifoDataOffset;
   slot_bytes_ = header_->slot_bytes;
   header_->sender_rank = self_rank;
-  header_->sender_pid = self_pid;
+  header_->sender_process = self;
   tail_ = header_->tail.value.load(std::memory_order_acquire);
   head_cache_ = header_->head.value.load(std::memory_order_acquire);
 }
 
 base::StatusOr<void*> SendEnd::Acquire(const WaitContext& ctx, int64_t step) {
   if (tail_ - head_cache_ >= kSlots) {
-    const PeerRef peer{&header_->aborted, header_->receiver_rank, header_->receiver_pid, "sending to", step};
+    const PeerRef peer{&header_->receiver_aborted, header_->receiver_rank, header_->receiver_process, "sending to",
+                       step, &header_->receiver_notice};
     ASSIGN_OR_RETURN(head_cache_, WaitAtLeast(header_->head, tail_ - kSlots + 1, peer, ctx));
   }
   return static_cast<void*>(data_ + (tail_ % kSlots) * slot_bytes_);
 }
 
-void SendEnd::Post(size_t bytes) {
-  header_->sizes[tail_ % kSlots] = bytes;
+void SendEnd::Post(size_t bytes, const CallSignature& sig) {
+  SlotMeta& m = header_->meta[tail_ % kSlots];
+  m.bytes = bytes;
+  m.sig = sig;
   ++tail_;
   Publish(header_->tail, tail_);
 }
 
-RecvEnd::RecvEnd(std::shared_ptr<FifoMemory> memory, int self_rank, int self_pid)
+void SendEnd::Abort(const base::Status& why, int self_rank, uint64_t seq) {
+  WriteFaultNotice(header_->sender_notice, why, self_rank, seq);
+  header_->sender_aborted.store(1, std::memory_order_seq_cst);
+  WakeFifo(header_);
+}
+
+RecvEnd::RecvEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self)
     : memory_(std::move(memory)) {
   header_ = static_cast<FifoHeader*>(memory_->base());
-  RINGO_CHECK(header_->magic == kFifoMagic, "FIFO memory is not formatted");
+  RINGO_CHECK(header_->magic == kFifoMagic, "FIFO memory is not formatted (CheckFifo first)");
   data_ = static_cast<char*>(memory_->base()) + kFifoDataOffset;
   slot_bytes_ = header_->slot_bytes;
   header_->receiver_rank = self_rank;
-  header_->receiver_pid = self_pid;
+  header_->receiver_process = self;
   head_ = header_->head.value.load(std::memory_order_acquire);
   tail_cache_ = header_->tail.value.load(std::memory_order_acquire);
 }
 
-base::StatusOr<const void*> RecvEnd::Acquire(const WaitContext& ctx, int64_t step, size_t* bytes) {
+base::StatusOr<const void*> RecvEnd::Acquire(const WaitContext& ctx, int64_t step, size_t* bytes,
+                                             CallSignature* sig) {
+  const PeerRef peer{&header_->sender_aborted, header_->sender_rank, header_->sender_process, "receiving from",
+                     step, &header_->sender_notice};
   if (tail_cache_ <= head_) {
-    const PeerRef peer{&header_->aborted, header_->sender_rank, header_->sender_pid, "receiving from", step};
     ASSIGN_OR_RETURN(tail_cache_, WaitAtLeast(header_->tail, head_ + 1, peer, ctx));
   }
-  *bytes = header_->sizes[head_ % kSlots];
+  const SlotMeta& m = header_->meta[head_ % kSlots];
+  *bytes = m.bytes;
+  if (sig != nullptr) *sig = m.sig;
+  if (*bytes > slot_bytes_) {
+    const std::string where = DescribeWait(peer, ctx);
+    return base::RemoteError(where + ": the peer posted " + std::to_string(*bytes) + " bytes into a " +
+                             std::to_string(slot_bytes_) + "-byte slot")
+        .WithOrigin(peer.rank, where + ": an oversized slot");
+  }
   return static_cast<const void*>(data_ + (head_ % kSlots) * slot_bytes_);
 }
 
@@ -91,9 +124,10 @@ void RecvEnd::Release() {
   Publish(header_->head, head_);
 }
 
-void AbortFifo(FifoHeader* header) {
-  header->aborted.store(1, std::memory_order_seq_cst);
-  WakeFifo(header);
+void RecvEnd::Abort(const base::Status& why, int self_rank, uint64_t seq) {
+  WriteFaultNotice(header_->receiver_notice, why, self_rank, seq);
+  header_->receiver_aborted.store(1, std::memory_order_seq_cst);
+  WakeFifo(header_);
 }
 
 void WakeFifo(FifoHeader* header) {
@@ -103,7 +137,7 @@ void WakeFifo(FifoHeader* header) {
 
 std::shared_ptr<FifoMemory> AllocateProcessFifo(size_t slot_bytes, int receiver_rank) {
   auto memory = std::make_shared<ProcessFifoMemory>(FifoBytes(slot_bytes));
-  InitFifo(memory->base(), slot_bytes, receiver_rank, getpid());
+  InitFifo(memory->base(), slot_bytes, receiver_rank, SelfProcessId());
   return memory;
 }
 

@@ -4,10 +4,16 @@
 // tail - head < kSlots. The memory (header + slots) lives on the receiver's
 // side: POSIX shared memory across processes, plain memory within one.
 //
-// Ordering: slot contents and sizes[] are written before the tail is
-// published and read after the tail wait returns (release/acquire, see
-// counter.h); the same for head. Waits are counter.h's: spin, yield, futex,
-// with a deadline, the local abort flag, the peer's flag and liveness.
+// Ordering: slot contents and slot metadata (size and the collective's
+// signature) are written before the tail is published and read after the
+// tail wait returns (release/acquire, see counter.h); the same for head.
+// Waits are counter.h's: spin, yield, futex, with a deadline, the local abort
+// flag, the peer's flag (and fault notice) and liveness. Each end has its own
+// abort flag and fault notice (peer_state.h), written by that end only.
+//
+// Everything in the header is also written by the peer, which may be buggy
+// or hostile: an end validates what it reads (a slot size beyond the slot is
+// an error naming the peer, never a read past the slot).
 #ifndef RINGO_TRANSPORT_FIFO_H_
 #define RINGO_TRANSPORT_FIFO_H_
 
@@ -19,6 +25,8 @@
 
 #include "base/status.h"
 #include "transport/counter.h"
+#include "transport/peer_state.h"
+#include "transport/signature.h"
 
 namespace ringo::transport {
 
@@ -27,25 +35,38 @@ inline constexpr size_t kFifoDataOffset = 4096;
 
 using FifoCounter = SharedCounter;
 
+// What a posted slot holds: its size and the signature of the collective it
+// belongs to (seq 0: not checked).
+struct SlotMeta {
+  uint64_t bytes;
+  CallSignature sig;
+};
+
 struct FifoHeader {
   uint32_t magic;
   uint32_t version;
   uint64_t slot_bytes;
-  int32_t sender_pid;
-  int32_t receiver_pid;
   int32_t sender_rank;
   int32_t receiver_rank;
-  std::atomic<uint32_t> aborted{0};  // set by either side's ringoCommAbort
-  FifoCounter tail;                  // advanced by the sender
-  FifoCounter head;                  // advanced by the receiver
-  alignas(64) uint64_t sizes[kSlots];
+  ProcessId sender_process;
+  ProcessId receiver_process;
+  std::atomic<uint32_t> sender_aborted{0};    // set by the sender's abort
+  std::atomic<uint32_t> receiver_aborted{0};  // set by the receiver's abort
+  FifoCounter tail;                           // advanced by the sender
+  FifoCounter head;                           // advanced by the receiver
+  alignas(64) SlotMeta meta[kSlots];
+  alignas(64) FaultNotice sender_notice;
+  FaultNotice receiver_notice;
 };
 static_assert(sizeof(FifoHeader) <= kFifoDataOffset, "header fits before the slots");
 
 inline size_t FifoBytes(size_t slot_bytes) { return kFifoDataOffset + kSlots * slot_bytes; }
 
 // Formats fresh FIFO memory (receiver side) and touches every page.
-void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, int receiver_pid);
+void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, const ProcessId& receiver);
+// Whether `memory` (FifoBytes(slot_bytes) long, mapped from a peer) holds a
+// formatted FIFO of that slot size; says what is wrong otherwise.
+base::Status CheckFifo(const void* memory, size_t slot_bytes);
 
 // Releases the memory a FIFO lives in when the last end goes.
 class FifoMemory {
@@ -54,14 +75,18 @@ class FifoMemory {
   virtual void* base() = 0;
 };
 
-// The sending end. Owned by one thread.
+// The sending end. Owned by one thread (Abort: any thread).
 class SendEnd {
  public:
-  SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, int self_pid);
+  // `memory` must pass CheckFifo.
+  SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self);
   // Waits for a free slot; returns its memory (slot_bytes long).
   base::StatusOr<void*> Acquire(const WaitContext& ctx, int64_t step);
-  // Publishes the acquired slot holding `bytes`.
-  void Post(size_t bytes);
+  // Publishes the acquired slot holding `bytes` of the collective `sig`.
+  void Post(size_t bytes, const CallSignature& sig = CallSignature());
+  // Writes this end's fault notice (`why`, which must not be OK), raises its
+  // abort flag and wakes both ends.
+  void Abort(const base::Status& why, int self_rank, uint64_t seq);
   FifoHeader* header() { return header_; }
   size_t slot_bytes() const { return slot_bytes_; }
 
@@ -74,14 +99,18 @@ class SendEnd {
   uint64_t head_cache_ = 0;   // last head seen
 };
 
-// The receiving end. Owned by one thread.
+// The receiving end. Owned by one thread (Abort: any thread).
 class RecvEnd {
  public:
-  RecvEnd(std::shared_ptr<FifoMemory> memory, int self_rank, int self_pid);
-  // Waits for a filled slot; returns its memory and size.
-  base::StatusOr<const void*> Acquire(const WaitContext& ctx, int64_t step, size_t* bytes);
+  RecvEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self);
+  // Waits for a filled slot; returns its memory, its size and (when `sig` is
+  // not null) its signature. A size beyond the slot is an error naming the
+  // sender.
+  base::StatusOr<const void*> Acquire(const WaitContext& ctx, int64_t step, size_t* bytes,
+                                      CallSignature* sig = nullptr);
   // Frees the acquired slot for the sender.
   void Release();
+  void Abort(const base::Status& why, int self_rank, uint64_t seq);
   FifoHeader* header() { return header_; }
   size_t slot_bytes() const { return slot_bytes_; }
 
@@ -94,8 +123,6 @@ class RecvEnd {
   uint64_t tail_cache_ = 0;
 };
 
-// Marks the FIFO aborted and wakes every waiter on it (ringoCommAbort).
-void AbortFifo(FifoHeader* header);
 // Wakes waiters so they re-check the local abort flag.
 void WakeFifo(FifoHeader* header);
 

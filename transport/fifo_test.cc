@@ -83,8 +83,8 @@ std::string Verify(const void* slot, uint64_t i, size_t bytes, size_t slot_bytes
 // Producer and consumer threads over one in-process FIFO.
 void PassMessages(size_t slot_bytes, int spin_count, uint64_t messages, bool slow_consumer, int yield_count = 0) {
   auto mem = AllocateProcessFifo(slot_bytes, /*receiver_rank=*/1);
-  SendEnd send(mem, 0, getpid());
-  RecvEnd recv(mem, 1, getpid());
+  SendEnd send(mem, 0, SelfProcessId());
+  RecvEnd recv(mem, 1, SelfProcessId());
   ASSERT_EQ(send.slot_bytes(), slot_bytes);
   ASSERT_EQ(recv.slot_bytes(), slot_bytes);
   std::string producer_error;
@@ -134,21 +134,22 @@ TEST(FifoTest, LayoutAndFormat) {
   auto* h = static_cast<FifoHeader*>(mem->base());
   EXPECT_EQ(h->slot_bytes, 256u);
   EXPECT_EQ(h->receiver_rank, 5);
-  EXPECT_EQ(h->receiver_pid, getpid());
+  EXPECT_EQ(h->receiver_process.pid, getpid());
   EXPECT_EQ(h->sender_rank, -1);
-  EXPECT_EQ(h->aborted.load(), 0u);
+  EXPECT_EQ(h->sender_aborted.load(), 0u);
+  EXPECT_EQ(h->receiver_aborted.load(), 0u);
   EXPECT_EQ(h->tail.value.load(), 0u);
   EXPECT_EQ(h->head.value.load(), 0u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(mem->base()) % 64, 0u);
-  SendEnd send(mem, 4, 1234);
+  SendEnd send(mem, 4, ProcessId{1234, 0});
   EXPECT_EQ(h->sender_rank, 4);
-  EXPECT_EQ(h->sender_pid, 1234);
+  EXPECT_EQ(h->sender_process.pid, 1234);
 }
 
 TEST(FifoTest, SlotsAreUsedRoundRobin) {
   auto mem = AllocateProcessFifo(128, 1);
-  SendEnd send(mem, 0, getpid());
-  RecvEnd recv(mem, 1, getpid());
+  SendEnd send(mem, 0, SelfProcessId());
+  RecvEnd recv(mem, 1, SelfProcessId());
   const WaitContext ctx = Ctx(0, 1000, 0);
   char* data = static_cast<char*>(mem->base()) + kFifoDataOffset;
   for (int i = 0; i < 3 * kSlots; ++i) {
@@ -169,8 +170,8 @@ TEST(FifoTest, SlotsAreUsedRoundRobin) {
 
 TEST(FifoTest, SenderFillsExactlyKSlotsAhead) {
   auto mem = AllocateProcessFifo(64, 1);
-  SendEnd send(mem, 0, getpid());
-  RecvEnd recv(mem, 1, getpid());
+  SendEnd send(mem, 0, SelfProcessId());
+  RecvEnd recv(mem, 1, SelfProcessId());
   const WaitContext ctx = Ctx(0, 200, 0);
   for (int i = 0; i < kSlots; ++i) {
     auto s = send.Acquire(ctx, i);
@@ -203,8 +204,8 @@ TEST(FifoTest, ThreadsPassManySmallSlotsSpinningALittle) { PassMessages(64, 50, 
 
 TEST(FifoTest, WaitingReceiverTimesOutNamingPeerAndStep) {
   auto mem = AllocateProcessFifo(256, 3);
-  SendEnd send(mem, 2, getpid());
-  RecvEnd recv(mem, 3, getpid());
+  SendEnd send(mem, 2, SelfProcessId());
+  RecvEnd recv(mem, 3, SelfProcessId());
   for (int spin : {0, 1000}) {
     WaitContext ctx = Ctx(3, 300, spin, nullptr, spin == 0 ? 0 : 100000);
     ctx.channel = 1;
@@ -254,28 +255,29 @@ struct Waiter {
 TEST(FifoTest, AbortFifoWakesAWaitingReceiver) {
   for (int spin : {0, 100000}) {
     auto mem = AllocateProcessFifo(256, 1);
-    SendEnd send(mem, 0, getpid());
-    RecvEnd recv(mem, 1, getpid());
+    SendEnd send(mem, 0, SelfProcessId());
+    RecvEnd recv(mem, 1, SelfProcessId());
     Waiter w;
     w.StartRecv(&recv, Ctx(1, 30000, spin, nullptr, spin == 0 ? 0 : 1000000), 5);
     std::this_thread::sleep_for(milliseconds(150));  // let it fall asleep
     EXPECT_FALSE(w.done.load());
     const auto aborted_at = steady_clock::now();
-    AbortFifo(send.header());
+    send.Abort(base::RemoteError("rank 0 aborted"), 0, 0);
     w.thread.join();
     const auto latency = std::chrono::duration_cast<milliseconds>(w.returned - aborted_at).count();
     EXPECT_EQ(w.status.code(), Code::kRemoteError) << w.status.ToString();
     EXPECT_NE(w.status.message().find("aborted"), std::string::npos) << w.status.message();
     EXPECT_NE(w.status.message().find("peer rank 0"), std::string::npos) << w.status.message();
     EXPECT_LT(latency, 1000) << "the abort did not wake the waiter promptly";
-    EXPECT_EQ(recv.header()->aborted.load(), 1u);
+    EXPECT_EQ(recv.header()->sender_aborted.load(), 1u);
+    EXPECT_EQ(w.status.origin(), 0);
   }
 }
 
 TEST(FifoTest, AbortFifoWakesAWaitingSender) {
   auto mem = AllocateProcessFifo(64, 1);
-  SendEnd send(mem, 0, getpid());
-  RecvEnd recv(mem, 1, getpid());
+  SendEnd send(mem, 0, SelfProcessId());
+  RecvEnd recv(mem, 1, SelfProcessId());
   const WaitContext ctx = Ctx(0, 30000, 0);
   for (int i = 0; i < kSlots; ++i) {
     ASSERT_TRUE(send.Acquire(ctx, i).ok());
@@ -286,7 +288,7 @@ TEST(FifoTest, AbortFifoWakesAWaitingSender) {
   std::this_thread::sleep_for(milliseconds(150));
   EXPECT_FALSE(w.done.load());
   const auto aborted_at = steady_clock::now();
-  AbortFifo(recv.header());
+  recv.Abort(base::RemoteError("rank 1 aborted"), 1, 0);
   w.thread.join();
   EXPECT_EQ(w.status.code(), Code::kRemoteError) << w.status.ToString();
   EXPECT_NE(w.status.message().find("peer rank 1"), std::string::npos) << w.status.message();
@@ -296,8 +298,8 @@ TEST(FifoTest, AbortFifoWakesAWaitingSender) {
 TEST(FifoTest, LocalAbortFlagAndWakeStopAWaiter) {
   for (int spin : {0, 100000}) {
     auto mem = AllocateProcessFifo(256, 1);
-    SendEnd send(mem, 0, getpid());
-    RecvEnd recv(mem, 1, getpid());
+    SendEnd send(mem, 0, SelfProcessId());
+    RecvEnd recv(mem, 1, SelfProcessId());
     std::atomic<bool> abort{false};
     Waiter w;
     w.StartRecv(&recv, Ctx(1, 30000, spin, &abort, spin == 0 ? 0 : 1000000), 9);
@@ -312,15 +314,16 @@ TEST(FifoTest, LocalAbortFlagAndWakeStopAWaiter) {
     EXPECT_NE(w.status.message().find("aborted"), std::string::npos) << w.status.message();
     EXPECT_LT(std::chrono::duration_cast<milliseconds>(w.returned - aborted_at).count(), 1000);
     // The FIFO itself was not marked aborted: only this side gave up.
-    EXPECT_EQ(recv.header()->aborted.load(), 0u);
+    EXPECT_EQ(recv.header()->sender_aborted.load(), 0u);
+    EXPECT_EQ(recv.header()->receiver_aborted.load(), 0u);
   }
 }
 
 TEST(FifoTest, AnAbortedFifoFailsTheNextWaitAtOnce) {
   auto mem = AllocateProcessFifo(64, 1);
-  SendEnd send(mem, 0, getpid());
-  RecvEnd recv(mem, 1, getpid());
-  AbortFifo(send.header());
+  SendEnd send(mem, 0, SelfProcessId());
+  RecvEnd recv(mem, 1, SelfProcessId());
+  send.Abort(base::RemoteError("rank 0 aborted"), 0, 0);
   size_t bytes = 0;
   const auto start = steady_clock::now();
   auto r = recv.Acquire(Ctx(1, 30000, 0), 0, &bytes);
@@ -372,8 +375,8 @@ TEST(FifoShmTest, CreateOpenAndNameRules) {
   UnlinkShm(name);
   EXPECT_FALSE(OpenShmFifo(name, 512).ok()) << "unlinked names are gone";
   // Both mappings see the same memory.
-  RecvEnd recv(*mem, 1, getpid());
-  SendEnd send(*peer, 0, getpid());
+  RecvEnd recv(*mem, 1, SelfProcessId());
+  SendEnd send(*peer, 0, SelfProcessId());
   const WaitContext ctx = Ctx(0, 1000, 0);
   auto s = send.Acquire(ctx, 0);
   ASSERT_TRUE(s.ok());
@@ -401,13 +404,13 @@ TEST(FifoShmTest, ProcessesPassManySlots) {
     const std::string name = UniqueShmName(1);
     auto mem = CreateShmFifo(name, kSlotBytes, 1);
     ASSERT_TRUE(mem.ok()) << mem.status().ToString();
-    RecvEnd recv(*mem, 1, getpid());
+    RecvEnd recv(*mem, 1, SelfProcessId());
     const pid_t child = fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
       auto theirs = OpenShmFifo(name, kSlotBytes);
       if (!theirs.ok()) _exit(2);
-      SendEnd send(*theirs, 0, getpid());
+      SendEnd send(*theirs, 0, SelfProcessId());
       const WaitContext ctx = Ctx(0, 20000, spin);
       for (uint64_t i = 0; i < kMessages; ++i) {
         auto slot = send.Acquire(ctx, static_cast<int64_t>(i));
@@ -445,7 +448,7 @@ TEST(FifoShmTest, ExitedSenderProcessIsARemoteErrorNamingItsPid) {
   const std::string name = UniqueShmName(2);
   auto mem = CreateShmFifo(name, kSlotBytes, 1);
   ASSERT_TRUE(mem.ok()) << mem.status().ToString();
-  RecvEnd recv(*mem, 1, getpid());
+  RecvEnd recv(*mem, 1, SelfProcessId());
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
   const pid_t child = fork();
@@ -454,7 +457,7 @@ TEST(FifoShmTest, ExitedSenderProcessIsARemoteErrorNamingItsPid) {
     close(ready[0]);
     auto theirs = OpenShmFifo(name, kSlotBytes);
     if (!theirs.ok()) _exit(2);
-    SendEnd send(*theirs, 0, getpid());
+    SendEnd send(*theirs, 0, SelfProcessId());
     char c = 1;
     if (write(ready[1], &c, 1) != 1) _exit(3);
     std::this_thread::sleep_for(milliseconds(100));  // let the parent start waiting
@@ -488,7 +491,7 @@ TEST(FifoShmTest, ExitedReceiverProcessIsARemoteError) {
   ASSERT_TRUE(mem.ok()) << mem.status().ToString();
   auto mine = OpenShmFifo(name, kSlotBytes);
   ASSERT_TRUE(mine.ok());
-  SendEnd send(*mine, 0, getpid());
+  SendEnd send(*mine, 0, SelfProcessId());
   const WaitContext ctx = Ctx(0, 20000, 0);
   for (int i = 0; i < kSlots; ++i) {
     ASSERT_TRUE(send.Acquire(ctx, i).ok());
@@ -502,7 +505,7 @@ TEST(FifoShmTest, ExitedReceiverProcessIsARemoteError) {
     close(ready[0]);
     auto theirs = OpenShmFifo(name, kSlotBytes);
     if (!theirs.ok()) _exit(2);
-    RecvEnd recv(*theirs, 1, getpid());
+    RecvEnd recv(*theirs, 1, SelfProcessId());
     char c = 1;
     if (write(ready[1], &c, 1) != 1) _exit(3);
     _exit(0);

@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "base/logging.h"
+#include "transport/peer_state.h"
 #include "transport/shm.h"
 
 namespace ringo::transport {
@@ -48,10 +49,36 @@ base::Status CheckShmReachable(const PeerInfo& self, const PeerInfo& peer) {
 PeerInfo LocalPeerInfo(int rank, int device) {
   PeerInfo info{};
   info.host_hash = HostHash();
-  info.pid = getpid();
+  const ProcessId self = SelfProcessId();
+  info.pid = self.pid;
+  info.start_ticks = self.start_ticks;
   info.rank = rank;
   info.device = device;
   return info;
+}
+
+base::Status ValidatePeerInfos(const std::vector<PeerInfo>& peers) {
+  for (size_t r = 0; r < peers.size(); ++r) {
+    const PeerInfo& p = peers[r];
+    auto bad = [&](const std::string& what) {
+      return base::RemoteError("bootstrap: rank " + std::to_string(r) + " sent " + what).WithOrigin(static_cast<int>(r),
+                                                                                                 "a malformed peer record");
+    };
+    if (p.rank != static_cast<int32_t>(r)) return bad("the record of rank " + std::to_string(p.rank));
+    if (p.pid <= 0) return bad("pid " + std::to_string(p.pid));
+    if (p.nchannels < 0 || p.nchannels > 64) return bad(std::to_string(p.nchannels) + " channels");
+    if (p.slot_bytes < 0 || p.slot_bytes % 64 != 0 || p.slot_bytes > (int64_t{1} << 30)) {
+      return bad("a slot size of " + std::to_string(p.slot_bytes) + " bytes");
+    }
+    if (p.algorithm < 0 || p.algorithm > 3 || p.proto < 0 || p.proto > 2 || p.device_wish < 0 || p.device_wish > 2) {
+      return bad("an unknown algorithm, protocol or device choice");
+    }
+    if ((p.check != 0 && p.check != 1) || (p.deterministic != 0 && p.deterministic != 1)) {
+      return bad("a setting that is neither 0 nor 1");
+    }
+    if (p.device < -1 || p.numa < -1) return bad("device " + std::to_string(p.device));
+  }
+  return base::OkStatus();
 }
 
 base::StatusOr<std::vector<ChannelLinks>> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int rank,
@@ -90,8 +117,8 @@ base::StatusOr<std::vector<ChannelLinks>> ConnectRing(Bootstrap& bootstrap, uint
       st = theirs.status();
       break;
     }
-    links[c].recv = std::make_unique<RecvEnd>(mine[c], rank, getpid());
-    links[c].send = std::make_unique<SendEnd>(*theirs, rank, getpid());
+    links[c].recv = std::make_unique<RecvEnd>(mine[c], rank, SelfProcessId());
+    links[c].send = std::make_unique<SendEnd>(*theirs, rank, SelfProcessId());
   }
   st = AgreeOk(bootstrap, st, "open its peer's shared-memory FIFOs");
   cleanup();
@@ -109,8 +136,8 @@ std::vector<std::vector<ChannelLinks>> ConnectRingInProcess(const RingSpec& spec
     const int next = spec.order[(pos + 1) % spec.nranks];
     for (int c = 0; c < spec.nchannels; ++c) {
       auto mem = AllocateProcessFifo(spec.slot_bytes, next);
-      links[next][c].recv = std::make_unique<RecvEnd>(mem, next, getpid());
-      links[rank][c].send = std::make_unique<SendEnd>(mem, rank, getpid());
+      links[next][c].recv = std::make_unique<RecvEnd>(mem, next, SelfProcessId());
+      links[rank][c].send = std::make_unique<SendEnd>(mem, rank, SelfProcessId());
     }
   }
   return links;

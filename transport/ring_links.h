@@ -28,8 +28,16 @@ struct PeerInfo {
   int32_t nchannels;
   int32_t algorithm;
   int32_t proto;        // collectives::ProtoChoice (GPU communicators)
+  int32_t check;        // RINGO_CHECK
+  int32_t deterministic;  // RINGO_DETERMINISTIC
   int64_t slot_bytes;
+  uint64_t start_ticks;  // with pid: the process (peer_state.h)
 };
+
+// Whether every rank's record is one a Ringo rank of this version could
+// send (ranks in order, settings in range); says which rank's field is
+// wrong otherwise. Everything from a peer is checked before it is used.
+base::Status ValidatePeerInfos(const std::vector<PeerInfo>& peers);
 
 PeerInfo LocalPeerInfo(int rank, int device);
 

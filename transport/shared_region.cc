@@ -102,6 +102,10 @@ PeerRegions::~PeerRegions() {
 base::StatusOr<char*> PeerRegions::Map(const RegionName& name) {
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->name.pid == name.pid && it->name.id == name.id) {
+      if (it->name.bytes != name.bytes) {
+        return base::InvalidUsage("a peer named its ringoMemAlloc region " + std::to_string(name.id) + " with " +
+                                  std::to_string(name.bytes) + " bytes; it has " + std::to_string(it->name.bytes));
+      }
       entries_.splice(entries_.begin(), entries_, it);
       return it->base;
     }
@@ -111,7 +115,7 @@ base::StatusOr<char*> PeerRegions::Map(const RegionName& name) {
     Registry& r = GetRegistry();
     std::lock_guard<std::mutex> lock(r.mu);
     for (const auto& [addr, region] : r.regions) {
-      if (region.id == name.id) base = reinterpret_cast<char*>(addr);
+      if (region.id == name.id && region.bytes == name.bytes) base = reinterpret_cast<char*>(addr);
     }
     if (base == nullptr) return base::InvalidUsage("shared region " + std::to_string(name.id) + " was freed");
   } else {

@@ -79,12 +79,14 @@ base::StatusOr<std::shared_ptr<FifoMemory>> OpenShm(const std::string& name, siz
 base::StatusOr<std::shared_ptr<FifoMemory>> CreateShmFifo(const std::string& name, size_t slot_bytes,
                                                           int receiver_rank) {
   ASSIGN_OR_RETURN(auto memory, CreateShm(name, FifoBytes(slot_bytes)));
-  InitFifo(memory->base(), slot_bytes, receiver_rank, getpid());
+  InitFifo(memory->base(), slot_bytes, receiver_rank, SelfProcessId());
   return memory;
 }
 
 base::StatusOr<std::shared_ptr<FifoMemory>> OpenShmFifo(const std::string& name, size_t slot_bytes) {
-  return OpenShm(name, FifoBytes(slot_bytes));
+  ASSIGN_OR_RETURN(auto memory, OpenShm(name, FifoBytes(slot_bytes)));
+  RETURN_IF_ERROR(CheckFifo(memory->base(), slot_bytes).WithContext(name));
+  return memory;
 }
 
 void UnlinkShm(const std::string& name) { shm_unlink(name.c_str()); }

@@ -1,6 +1,7 @@
 #include "collectives/internal/boundary.h"
 
 #include <unordered_set>
+#include <vector>
 
 #include "base/logging.h"
 
@@ -20,8 +21,18 @@ thread_local ringoComm* t_live_comm = nullptr;
 thread_local uint64_t t_live_seen = 0;
 }  // namespace
 
-ringoComm::~ringoComm() {
+ringoComm::~ringoComm() { Release(); }
+
+void ringoComm::Release() {
   if (init_thread_.joinable()) init_thread_.join();
+  std::unique_ptr<Communicator> impl;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_.store(nullptr, std::memory_order_release);
+    impl = std::move(impl_);
+    last_error_.clear();
+  }
+  impl.reset();  // outside the lock: a GPU communicator's destruction may wait
 }
 
 Communicator* ringoComm::Get() { return ready_.load(std::memory_order_acquire); }
@@ -89,6 +100,15 @@ void Unregister(ringoComm* comm) {
   std::lock_guard<std::mutex> lock(g_live_mu);
   g_live->erase(comm);
   g_unregistered.fetch_add(1, std::memory_order_release);
+}
+
+void Retire(ringoComm* comm) {
+  static std::mutex* const retired_mu = new std::mutex();
+  static std::vector<ringoComm*>* const retired = new std::vector<ringoComm*>();
+  Unregister(comm);
+  comm->Release();
+  std::lock_guard<std::mutex> lock(*retired_mu);
+  retired->push_back(comm);  // never freed, never reused
 }
 
 bool IsLive(ringoComm* comm) {

@@ -17,8 +17,12 @@
 #include "ringo/ringo.h"
 
 // The object behind ringoComm_t. `impl` is null while a non-blocking init runs.
+// A destroyed handle's object is never freed (Retire), so its address is
+// never given to another communicator: a stale handle stays invalid.
 struct ringoComm {
   ~ringoComm();
+  // Joins a background init and destroys the communicator; the object stays.
+  void Release();
   ringo::collectives::Communicator* Get();
   void Set(std::unique_ptr<ringo::collectives::Communicator> impl);
   // Runs `init` on a background thread (non-blocking init).
@@ -56,6 +60,12 @@ ringoResult_t Guard(const char* fn, ringoComm* comm, Body&& body) {
 
 ringoComm* Register(ringoComm* comm);
 void Unregister(ringoComm* comm);
+// Unregisters a handle the application holds and releases its communicator,
+// keeping the small object itself for the life of the process (about 150
+// bytes per communicator ever destroyed): were it freed, a later
+// communicator could be given the same address and a stale handle would
+// reach it.
+void Retire(ringoComm* comm);
 bool IsLive(ringoComm* comm);
 // The communicator behind a live handle (null while init runs), or why not.
 base::StatusOr<Communicator*> Resolve(ringoComm* comm);

@@ -14,6 +14,8 @@ namespace ringo::collectives {
 
 // What each rank posts on the board before a direct collective: its buffers'
 // addresses in its own process, and their shared regions where they lie in one.
+// The byte counts are what the other ranks may touch: a peer whose call
+// would reach further (a mismatched count or datatype) fails instead.
 struct Communicator::DirectPost {
   uint64_t send_addr;
   uint64_t recv_addr;
@@ -21,6 +23,8 @@ struct Communicator::DirectPost {
   transport::RegionName recv_region;
   uint64_t send_offset;
   uint64_t recv_offset;
+  uint64_t send_bytes;  // bytes of the send buffer the others may read
+  uint64_t recv_bytes;  // bytes of the receive buffer the others may write
   int32_t pid;
   int32_t reserved;
 };

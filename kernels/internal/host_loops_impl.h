@@ -186,6 +186,32 @@ void ReduceAll(const void* const* in_any, int n, void* const* out_any, int nout,
   }
 }
 
+// As the ring's chain computes it: partial results rounded to T at every step.
+template <typename T, RedOp kOp>
+void ReduceOrdered(const void* const* in_any, int n, void* const* out_any, int nout, int64_t count, int nranks,
+                   bool stream) {
+  const auto f = ReduceFunc<T, kOp>::Make(nranks);
+  const auto* in = reinterpret_cast<const T* const*>(in_any);
+  auto* out = reinterpret_cast<T* const*>(out_any);
+  alignas(64) T v[kTile<T>];
+  for (int64_t i = 0; i < count; i += kTile<T>) {
+    const int64_t m = TileLen<T>(count, i);
+    const T* __restrict__ first = in[0] + i;
+    if (n == 1) {
+      for (int64_t j = 0; j < m; ++j) v[j] = f.Post(f.Pre(first[j]));
+    } else {
+      for (int64_t j = 0; j < m; ++j) v[j] = f.Partial(f.Pre(first[j]));
+      for (int q = 1; q < n - 1; ++q) {
+        const T* __restrict__ s = in[q] + i;
+        for (int64_t j = 0; j < m; ++j) v[j] = f.Partial(f.Apply(ToAcc(v[j]), f.Pre(s[j])));
+      }
+      const T* __restrict__ last = in[n - 1] + i;
+      for (int64_t j = 0; j < m; ++j) v[j] = f.Post(f.Apply(ToAcc(v[j]), f.Pre(last[j])));
+    }
+    for (int k = 0; k < nout; ++k) internal::CopyOut(out[k] + i, v, static_cast<size_t>(m) * sizeof(T), stream);
+  }
+}
+
 // ---- the ring's primitives ----
 
 template <typename T, RedOp kOp>
@@ -251,7 +277,9 @@ void Reduce(const void* in_any, const void* src_any, void* out1_any, void* out2_
 
 template <typename T, RedOp kOp>
 internal::HostLoops MakeLoops() {
-  return internal::HostLoops{&ReduceAll<T, kOp>, &Send<T, kOp>, &Reduce<T, kOp, false>, &Reduce<T, kOp, true>};
+  constexpr bool kRounds = std::is_same<T, base::Half>::value || std::is_same<T, base::BFloat16>::value;
+  return internal::HostLoops{&ReduceAll<T, kOp>, kRounds ? &ReduceOrdered<T, kOp> : &ReduceAll<T, kOp>,
+                             &Send<T, kOp>, &Reduce<T, kOp, false>, &Reduce<T, kOp, true>};
 }
 
 inline void HalfToFloat(const uint16_t* src, float* dst, int64_t count) {

@@ -23,6 +23,13 @@ struct HostLoops {
   // out[k][i] = Post(Pre(in[0][i]) (+) ... (+) Pre(in[n-1][i])) for k < nout, in rank order.
   void (*reduce_all)(const void* const* in, int n, void* const* out, int nout, int64_t count, int nranks,
                      bool stream);
+  // As reduce_all, but every partial result rounded to the datatype as the
+  // ring's chain does (send, then recvReduceSend ..., recvReduceCopy, in
+  // input order): the same bits as a ring Reduce whose ranks are in input
+  // order (RINGO_DETERMINISTIC). The same function as reduce_all wherever
+  // partial results are not rounded (every type but fp16 and bf16).
+  void (*reduce_ordered)(const void* const* in, int n, void* const* out, int nout, int64_t count, int nranks,
+                         bool stream);
   // out[i] = Partial(Pre(src[i])): a rank's input entering the ring.
   void (*send)(const void* src, void* out, int64_t count, int nranks, bool stream);
   // out1[i] (and out2[i] unless out2 is null) = in[i] (+) Pre(src[i]), stored

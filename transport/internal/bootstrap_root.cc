@@ -3,7 +3,9 @@
 // port scanners, strangers) are dropped or ignored; a protocol violation by a
 // rank, a rank count that ranks disagree on, a duplicate rank, a rank that
 // disconnects mid-round, or a deadline that passes is reported to every
-// connected rank as a kError message before the root exits.
+// connected rank as a kError message. The root then lingers for another
+// timeout, answering every rank that connects late with the same error (so
+// it learns why instead of finding nobody listening), and exits.
 #include <poll.h>
 
 #include <cstring>
@@ -63,7 +65,12 @@ class Root {
   void Run() {
     while (!done_) {
       PollOnce();
-      if (!done_ && Clock::now() >= deadline_) OnDeadline();
+      if (done_) break;
+      if (failed_) {
+        if (Clock::now() >= linger_until_) done_ = true;
+      } else if (Clock::now() >= deadline_) {
+        OnDeadline();
+      }
     }
     RINGO_LOG(INFO) << "bootstrap root exits";
   }
@@ -106,6 +113,12 @@ class Root {
     if (c.buffer.size() < sizeof(WireHeader)) return false;
     WireHeader h;
     std::memcpy(&h, c.buffer.data(), sizeof(h));
+    if (failed_) {
+      // A rank that arrives after the root gave up learns why.
+      if (ValidateHeader(h).ok() && h.nonce == nonce_) SendError(i, fail_code_, fail_message_);
+      Drop(i);
+      return false;
+    }
     base::Status valid = ValidateHeader(h);
     if (valid.ok() && h.type != static_cast<uint16_t>(MsgType::kHello) &&
         h.type != static_cast<uint16_t>(MsgType::kGather)) {
@@ -210,7 +223,7 @@ class Root {
   void OnClose(size_t i) {
     int r = conns_[i].rank;
     Drop(i);
-    if (r < 0) return;
+    if (r < 0 || failed_) return;
     if (round_count_ > 0 || joined_ < nranks_) {
       return Fail(Code::kRemoteError, "rank " + std::to_string(r) + " disconnected during bootstrap");
     }
@@ -224,15 +237,19 @@ class Root {
       done_ = true;
       return;
     }
-    std::string missing;
+    std::string absent, silent;  // never joined; joined but not in this round
     for (int r = 0; r < nranks_; ++r) {
-      if (rank_conn_[r] < 0 || (round_count_ > 0 && !has_[r])) missing += (missing.empty() ? "" : ",") + std::to_string(r);
+      std::string& list = rank_conn_[r] < 0 ? absent : silent;
+      if (rank_conn_[r] < 0 || (round_count_ > 0 && !has_[r])) list += (list.empty() ? "" : ",") + std::to_string(r);
     }
-    if (missing.empty()) {
+    if (absent.empty() && silent.empty()) {
       done_ = true;  // idle ranks that never closed: nothing is pending
       return;
     }
-    Fail(Code::kTimeout, "timed out after " + std::to_string(timeout_ms_) + " ms waiting for rank(s) " + missing);
+    std::string msg;
+    if (!absent.empty()) msg = "rank(s) " + absent + " never joined";
+    if (!silent.empty()) msg += std::string(msg.empty() ? "" : "; ") + "rank(s) " + silent + " did not take part";
+    Fail(Code::kTimeout, msg + " within " + std::to_string(timeout_ms_) + " ms of bootstrap");
   }
 
   void SendError(size_t i, Code code, const std::string& msg) {
@@ -243,11 +260,15 @@ class Root {
   }
 
   void Fail(Code code, const std::string& msg) {
+    if (failed_) return;
     RINGO_LOG(WARN) << "bootstrap root: " << msg;
     for (size_t i = 0; i < conns_.size(); ++i) {
       if (conns_[i].open && conns_[i].rank >= 0) SendError(i, code, msg);
     }
-    done_ = true;
+    failed_ = true;
+    fail_code_ = code;
+    fail_message_ = msg;
+    linger_until_ = DeadlineAfterMs(timeout_ms_);
   }
 
   void Drop(size_t i) {
@@ -269,6 +290,11 @@ class Root {
   std::vector<bool> left_;  // ranks that disconnected between rounds
   int round_count_ = 0;
   bool done_ = false;
+  // After a failure: the error, told to late arrivals until linger_until_.
+  bool failed_ = false;
+  Code fail_code_ = Code::kOk;
+  std::string fail_message_;
+  Deadline linger_until_;
 };
 
 }  // namespace
