@@ -36,6 +36,7 @@ namespace ringo::collectives {
 
 namespace internal {
 class GpuComm;
+struct DirectPost;
 }
 
 enum class DeviceKind : int { kHost = 0, kCuda = 1 };
@@ -140,8 +141,7 @@ class Communicator {
   std::unique_ptr<transport::Board> board_;  // one-shot exchange; null across hosts
   uint64_t board_seq_ = 0;                   // board operations run so far
   transport::PeerRegions peer_regions_;      // peers' ringoMemAlloc regions mapped here
-  struct DirectPost;                         // defined in communicator.cc
-  std::vector<DirectPost> direct_posts_;     // per rank, reused by every direct AllReduce
+  std::vector<internal::DirectPost> direct_posts_;  // per rank, reused by every direct collective
   std::vector<const void*> direct_sends_;
   std::vector<void*> direct_recvs_;
   std::vector<std::atomic<uint64_t>*> direct_words_;  // every rank's claim word, on the board

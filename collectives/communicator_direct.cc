@@ -15,6 +15,35 @@
 namespace ringo::collectives {
 
 using base::Status;
+using internal::DirectPost;
+
+namespace internal {
+
+Status ValidateDirectPost(const kernels::CollArgs& args, int self, int q, int nranks, const DirectPost& p) {
+  // This call touches what this rank's arguments say of rank q's buffers;
+  // never more than rank q published (a mismatched call that slipped past
+  // the signatures, or one made with RINGO_CHECK=0, fails here instead of
+  // writing past the end of a peer's buffer).
+  const kernels::DirectNeeds reach = kernels::DirectBuffersNeeded(args, q, nranks);
+  if (q != self && (static_cast<uint64_t>(reach.send_bytes) > p.send_bytes ||
+                    static_cast<uint64_t>(reach.recv_bytes) > p.recv_bytes)) {
+    const std::string msg = "rank " + std::to_string(self) + "'s call reaches " + std::to_string(reach.send_bytes) +
+                            " + " + std::to_string(reach.recv_bytes) + " bytes of rank " + std::to_string(q) +
+                            "'s send and receive buffers, which it published as " + std::to_string(p.send_bytes) +
+                            " + " + std::to_string(p.recv_bytes) + ": the ranks did not issue the same collective";
+    return base::InvalidUsage(msg).WithOrigin(q, msg);
+  }
+  auto in_region = [&](const transport::RegionName& r, uint64_t offset, uint64_t bytes) {
+    return r.fd < 0 || (offset <= r.bytes && bytes <= r.bytes - offset);
+  };
+  if (!in_region(p.send_region, p.send_offset, p.send_bytes) || !in_region(p.recv_region, p.recv_offset, p.recv_bytes)) {
+    const std::string msg = "rank " + std::to_string(q) + " posted a buffer that extends past its ringoMemAlloc region";
+    return base::RemoteError(msg).WithOrigin(q, msg);
+  }
+  return Status();
+}
+
+}  // namespace internal
 
 
 Status Communicator::RunDirect(const kernels::CollArgs& args, const CollPlan& plan,
@@ -149,31 +178,7 @@ void Communicator::LogDirectFallback(const CollPlan& plan, const std::string& wh
 }
 
 Status Communicator::ValidateDirectPosts(const kernels::CollArgs& args) const {
-  for (int q = 0; q < nranks_; ++q) {
-    const DirectPost& p = direct_posts_[q];
-    // This call touches what this rank's arguments say of rank q's buffers;
-    // never more than rank q published (a mismatched call that slipped past
-    // the signatures, or one made with RINGO_CHECK=0, fails here instead of
-    // writing past the end of a peer's buffer).
-    const kernels::DirectNeeds reach = kernels::DirectBuffersNeeded(args, q, nranks_);
-    if (q != rank_ && (static_cast<uint64_t>(reach.send_bytes) > p.send_bytes ||
-                       static_cast<uint64_t>(reach.recv_bytes) > p.recv_bytes)) {
-      const std::string msg = "rank " + std::to_string(rank_) + "'s call reaches " +
-                              std::to_string(reach.send_bytes) + " + " + std::to_string(reach.recv_bytes) +
-                              " bytes of rank " + std::to_string(q) + "'s send and receive buffers, which it "
-                              "published as " + std::to_string(p.send_bytes) + " + " + std::to_string(p.recv_bytes) +
-                              ": the ranks did not issue the same collective";
-      return base::InvalidUsage(msg).WithOrigin(q, msg);
-    }
-    auto in_region = [&](const transport::RegionName& r, uint64_t offset, uint64_t bytes) {
-      return r.fd < 0 || (offset <= r.bytes && bytes <= r.bytes - offset);
-    };
-    if (!in_region(p.send_region, p.send_offset, p.send_bytes) ||
-        !in_region(p.recv_region, p.recv_offset, p.recv_bytes)) {
-      const std::string msg = "rank " + std::to_string(q) + " posted a buffer that extends past its ringoMemAlloc region";
-      return base::RemoteError(msg).WithOrigin(q, msg);
-    }
-  }
+  for (int q = 0; q < nranks_; ++q) RETURN_IF_ERROR(internal::ValidateDirectPost(args, rank_, q, nranks_, direct_posts_[q]));
   return Status();
 }
 

@@ -167,16 +167,20 @@ Status Bootstrap::AllGather(const void* mine, size_t bytes, void* all) {
                                  st.message());
   }
   RETURN_IF_ERROR(internal::ValidateHeader(reply).WithContext("bootstrap: bad reply from the root"));
+  const std::string reading = "bootstrap: rank " + std::to_string(rank_) + " reading the root's reply";
   if (reply.type == static_cast<uint16_t>(MsgType::kError)) {
     std::string msg(reply.length, '\0');
-    RETURN_IF_ERROR(socket_.RecvAll(msg.data(), msg.size(), DeadlineAfterMs(1000)));
-    return Status(static_cast<base::Code>(reply.rank), "bootstrap root: " + msg);
+    RETURN_IF_ERROR(socket_.RecvAll(msg.data(), msg.size(), DeadlineAfterMs(1000)).WithContext(reading));
+    const int code = reply.rank;  // the root puts the result code there
+    const bool known = code > static_cast<int>(base::Code::kOk) && code <= static_cast<int>(base::Code::kTimeout) &&
+                       code != static_cast<int>(base::Code::kInProgress);
+    return Status(known ? static_cast<base::Code>(code) : base::Code::kRemoteError, "bootstrap root: " + msg);
   }
   if (reply.type != static_cast<uint16_t>(MsgType::kGatherResult) || reply.nonce != nonce_ ||
       reply.length != bytes * static_cast<uint64_t>(nranks_)) {
     return base::RemoteError("bootstrap: unexpected reply from the root");
   }
-  return socket_.RecvAll(all, reply.length, deadline);
+  return socket_.RecvAll(all, reply.length, deadline).WithContext(reading);
 }
 
 Status Bootstrap::Barrier() {

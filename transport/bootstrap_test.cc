@@ -517,6 +517,58 @@ TEST(BootstrapTest, GarbageOnTheRootPortDoesNotBreakARealRendezvous) {
   for (int r = 0; r < 4; ++r) EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r].ToString();
 }
 
+// A fake root answers a real rank's all-gather with random or truncated
+// replies (bad headers, absurd lengths, error messages of junk, results of
+// the wrong size): the rank returns an error naming the root, never crashes,
+// never waits past its deadline.
+TEST(BootstrapTest, RandomRepliesFromAFakeRootAreErrors) {
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 60; ++round) {
+    auto any = ParseAddress("127.0.0.1:0");
+    ASSERT_TRUE(any.ok());
+    UniqueId id;
+    id.nonce = rng() | 1;
+    auto listener = Socket::Listen(*any, &id.root);
+    ASSERT_TRUE(listener.ok()) << listener.status().ToString();
+    const uint64_t seed = rng();
+    std::thread fake([&, seed] {
+      std::mt19937_64 r(seed);
+      auto c = listener->Accept(DeadlineAfterMs(5000));
+      if (!c.ok()) return;
+      char in[32 + 64];
+      (void)c->RecvAll(in, 32, DeadlineAfterMs(2000));       // hello
+      (void)c->RecvAll(in, 32 + 16, DeadlineAfterMs(2000));  // gather header and 16 bytes
+      std::string reply(32 + r() % 64, '\0');
+      for (char& ch : reply) ch = static_cast<char>(r());
+      if (r() % 2 == 0) {  // a header that passes the magic and version checks
+        const uint32_t magic = 0x42474e52;
+        const uint16_t version = 1;
+        const uint16_t type = static_cast<uint16_t>(1 + r() % 5);
+        const uint64_t length = r() % 3 == 0 ? r() : r() % 128;
+        std::memcpy(&reply[0], &magic, 4);
+        std::memcpy(&reply[4], &version, 2);
+        std::memcpy(&reply[6], &type, 2);
+        if (r() % 2 == 0) std::memcpy(&reply[16], &id.nonce, 8);
+        std::memcpy(&reply[24], &length, 8);
+      }
+      (void)c->SendAll(reply.data(), reply.size(), DeadlineAfterMs(2000));
+      // and hangs up: the rank must not wait for bytes that never come
+    });
+    const auto start = steady_clock::now();
+    auto b = Bootstrap::Connect(id, 0, 2, 1000);
+    Status st = b.status();
+    if (b.ok()) {
+      char mine[16] = {};
+      char all[32];
+      st = (*b)->AllGather(mine, sizeof(mine), all);
+    }
+    fake.join();
+    EXPECT_FALSE(st.ok()) << "round " << round;
+    EXPECT_NE(st.message().find("root"), std::string::npos) << "round " << round << ": " << st.ToString();
+    EXPECT_LT(MsSince(start), 4000) << "round " << round;
+  }
+}
+
 // --------------------------------------------------------- no root there ----
 
 // A port nobody listens on: bind one, note it, close it.

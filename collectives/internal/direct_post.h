@@ -1,22 +1,24 @@
 // What each rank posts on the board before a direct collective (its
-// buffers' addresses and shared regions). Private to the communicator; a
-// header so that communicator.cc (which owns the vector of them) and
-// communicator_direct.cc (which fills it) see one definition.
+// buffers' addresses and shared regions, and the bytes of them the others
+// may touch), and the check every rank makes of every post before touching
+// a peer's memory. Private to the communicator; a header so that the
+// communicator and its tests see one definition.
 #ifndef RINGO_COLLECTIVES_INTERNAL_DIRECT_POST_H_
 #define RINGO_COLLECTIVES_INTERNAL_DIRECT_POST_H_
 
 #include <cstdint>
 
-#include "collectives/communicator.h"
+#include "base/status.h"
+#include "kernels/host_executor.h"
 #include "transport/shared_region.h"
 
-namespace ringo::collectives {
+namespace ringo::collectives::internal {
 
-// What each rank posts on the board before a direct collective: its buffers'
-// addresses in its own process, and their shared regions where they lie in one.
-// The byte counts are what the other ranks may touch: a peer whose call
-// would reach further (a mismatched count or datatype) fails instead.
-struct Communicator::DirectPost {
+// Addresses are in the posting rank's process; regions name its
+// ringoMemAlloc memory (fd -1: not in one). The byte counts are what the
+// other ranks may touch: a peer whose call would reach further (a
+// mismatched count or datatype) fails instead.
+struct DirectPost {
   uint64_t send_addr;
   uint64_t recv_addr;
   transport::RegionName send_region;  // fd -1: not in a shared region
@@ -29,6 +31,12 @@ struct Communicator::DirectPost {
   int32_t reserved;
 };
 
-}  // namespace ringo::collectives
+// Whether rank `self` may run its direct call `args` on rank q's buffers as
+// `post` (written by rank q, so anything at all) describes them: it lies
+// within its region and publishes at least the bytes the call touches. An
+// error naming rank q otherwise.
+base::Status ValidateDirectPost(const kernels::CollArgs& args, int self, int q, int nranks, const DirectPost& post);
+
+}  // namespace ringo::collectives::internal
 
 #endif  // RINGO_COLLECTIVES_INTERNAL_DIRECT_POST_H_
