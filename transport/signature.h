@@ -24,17 +24,13 @@ struct CallSignature {
 static_assert(sizeof(CallSignature) == 24, "fixed layout in shared memory");
 
 // A 32-bit digest of everything but the sequence number (which the board's
-// LL words carry already).
+// LL words carry already): a few multiplications, computed on every
+// one-shot call.
 inline uint32_t SignatureDigest(const CallSignature& s) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields
-  auto mix = [&h](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
-    }
-  };
-  mix(static_cast<uint64_t>(s.count));
-  mix(s.shape);
-  mix(static_cast<uint32_t>(s.root));
+  uint64_t h = static_cast<uint64_t>(s.count) * 0x9e3779b97f4a7c15ull;
+  h ^= (static_cast<uint64_t>(s.shape) << 32 | static_cast<uint32_t>(s.root)) * 0xc2b2ae3d27d4eb4full;
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ull;
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
