@@ -50,6 +50,16 @@ const std::vector<EnvVarInfo>& Table() {
        "direct: every collective (of any size) among the ranks of one host runs straight on "
        "every rank's buffers where the buffers it needs are reachable (threads of one process, "
        "or buffers from ringoMemAlloc), the ring otherwise; unset: the planner chooses by size."},
+      {"RINGO_NET", "enum", "auto",
+       "The network transport between hosts: socket (TCP), ib (InfiniBand verbs), auto (verbs "
+       "where both ends have a usable port on one fabric, sockets otherwise)."},
+      {"RINGO_NET_STREAMS", "int", "2",
+       "TCP streams per network connection; messages of 64 KiB and more are split across "
+       "them."},
+      {"RINGO_HOSTID", "string", "",
+       "Names this rank's host: ranks with equal values share one host (memory), ranks with "
+       "different values are on different hosts. Default: the boot id, host name and network "
+       "namespace."},
       {"RINGO_CHECK", "bool", "1",
        "1: every collective carries its signature (sequence number, collective, count, "
        "datatype, op, root) in the exchanges it makes (one-shot posts, direct posts, FIFO "
@@ -164,6 +174,8 @@ Config* Load() {
     config->slot_bytes = 0;
   }
   int_var("RINGO_NCHANNELS", &config->nchannels, 0);
+  int_var("RINGO_NET_STREAMS", &config->net_streams, 1);
+  config->host_id = config->Get("RINGO_HOSTID").value_or("");
   int_var("RINGO_SPIN_COUNT", &config->spin_count, -1);
   int_var("RINGO_YIELD_COUNT", &config->yield_count, -1);
   int_var("RINGO_CROWDED_WAIT", &config->crowded_wait, -1);
@@ -197,6 +209,7 @@ Config* Load() {
     out->clear();
   };
   enum_var("RINGO_ALGO", &config->algo, {"ring", "oneshot", "direct"});
+  enum_var("RINGO_NET", &config->net, {"socket", "ib", "auto"});
   enum_var("RINGO_PROTO", &config->proto, {"simple", "ll"});
   enum_var("RINGO_DEVICE", &config->device, {"host", "cuda", "auto"});
   enum_var("RINGO_HOST_ISA", &config->host_isa, {"generic", "avx2", "auto"});

@@ -47,6 +47,9 @@ struct Config {
   std::string proto;                     // RINGO_PROTO: "", "simple" or "ll" (GPU communicators)
   std::string device;                    // RINGO_DEVICE: "", "auto", "host" or "cuda"
   std::string host_isa;                  // RINGO_HOST_ISA: "", "auto", "generic" or "avx2"
+  std::string net;                       // RINGO_NET: "", "auto", "socket" or "ib"
+  int64_t net_streams = 2;               // RINGO_NET_STREAMS
+  std::string host_id;                   // RINGO_HOSTID ("": boot id, host name, network namespace)
 
   // Every declared variable that is set, by name.
   std::map<std::string, std::string> raw;

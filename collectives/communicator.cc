@@ -66,7 +66,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   ASSIGN_OR_RETURN(auto bootstrap, transport::Bootstrap::Connect(id, rank, nranks, comm->timeout_ms_));
 
   // Round 1: who is where, and rank 0's settings for the shared geometry.
-  transport::PeerInfo mine = transport::LocalPeerInfo(rank, -1);
+  transport::PeerInfo mine = transport::LocalPeerInfo(rank, -1, config.host_id);
   mine.numa = LocalNumaNode(config);
   mine.nchannels = static_cast<int32_t>(config.nchannels);
   mine.slot_bytes = config.slot_bytes;
@@ -91,7 +91,12 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
     RINGO_LOG(WARN) << "rank " << rank << ": " << memory.note;
   }
   int local_ranks = 0;
-  for (const auto& p : peers) local_ranks += p.host_hash == mine.host_hash ? 1 : 0;
+  int machine_ranks = 0;
+  for (const auto& p : peers) {
+    local_ranks += p.host_hash == mine.host_hash ? 1 : 0;
+    machine_ranks += p.machine_hash == mine.machine_hash ? 1 : 0;
+  }
+  const bool net = local_ranks < nranks;
   base::Config shared = config;  // rank 0's channel and slot settings apply to all
   shared.nchannels = peers[0].nchannels;
   shared.slot_bytes = peers[0].slot_bytes;
@@ -104,9 +109,19 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
                                                                               : "";
   shared.check = peers[0].check != 0;
   shared.deterministic = peers[0].deterministic != 0;
-  comm->geometry_ = ChooseGeometry(shared, nranks, local_ranks, Cores());
-  const CommGeometry local = ChooseGeometry(config, nranks, local_ranks, Cores());  // waits are local
+  comm->geometry_ = ChooseGeometry(shared, nranks, local_ranks, Cores(), machine_ranks, net);
+  const CommGeometry local = ChooseGeometry(config, nranks, local_ranks, Cores(), machine_ranks, net);  // waits are local
   comm->geometry_.spin_count = local.spin_count;
+  if (!comm->geometry_.fixed_channels && nranks > 1) {
+    // Every rank must run the same channels: the fewest any rank's cores allow.
+    int agreed = 1 << 20;
+    for (const auto& p : peers) {
+      int on_machine = 0;
+      for (const auto& q : peers) on_machine += q.machine_hash == p.machine_hash ? 1 : 0;
+      agreed = std::min(agreed, ChannelsForCores(p.cores, on_machine));
+    }
+    comm->geometry_.nchannels = agreed;
+  }
   comm->geometry_.yield_count = local.yield_count;
 
   // The ring: order and transports from the topology, the same on every rank.
@@ -129,10 +144,15 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   spec.order = ring.order;
   spec.nchannels = comm->geometry_.nchannels;
   spec.slot_bytes = static_cast<size_t>(comm->geometry_.slot_bytes);
-  std::vector<transport::ChannelLinks> links;
+  spec.timeout_ms = comm->timeout_ms_;
+  for (const topology::RingEdge& e : ring.edges) spec.net_edges.push_back(e.transport == topology::TransportKind::kNet);
+  spec.proxy_spin_count = comm->geometry_.spin_count;
+  spec.proxy_yield_count = comm->geometry_.yield_count;
+  transport::RingLinks links;
   if (nranks > 1) {
     ASSIGN_OR_RETURN(links, transport::ConnectRing(*bootstrap, id.nonce, rank, spec, peers));
   }
+  comm->proxy_ = std::move(links.proxy);
   std::unique_ptr<transport::Board> board;
   if (comm->geometry_.board_bytes > 0) {
     ASSIGN_OR_RETURN(board, transport::ConnectBoard(*bootstrap, id.nonce, rank, nranks,
@@ -141,7 +161,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
   comm->one_process_ = std::all_of(peers.begin(), peers.end(), [&](const transport::PeerInfo& p) {
     return p.host_hash == mine.host_hash && p.pid == mine.pid;
   });
-  comm->Start(std::move(links), std::move(board), spec.order, local_ranks);
+  comm->Start(std::move(links.channels), std::move(board), spec.order, local_ranks);
   return comm;
 }
 

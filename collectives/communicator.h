@@ -138,6 +138,7 @@ class Communicator {
   int pos_ = 0;
   CommGeometry geometry_;
   std::vector<transport::ChannelLinks> links_;
+  std::unique_ptr<transport::net::Proxy> proxy_;  // edges across hosts; null without
   std::unique_ptr<transport::Board> board_;  // one-shot exchange; null across hosts
   uint64_t board_seq_ = 0;                   // board operations run so far
   transport::PeerRegions peer_regions_;      // peers' ringoMemAlloc regions mapped here

@@ -47,16 +47,21 @@ int64_t CollectiveBytes(const kernels::CollArgs& args, int nranks) {
 
 }  // namespace
 
-CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ranks, int cores) {
+int ChannelsForCores(int cores, int ranks_on_machine) {
+  return std::clamp(cores / std::max(1, ranks_on_machine), 1, kMaxChannels);
+}
+
+CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ranks, int cores, int machine_ranks,
+                            bool net) {
   CommGeometry g;
+  machine_ranks = std::max(machine_ranks, local_ranks);
   g.slot_bytes = config.slot_bytes > 0 ? config.slot_bytes : kDefaultSlotBytes;
   g.fixed_slot = config.slot_bytes > 0;
   if (config.nchannels > 0) {
     g.nchannels = static_cast<int>(std::min<int64_t>(config.nchannels, 64));
     g.fixed_channels = true;
   } else {
-    const int per_rank_cores = std::max(1, cores / std::max(1, local_ranks));
-    g.nchannels = std::clamp(per_rank_cores, 1, kMaxChannels);
+    g.nchannels = ChannelsForCores(cores, machine_ranks);
   }
   if (nranks == 1) g.nchannels = 1;
   g.algorithm = ParseAlgorithm(config.algo);
@@ -64,8 +69,10 @@ CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ra
   g.deterministic = config.deterministic;
   g.board_bytes = nranks > 1 && local_ranks == nranks ? kBoardBytes : 0;
   // Spinning only helps when the peer has a core of its own to run on; when
-  // ranks outnumber cores, the waiter gives its core away instead.
-  const bool oversubscribed = local_ranks > cores;
+  // ranks outnumber cores, the waiter gives its core away instead. Across
+  // hosts the proxy thread must run too: every thread of the machine's ranks counts.
+  const bool oversubscribed =
+      machine_ranks > cores || (net && static_cast<int64_t>(machine_ranks) * (g.nchannels + 1) > cores);
   // Defaults measured with ringo-perf on 2 cores: 4 ranks' 8-byte all-reduce
   // took 29 us with 2000 yields before sleeping and 8-10 us with 50000+; no
   // spinning before the yields (medians, 8 B: 12.5-12.9 us against 14.4-24 us

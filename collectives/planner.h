@@ -40,8 +40,17 @@ struct CommGeometry {
   std::array<int64_t, 5> direct_auto_bytes{};
 };
 
+// The channels a rank runs when `ranks_on_machine` share `cores` (one
+// thread each).
+int ChannelsForCores(int cores, int ranks_on_machine);
+
 // Chosen at init from the configuration, the rank counts and the cores.
-CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ranks, int cores);
+// `local_ranks` share this rank's host (memory); `machine_ranks` (at least
+// as many) share its CPUs: hosts that are containers or network namespaces
+// of one machine. `net`: some ring edge crosses hosts, and a proxy thread
+// per rank (transport/net/proxy.h) needs a core beside the channels.
+CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ranks, int cores, int machine_ranks = 0,
+                            bool net = false);
 
 struct CollPlan {
   // kRing, kOneShot, or kDirect (whose ring fields below are the fallback's)

@@ -78,11 +78,9 @@ base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vec
     choice.edges = edges;
   }
   for (const topology::RingEdge& e : choice.edges) {
-    if (ranks.size() > 1 && e.transport != topology::TransportKind::kShm) {
+    if (ranks.size() > 1 && e.transport == topology::TransportKind::kP2p) {
       return base::InvalidUsage("the ring edge rank " + std::to_string(e.from) + " -> rank " + std::to_string(e.to) +
-                                " needs the " + topology::TransportKindName(e.transport) +
-                                " transport, which this build does not have for host memory (ranks on "
-                                "different hosts, or RINGO_SHM_DISABLE=1)");
+                                " needs the p2p transport, which host memory cannot use");
     }
   }
   return choice;

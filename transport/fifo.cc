@@ -14,6 +14,14 @@ namespace {
 
 constexpr uint32_t kFifoMagic = 0x46474e52;  // "RNGF"
 constexpr uint32_t kFifoVersion = 2;
+
+// After a publish (seq_cst): a proxy that declared itself asleep (seq_cst)
+// before checking the counter either saw the publish or is woken here.
+inline void WakeProxy(FifoHeader* h) {
+  if (h->proxy_sleeping.load(std::memory_order_seq_cst) == 0) return;
+  const uint64_t one = 1;
+  if (h->proxy_wake_fd >= 0) (void)!::write(h->proxy_wake_fd, &one, sizeof(one));
+}
 class ProcessFifoMemory : public FifoMemory {
  public:
   explicit ProcessFifoMemory(size_t bytes) : base_(std::aligned_alloc(4096, bytes)) {
@@ -28,12 +36,14 @@ class ProcessFifoMemory : public FifoMemory {
 
 }  // namespace
 
-void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, const ProcessId& receiver) {
-  std::memset(memory, 0, FifoBytes(slot_bytes));  // touches every page now, not in the first collective
+void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, const ProcessId& receiver, size_t slot_prefix) {
+  std::memset(memory, 0, FifoBytes(slot_bytes, slot_prefix));  // touches every page now, not in the first collective
   auto* h = new (memory) FifoHeader();
   h->magic = kFifoMagic;
   h->version = kFifoVersion;
   h->slot_bytes = slot_bytes;
+  h->slot_prefix = slot_prefix;
+  h->slot_stride = slot_bytes + slot_prefix;
   h->sender_rank = -1;
   h->receiver_rank = receiver_rank;
   h->receiver_process = receiver;
@@ -46,9 +56,9 @@ base::Status CheckFifo(const void* memory, size_t slot_bytes) {
     return base::RemoteError("the peer's FIFO has layout version " + std::to_string(h->version) + ", this library " +
                              std::to_string(kFifoVersion));
   }
-  if (h->slot_bytes != slot_bytes) {
-    return base::RemoteError("the peer's FIFO has " + std::to_string(h->slot_bytes) + "-byte slots, expected " +
-                             std::to_string(slot_bytes));
+  if (h->slot_bytes != slot_bytes || h->slot_prefix != 0 || h->slot_stride != slot_bytes) {
+    return base::RemoteError("the peer's FIFO has " + std::to_string(h->slot_bytes) + "-byte slots (stride " +
+                             std::to_string(h->slot_stride) + "), expected " + std::to_string(slot_bytes));
   }
   return base::OkStatus();
 }
@@ -57,8 +67,9 @@ SendEnd::SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const Proces
     : memory_(std::move(memory)) {
   header_ = static_cast<FifoHeader*>(memory_->base());
   RINGO_CHECK(header_->magic == kFifoMagic, "FIFO memory is not formatted (CheckFifo first)");
-  data_ = static_cast<char*>(memory_->base()) + kFifoDataOffset;
+  data_ = static_cast<char*>(memory_->base()) + kFifoDataOffset + header_->slot_prefix;
   slot_bytes_ = header_->slot_bytes;
+  stride_ = header_->slot_stride;
   header_->sender_rank = self_rank;
   header_->sender_process = self;
   tail_ = header_->tail.value.load(std::memory_order_acquire);
@@ -71,7 +82,7 @@ base::StatusOr<void*> SendEnd::Acquire(const WaitContext& ctx, int64_t step) {
                        step, &header_->receiver_notice};
     ASSIGN_OR_RETURN(head_cache_, WaitAtLeast(header_->head, tail_ - kSlots + 1, peer, ctx));
   }
-  return static_cast<void*>(data_ + (tail_ % kSlots) * slot_bytes_);
+  return static_cast<void*>(data_ + (tail_ % kSlots) * stride_);
 }
 
 void SendEnd::Post(size_t bytes, const CallSignature& sig) {
@@ -80,6 +91,7 @@ void SendEnd::Post(size_t bytes, const CallSignature& sig) {
   m.sig = sig;
   ++tail_;
   Publish(header_->tail, tail_);
+  WakeProxy(header_);
 }
 
 void SendEnd::Abort(const base::Status& why, int self_rank, uint64_t seq) {
@@ -92,8 +104,9 @@ RecvEnd::RecvEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const Proces
     : memory_(std::move(memory)) {
   header_ = static_cast<FifoHeader*>(memory_->base());
   RINGO_CHECK(header_->magic == kFifoMagic, "FIFO memory is not formatted (CheckFifo first)");
-  data_ = static_cast<char*>(memory_->base()) + kFifoDataOffset;
+  data_ = static_cast<char*>(memory_->base()) + kFifoDataOffset + header_->slot_prefix;
   slot_bytes_ = header_->slot_bytes;
+  stride_ = header_->slot_stride;
   header_->receiver_rank = self_rank;
   header_->receiver_process = self;
   head_ = header_->head.value.load(std::memory_order_acquire);
@@ -116,12 +129,13 @@ base::StatusOr<const void*> RecvEnd::Acquire(const WaitContext& ctx, int64_t ste
                              std::to_string(slot_bytes_) + "-byte slot")
         .WithOrigin(peer.rank, where + ": an oversized slot");
   }
-  return static_cast<const void*>(data_ + (head_ % kSlots) * slot_bytes_);
+  return static_cast<const void*>(data_ + (head_ % kSlots) * stride_);
 }
 
 void RecvEnd::Release() {
   ++head_;
   Publish(header_->head, head_);
+  WakeProxy(header_);
 }
 
 void RecvEnd::Abort(const base::Status& why, int self_rank, uint64_t seq) {
@@ -135,9 +149,9 @@ void WakeFifo(FifoHeader* header) {
   Wake(header->head);
 }
 
-std::shared_ptr<FifoMemory> AllocateProcessFifo(size_t slot_bytes, int receiver_rank) {
-  auto memory = std::make_shared<ProcessFifoMemory>(FifoBytes(slot_bytes));
-  InitFifo(memory->base(), slot_bytes, receiver_rank, SelfProcessId());
+std::shared_ptr<FifoMemory> AllocateProcessFifo(size_t slot_bytes, int receiver_rank, size_t slot_prefix) {
+  auto memory = std::make_shared<ProcessFifoMemory>(FifoBytes(slot_bytes, slot_prefix));
+  InitFifo(memory->base(), slot_bytes, receiver_rank, SelfProcessId(), slot_prefix);
   return memory;
 }
 

@@ -46,6 +46,12 @@ struct FifoHeader {
   uint32_t magic;
   uint32_t version;
   uint64_t slot_bytes;
+  // Slot i's data starts at kFifoDataOffset + i * slot_stride + slot_prefix.
+  // A FIFO whose slots a proxy moves over the network keeps a prefix before
+  // each slot, where the slot's metadata travels with its data (net/proxy.h);
+  // 0 elsewhere.
+  uint64_t slot_prefix;
+  uint64_t slot_stride;
   int32_t sender_rank;
   int32_t receiver_rank;
   ProcessId sender_process;
@@ -55,15 +61,22 @@ struct FifoHeader {
   FifoCounter tail;                           // advanced by the sender
   FifoCounter head;                           // advanced by the receiver
   alignas(64) SlotMeta meta[kSlots];
+  // A FIFO served by a network proxy in this process (net/proxy.h): set
+  // while the proxy sleeps, so that a post or a release wakes it through
+  // the eventfd. Never set in shared memory.
+  alignas(64) std::atomic<uint32_t> proxy_sleeping{0};
+  int32_t proxy_wake_fd = -1;
   alignas(64) FaultNotice sender_notice;
   FaultNotice receiver_notice;
 };
 static_assert(sizeof(FifoHeader) <= kFifoDataOffset, "header fits before the slots");
 
-inline size_t FifoBytes(size_t slot_bytes) { return kFifoDataOffset + kSlots * slot_bytes; }
+inline size_t FifoBytes(size_t slot_bytes, size_t slot_prefix = 0) {
+  return kFifoDataOffset + kSlots * (slot_bytes + slot_prefix);
+}
 
 // Formats fresh FIFO memory (receiver side) and touches every page.
-void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, const ProcessId& receiver);
+void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, const ProcessId& receiver, size_t slot_prefix = 0);
 // Whether `memory` (FifoBytes(slot_bytes) long, mapped from a peer) holds a
 // formatted FIFO of that slot size; says what is wrong otherwise.
 base::Status CheckFifo(const void* memory, size_t slot_bytes);
@@ -93,8 +106,9 @@ class SendEnd {
  private:
   std::shared_ptr<FifoMemory> memory_;
   FifoHeader* header_;
-  char* data_;
+  char* data_;  // slot 0's data
   size_t slot_bytes_;
+  size_t stride_;
   uint64_t tail_ = 0;         // next slot to fill
   uint64_t head_cache_ = 0;   // last head seen
 };
@@ -117,8 +131,9 @@ class RecvEnd {
  private:
   std::shared_ptr<FifoMemory> memory_;
   FifoHeader* header_;
-  char* data_;
+  char* data_;  // slot 0's data
   size_t slot_bytes_;
+  size_t stride_;
   uint64_t head_ = 0;
   uint64_t tail_cache_ = 0;
 };
@@ -126,8 +141,9 @@ class RecvEnd {
 // Wakes waiters so they re-check the local abort flag.
 void WakeFifo(FifoHeader* header);
 
-// FIFO memory in this process (ranks that are threads of one process).
-std::shared_ptr<FifoMemory> AllocateProcessFifo(size_t slot_bytes, int receiver_rank);
+// FIFO memory in this process (ranks that are threads of one process, and
+// the local end of a network edge, with `slot_prefix` bytes before each slot).
+std::shared_ptr<FifoMemory> AllocateProcessFifo(size_t slot_bytes, int receiver_rank, size_t slot_prefix = 0);
 
 }  // namespace ringo::transport
 

@@ -3,26 +3,51 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "base/check.h"
+#include "base/config.h"
 #include "base/logging.h"
+#include "transport/net/registry.h"
 #include "transport/peer_state.h"
 #include "transport/shm.h"
 
 namespace ringo::transport {
 namespace {
 
-uint64_t HostHash() {
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  std::string key = host;
-  std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  if (boot_id >> id) key += id;
+// Two ranks share a host (and so memory) when they share the boot id, the
+// host name and the network namespace, or RINGO_HOSTID says so.
+uint64_t HostHash(const std::string& host_id) {
+  std::string key;
+  if (!host_id.empty()) {
+    key = "RINGO_HOSTID=" + host_id;
+  } else {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    key = host;
+    std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
+    std::string id;
+    if (boot_id >> id) key += "/" + id;
+    char ns[128] = {0};
+    const ssize_t n = readlink("/proc/self/ns/net", ns, sizeof(ns) - 1);
+    if (n > 0) key += "/" + std::string(ns, static_cast<size_t>(n));
+  }
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (char c : key) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
+  return h;
+}
+
+// Ranks of one machine share its CPUs even when they are different hosts
+// (containers, network namespaces): the boot id tells.
+uint64_t MachineHash() {
+  std::ifstream boot_id("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  boot_id >> id;
+  uint64_t h = 1469598103934665603ull;
+  for (char c : id) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
   return h;
 }
 
@@ -34,21 +59,22 @@ int PositionOf(const RingSpec& spec, int rank) {
   return -1;
 }
 
-// The one transport available between two ranks, or why there is none.
+// Shared memory needs one host; the network edges of the plan connect others.
 base::Status CheckShmReachable(const PeerInfo& self, const PeerInfo& peer) {
   if (self.host_hash != peer.host_hash) {
-    return base::InvalidUsage("rank " + std::to_string(self.rank) + " and rank " + std::to_string(peer.rank) +
-                              " are on different hosts; this build connects ranks of one host only "
-                              "(shared memory)");
+    return base::Internal("rank " + std::to_string(self.rank) + " and rank " + std::to_string(peer.rank) +
+                          " are on different hosts, but the ring joins them by shared memory");
   }
   return base::OkStatus();
 }
 
 }  // namespace
 
-PeerInfo LocalPeerInfo(int rank, int device) {
+PeerInfo LocalPeerInfo(int rank, int device, const std::string& host_id) {
   PeerInfo info{};
-  info.host_hash = HostHash();
+  info.host_hash = HostHash(host_id);
+  info.machine_hash = MachineHash();
+  info.cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   const ProcessId self = SelfProcessId();
   info.pid = self.pid;
   info.start_ticks = self.start_ticks;
@@ -77,34 +103,123 @@ base::Status ValidatePeerInfos(const std::vector<PeerInfo>& peers) {
       return bad("a setting that is neither 0 nor 1");
     }
     if (p.device < -1 || p.numa < -1) return bad("device " + std::to_string(p.device));
+    if (p.cores < 1) return bad(std::to_string(p.cores) + " cores");
   }
   return base::OkStatus();
 }
 
-base::StatusOr<std::vector<ChannelLinks>> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int rank,
-                                                      const RingSpec& spec, const std::vector<PeerInfo>& peers) {
+namespace {
+
+// The network edges of rank `rank`: connections accepted from its
+// predecessor and made to its successor, every rank taking part in the
+// bootstrap exchange of handles.
+base::Status ConnectNetEdges(Bootstrap& bootstrap, uint64_t tag, int rank, int prev, int next, bool recv_net,
+                             bool send_net, const RingSpec& spec, RingLinks* links) {
+  const base::Config& config = base::GetConfig();
+  net::Net* network = nullptr;
+  base::Status st;
+  if (recv_net || send_net) {
+    auto made = net::ProcessNet(config);
+    if (made.ok()) network = *made;
+    else st = made.status();
+  }
+  // Listen first, then publish the handles.
+  const int nch = spec.nchannels;
+  std::vector<std::unique_ptr<net::Listener>> listeners(nch);
+  std::vector<net::NetHandle> mine(nch);
+  for (int c = 0; c < nch && st.ok() && recv_net; ++c) {
+    net::ConnectOptions o{rank, prev, tag};
+    auto l = network->Listen(c % network->DeviceCount(), o, &mine[c]);
+    if (l.ok()) listeners[c] = std::move(l).value();
+    else st = l.status();
+  }
+  st = AgreeOk(bootstrap, st, "listen on the network");
+  RETURN_IF_ERROR(st.WithContext("network"));
+  std::vector<net::NetHandle> all(static_cast<size_t>(nch) * spec.nranks);
+  RETURN_IF_ERROR(bootstrap.AllGather(mine.data(), sizeof(net::NetHandle) * nch, all.data()));
+  // Accept on a thread while connecting: every rank does both at once.
+  const Deadline deadline = DeadlineAfterMs(spec.timeout_ms);
+  std::vector<std::unique_ptr<net::RecvConnection>> accepted(nch);
+  base::Status accept_st;
+  std::thread acceptor([&] {
+    for (int c = 0; c < nch && recv_net && accept_st.ok(); ++c) {
+      auto conn = listeners[c]->Accept(prev, deadline);
+      if (conn.ok()) accepted[c] = std::move(conn).value();
+      else accept_st = conn.status();
+    }
+  });
+  std::vector<std::unique_ptr<net::SendConnection>> connected(nch);
+  for (int c = 0; c < nch && send_net && st.ok(); ++c) {
+    net::ConnectOptions o{rank, next, tag};
+    auto conn = network->Connect(c % network->DeviceCount(), all[static_cast<size_t>(next) * nch + c], o, deadline);
+    if (conn.ok()) connected[c] = std::move(conn).value();
+    else st = conn.status();
+  }
+  acceptor.join();
+  if (st.ok()) st = accept_st;
+  st = AgreeOk(bootstrap, st, "connect its network edges");
+  RETURN_IF_ERROR(st.WithContext("network"));
+  // Local FIFOs, in this process, that the proxy serves.
+  if (!recv_net && !send_net) return base::OkStatus();
+  const ProcessId self = SelfProcessId();
+  net::ProxyOptions po;
+  po.self_rank = rank;
+  po.spin_count = spec.proxy_spin_count;
+  po.yield_count = spec.proxy_yield_count;
+  links->proxy = std::make_unique<net::Proxy>(po);
+  for (int c = 0; c < nch; ++c) {
+    if (recv_net) {
+      auto mem = AllocateProcessFifo(spec.slot_bytes, rank, net::kProxySlotPrefix);
+      auto* h = static_cast<FifoHeader*>(mem->base());
+      h->sender_rank = prev;            // the remote sender, as the executor names it
+      h->sender_process = ProcessId{};  // not on this host: its death shows on the connection
+      links->channels[c].recv = std::make_unique<RecvEnd>(mem, rank, self);
+      links->proxy->AddReceiver(mem, std::move(accepted[c]), c);
+    }
+    if (send_net) {
+      auto mem = AllocateProcessFifo(spec.slot_bytes, next, net::kProxySlotPrefix);
+      static_cast<FifoHeader*>(mem->base())->receiver_process = ProcessId{};
+      links->channels[c].send = std::make_unique<SendEnd>(mem, rank, self);
+      links->proxy->AddSender(mem, std::move(connected[c]), c);
+    }
+  }
+  return links->proxy->Start();
+}
+
+}  // namespace
+
+base::StatusOr<RingLinks> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int rank, const RingSpec& spec,
+                                      const std::vector<PeerInfo>& peers) {
+  const int n = spec.nranks;
   const int pos = PositionOf(spec, rank);
-  const int prev = spec.order[(pos + spec.nranks - 1) % spec.nranks];
-  const int next = spec.order[(pos + 1) % spec.nranks];
+  const int prev = spec.order[(pos + n - 1) % n];
+  const int next = spec.order[(pos + 1) % n];
+  auto is_net = [&](int p) { return !spec.net_edges.empty() && spec.net_edges[(p + n) % n]; };
+  const bool recv_net = is_net(pos - 1);
+  const bool send_net = is_net(pos);
+  bool any_net = false;
+  for (int p = 0; p < n; ++p) any_net = any_net || is_net(p);
   // Check on every rank before anyone creates memory, then agree.
-  base::Status reach = CheckShmReachable(peers[rank], peers[prev]);
-  if (reach.ok()) reach = CheckShmReachable(peers[rank], peers[next]);
+  base::Status reach;
+  if (!recv_net) reach = CheckShmReachable(peers[rank], peers[prev]);
+  if (reach.ok() && !send_net) reach = CheckShmReachable(peers[rank], peers[next]);
   RETURN_IF_ERROR(reach);
 
-  // Receive side first (the memory is the receiver's), then everyone opens
-  // its send side, then the creators unlink the names.
-  std::vector<ChannelLinks> links(spec.nchannels);
+  // Shared memory: receive side first (the memory is the receiver's), then
+  // everyone opens its send side, then the creators unlink the names.
+  RingLinks links;
+  links.channels.resize(spec.nchannels);
   std::vector<std::shared_ptr<FifoMemory>> mine(spec.nchannels);
   std::vector<std::string> names;
   base::Status st;
-  for (int c = 0; c < spec.nchannels && st.ok(); ++c) {
+  for (int c = 0; c < spec.nchannels && st.ok() && !recv_net; ++c) {
     names.push_back(ShmFifoName(tag, rank, c));
     auto mem = CreateShmFifo(names.back(), spec.slot_bytes, rank);
     if (mem.ok()) mine[c] = *mem;
     else st = mem.status();
   }
   auto cleanup = [&] {
-    for (const std::string& n : names) UnlinkShm(n);
+    for (const std::string& name : names) UnlinkShm(name);
   };
   st = AgreeOk(bootstrap, st, "create its shared-memory FIFOs");
   if (!st.ok()) {
@@ -112,19 +227,24 @@ base::StatusOr<std::vector<ChannelLinks>> ConnectRing(Bootstrap& bootstrap, uint
     return st;
   }
   for (int c = 0; c < spec.nchannels && st.ok(); ++c) {
+    if (!recv_net) links.channels[c].recv = std::make_unique<RecvEnd>(mine[c], rank, SelfProcessId());
+    if (send_net) continue;
     auto theirs = OpenShmFifo(ShmFifoName(tag, next, c), spec.slot_bytes);
     if (!theirs.ok()) {
       st = theirs.status();
       break;
     }
-    links[c].recv = std::make_unique<RecvEnd>(mine[c], rank, SelfProcessId());
-    links[c].send = std::make_unique<SendEnd>(*theirs, rank, SelfProcessId());
+    links.channels[c].send = std::make_unique<SendEnd>(*theirs, rank, SelfProcessId());
   }
   st = AgreeOk(bootstrap, st, "open its peer's shared-memory FIFOs");
   cleanup();
   RETURN_IF_ERROR(st);
-  RINGO_LOG(INFO) << "rank " << rank << ": ring connected over shared memory, prev " << prev << " next " << next
-                  << ", " << spec.nchannels << " channel(s) of " << kSlots << " x " << spec.slot_bytes << " B";
+  if (any_net) {
+    RETURN_IF_ERROR(ConnectNetEdges(bootstrap, tag, rank, prev, next, recv_net, send_net, spec, &links));
+  }
+  RINGO_LOG(INFO) << "rank " << rank << ": ring connected, prev " << prev << (recv_net ? " (network)" : " (shm)")
+                  << " next " << next << (send_net ? " (network)" : " (shm)") << ", " << spec.nchannels
+                  << " channel(s) of " << kSlots << " x " << spec.slot_bytes << " B";
   return links;
 }
 

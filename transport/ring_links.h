@@ -1,8 +1,9 @@
 // Connecting a ring: for every channel, the receiving end of the edge from the
-// previous rank and the sending end of the edge to the next. The transport of
-// each edge is chosen here from the peers' information (collectives/ sees
-// only SendEnd/RecvEnd). Today: shared memory between processes of one host,
-// process memory between threads of one process.
+// previous rank and the sending end of the edge to the next (collectives/
+// sees only SendEnd/RecvEnd). Shared memory between processes of one host,
+// process memory between threads of one process, and between hosts a local
+// FIFO on each side whose slots a proxy thread moves over the network
+// (net/proxy.h).
 #ifndef RINGO_TRANSPORT_RING_LINKS_H_
 #define RINGO_TRANSPORT_RING_LINKS_H_
 
@@ -13,12 +14,14 @@
 #include "base/status.h"
 #include "transport/bootstrap.h"
 #include "transport/fifo.h"
+#include "transport/net/proxy.h"
 
 namespace ringo::transport {
 
 // What a rank tells the others at init. Fixed-size, sent raw over the bootstrap.
 struct PeerInfo {
-  uint64_t host_hash;  // hostname and boot id
+  uint64_t host_hash;     // boot id, host name and network namespace (or RINGO_HOSTID)
+  uint64_t machine_hash;  // boot id: ranks that share CPUs, whatever their hosts
   int32_t pid;
   int32_t rank;
   int32_t device;       // CUDA device, -1 for host memory
@@ -28,6 +31,7 @@ struct PeerInfo {
   int32_t nchannels;
   int32_t algorithm;
   int32_t proto;        // collectives::ProtoChoice (GPU communicators)
+  int32_t cores;        // this rank's CPUs (std::thread::hardware_concurrency)
   int32_t check;        // RINGO_CHECK
   int32_t deterministic;  // RINGO_DETERMINISTIC
   int64_t slot_bytes;
@@ -39,11 +43,20 @@ struct PeerInfo {
 // wrong otherwise. Everything from a peer is checked before it is used.
 base::Status ValidatePeerInfos(const std::vector<PeerInfo>& peers);
 
-PeerInfo LocalPeerInfo(int rank, int device);
+// This rank's record. Its host is named by RINGO_HOSTID (`host_id`) when
+// set, else by the boot id, the host name and the network namespace.
+PeerInfo LocalPeerInfo(int rank, int device, const std::string& host_id = "");
 
 struct ChannelLinks {
   std::unique_ptr<RecvEnd> recv;  // from the previous rank on the ring
   std::unique_ptr<SendEnd> send;  // to the next rank on the ring
+};
+
+// A rank's ends of every channel, and the proxy that serves those that
+// cross hosts (null when none does).
+struct RingLinks {
+  std::vector<ChannelLinks> channels;
+  std::unique_ptr<net::Proxy> proxy;
 };
 
 struct RingSpec {
@@ -51,11 +64,18 @@ struct RingSpec {
   std::vector<int> order;  // ring position -> rank
   int nchannels = 1;
   size_t slot_bytes = 0;
+  // net_edges[p]: the edge from position p to p + 1 crosses hosts (the
+  // network); empty: none does.
+  std::vector<bool> net_edges;
+  int64_t timeout_ms = 300000;  // connection setup
+  // How the proxy polls before it sleeps (net/proxy.h).
+  int proxy_spin_count = 1000;
+  int proxy_yield_count = 1000;
 };
 
 // Connects rank `rank`'s edges through `bootstrap` (collective over ranks).
-base::StatusOr<std::vector<ChannelLinks>> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int rank,
-                                                      const RingSpec& spec, const std::vector<PeerInfo>& peers);
+base::StatusOr<RingLinks> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int rank, const RingSpec& spec,
+                                      const std::vector<PeerInfo>& peers);
 
 // Connects every rank of a ring whose ranks are threads of this process;
 // result[rank][channel].

@@ -183,9 +183,11 @@ void Socket::Close() {
   fd_ = -1;
 }
 
-StatusOr<Socket> Socket::Listen(const SocketAddress& address, SocketAddress* bound) {
+StatusOr<Socket> Socket::Listen(const SocketAddress& address, SocketAddress* bound, Configure configure,
+                                const void* arg) {
   Socket s(::socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   RINGO_ERRNO(s.fd());
+  if (configure != nullptr) configure(s.fd(), arg);
   int one = 1;
   RINGO_ERRNO(setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)));
   if (::bind(s.fd(), reinterpret_cast<const sockaddr*>(&address.storage), address.length) != 0) {
@@ -198,11 +200,13 @@ StatusOr<Socket> Socket::Listen(const SocketAddress& address, SocketAddress* bou
   return s;
 }
 
-StatusOr<Socket> Socket::Connect(const SocketAddress& address, Deadline deadline) {
+StatusOr<Socket> Socket::Connect(const SocketAddress& address, Deadline deadline, Configure configure,
+                                 const void* arg) {
   auto backoff = std::chrono::milliseconds(1);
   while (true) {
     Socket s(::socket(address.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     RINGO_ERRNO(s.fd());
+    if (configure != nullptr) configure(s.fd(), arg);
     RETURN_IF_ERROR(SetNonBlocking(s.fd()));
     int rc = ::connect(s.fd(), reinterpret_cast<const sockaddr*>(&address.storage), address.length);
     int err = rc == 0 ? 0 : errno;

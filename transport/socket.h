@@ -52,11 +52,17 @@ class Socket {
   bool valid() const { return fd_ >= 0; }
   void Close();
 
+  // Called on a new socket's descriptor before it binds or connects (socket
+  // buffer sizes must be set then to take effect).
+  using Configure = void (*)(int fd, const void* arg);
+
   // Listens on `address` (port 0 picks one); the bound address is in *bound.
-  static base::StatusOr<Socket> Listen(const SocketAddress& address, SocketAddress* bound);
+  static base::StatusOr<Socket> Listen(const SocketAddress& address, SocketAddress* bound,
+                                       Configure configure = nullptr, const void* arg = nullptr);
   // Connects, retrying refused connections until the deadline (the listener
   // may not be up yet).
-  static base::StatusOr<Socket> Connect(const SocketAddress& address, Deadline deadline);
+  static base::StatusOr<Socket> Connect(const SocketAddress& address, Deadline deadline,
+                                        Configure configure = nullptr, const void* arg = nullptr);
   // Accepts one connection.
   base::StatusOr<Socket> Accept(Deadline deadline);
 

@@ -1,0 +1,336 @@
+// The net conformance suite: every implementation of net.h (the in-memory
+// fake, TCP sockets; verbs where built) passes the same tests: handshake,
+// messages of every size intact and in order with many in flight, a receive
+// too small, aborts that carry the fault notice both ways, a peer that goes
+// away, a stranger refused; and the proxy moving FIFO slots and notices over
+// a connection.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "transport/fifo.h"
+#include "transport/net/fake_net.h"
+#include "transport/net/net.h"
+#include "transport/net/proxy.h"
+#include "transport/net/socket_net.h"
+
+namespace ringo::transport::net {
+namespace {
+
+using base::Status;
+using Clock = std::chrono::steady_clock;
+
+struct Factory {
+  const char* name;
+  std::function<std::unique_ptr<Net>()> make;
+};
+
+std::unique_ptr<Net> MakeTcp() {
+  SocketNetOptions o;
+  o.ifname_spec = "lo";
+  o.streams = 3;
+  o.timeout_ms = 10000;
+  auto n = MakeSocketNet(o);
+  EXPECT_TRUE(n.ok()) << n.status().ToString();
+  return n.ok() ? std::move(n).value() : nullptr;
+}
+
+class NetConformance : public ::testing::TestWithParam<Factory> {
+ protected:
+  void SetUp() override {
+    net_ = GetParam().make();
+    ASSERT_NE(net_, nullptr);
+  }
+
+  // A connection from rank 1 to rank 0 (tag 77).
+  void Connect(std::unique_ptr<SendConnection>* send, std::unique_ptr<RecvConnection>* recv, uint64_t tag = 77) {
+    NetHandle handle;
+    auto listener = net_->Listen(0, ConnectOptions{0, 1, 77}, &handle);
+    ASSERT_TRUE(listener.ok()) << listener.status().ToString();
+    Status accept_st;
+    std::thread acceptor([&] {
+      auto r = (*listener)->Accept(1, DeadlineAfterMs(5000));
+      if (r.ok()) *recv = std::move(r).value();
+      else accept_st = r.status();
+    });
+    auto s = net_->Connect(0, handle, ConnectOptions{1, 0, tag}, DeadlineAfterMs(5000));
+    acceptor.join();
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE(accept_st.ok()) << accept_st.ToString();
+    *send = std::move(s).value();
+  }
+
+  // Tests `r` until done or an error, at most `ms`.
+  static Status Finish(Connection& c, Request* r, size_t* bytes, int64_t ms = 10000) {
+    const auto until = Clock::now() + std::chrono::milliseconds(ms);
+    while (Clock::now() < until) {
+      bool done = false;
+      Status st = c.Test(r, &done, bytes);
+      if (!st.ok() || done) return st;
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    return base::Timeout("request not done in time");
+  }
+
+  std::unique_ptr<Net> net_;
+};
+
+TEST_P(NetConformance, DevicesAndProperties) {
+  ASSERT_GE(net_->DeviceCount(), 1);
+  auto p = net_->Properties(0);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_FALSE(p->name.empty());
+  EXPECT_GE(p->max_requests, 1);
+  EXPECT_FALSE(net_->Properties(net_->DeviceCount()).ok());
+  EXPECT_FALSE(net_->Properties(-1).ok());
+}
+
+TEST_P(NetConformance, MessagesArriveIntactAndInOrder) {
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  Connect(&send, &recv);
+  const std::vector<size_t> fixed = {0, 1, 63, 4096, kSplitBytes - 1, kSplitBytes, kSplitBytes + 1, (1 << 20) + 13};
+  std::mt19937_64 rng(3);
+  std::vector<size_t> sizes = fixed;
+  for (int i = 0; i < 150; ++i) sizes.push_back(rng() % 3 == 0 ? rng() % (300 << 10) : rng() % 5000);
+  const size_t capacity = 2 << 20;
+  auto byte = [](size_t m, size_t k) { return static_cast<char>((m * 131 + k * 7) ^ (k >> 9)); };
+  std::string problem;
+  std::thread sender([&] {
+    std::vector<std::vector<char>> buffers(sizes.size());
+    std::vector<Request*> inflight;
+    size_t next = 0, completed = 0;
+    while (completed < sizes.size()) {
+      while (next < sizes.size()) {
+        buffers[next].resize(sizes[next]);
+        for (size_t k = 0; k < sizes[next]; ++k) buffers[next][k] = byte(next, k);
+        auto r = send->Isend(buffers[next].data(), sizes[next], nullptr);
+        if (!r.ok()) return void(problem = r.status().ToString());
+        if (*r == nullptr) break;
+        inflight.push_back(*r);
+        ++next;
+      }
+      size_t bytes = 0;
+      bool done = false;
+      Status st = send->Test(inflight.front(), &done, &bytes);
+      if (!st.ok()) return void(problem = st.ToString());
+      if (done) {
+        if (bytes != sizes[completed]) return void(problem = "send completed with the wrong size");
+        inflight.erase(inflight.begin());
+        ++completed;
+      }
+    }
+  });
+  std::vector<char> buffer(capacity);
+  for (size_t m = 0; m < sizes.size(); ++m) {
+    auto r = recv->Irecv(buffer.data(), capacity, nullptr);
+    ASSERT_TRUE(r.ok() && *r != nullptr) << r.status().ToString();
+    size_t bytes = 0;
+    Status st = Finish(*recv, *r, &bytes);
+    ASSERT_TRUE(st.ok()) << "message " << m << ": " << st.ToString();
+    ASSERT_EQ(bytes, sizes[m]) << "message " << m;
+    for (size_t k = 0; k < bytes; ++k) {
+      if (buffer[k] != byte(m, k)) FAIL() << "message " << m << " byte " << k;
+    }
+  }
+  sender.join();
+  EXPECT_EQ(problem, "");
+}
+
+TEST_P(NetConformance, AReceiveTooSmallIsAnErrorNamingThePeer) {
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  Connect(&send, &recv);
+  std::vector<char> data(1000, 'x'), small(10);
+  auto s = send->Isend(data.data(), data.size(), nullptr);
+  ASSERT_TRUE(s.ok() && *s != nullptr);
+  auto r = recv->Irecv(small.data(), small.size(), nullptr);
+  ASSERT_TRUE(r.ok() && *r != nullptr);
+  size_t bytes = 0;
+  std::thread pump([&] { (void)Finish(*send, *s, &bytes, 2000); });
+  Status st = Finish(*recv, *r, &bytes);
+  pump.join();
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.origin(), 1) << st.ToString();
+}
+
+TEST_P(NetConformance, AbortsCarryTheNoticeBothWays) {
+  for (bool sender_aborts : {true, false}) {
+    std::unique_ptr<SendConnection> send;
+    std::unique_ptr<RecvConnection> recv;
+    Connect(&send, &recv);
+    const Status why = base::Timeout("rank 5 stalled").WithOrigin(5, "rank 5 stalled", 42);
+    std::vector<char> buffer(64);
+    if (sender_aborts) {
+      send->Abort(why, 1, 9);
+      auto r = recv->Irecv(buffer.data(), buffer.size(), nullptr);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      size_t bytes = 0;
+      Status st = *r == nullptr ? base::Internal("no request") : Finish(*recv, *r, &bytes, 3000);
+      EXPECT_EQ(st.code(), base::Code::kTimeout) << st.ToString();
+      EXPECT_EQ(st.origin(), 5) << st.ToString();
+      EXPECT_EQ(st.origin_seq(), 42u);
+      EXPECT_NE(st.message().find("rank 5 stalled"), std::string::npos) << st.ToString();
+    } else {
+      recv->Abort(why, 0, 9);
+      Status st;
+      const auto until = Clock::now() + std::chrono::seconds(3);
+      while (st.ok() && Clock::now() < until) {  // a sender hears it on its next progress
+        auto s = send->Isend(buffer.data(), buffer.size(), nullptr);
+        if (!s.ok()) {
+          st = s.status();
+          break;
+        }
+        if (*s != nullptr) {
+          size_t bytes = 0;
+          bool done = false;
+          st = send->Test(*s, &done, &bytes);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      EXPECT_EQ(st.code(), base::Code::kTimeout) << st.ToString();
+      EXPECT_EQ(st.origin(), 5) << st.ToString();
+    }
+  }
+}
+
+TEST_P(NetConformance, APeerThatGoesAwayIsAnError) {
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  Connect(&send, &recv);
+  std::vector<char> buffer(64);
+  auto r = recv->Irecv(buffer.data(), buffer.size(), nullptr);
+  ASSERT_TRUE(r.ok() && *r != nullptr);
+  send.reset();
+  size_t bytes = 0;
+  const auto start = Clock::now();
+  Status st = Finish(*recv, *r, &bytes, 5000);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.code(), base::Code::kTimeout) << st.ToString();
+  EXPECT_EQ(st.origin(), 1) << st.ToString();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.0);
+}
+
+TEST_P(NetConformance, AConnectionOfAnotherCommunicatorIsRefused) {
+  NetHandle handle;
+  auto listener = net_->Listen(0, ConnectOptions{0, 1, 77}, &handle);
+  ASSERT_TRUE(listener.ok());
+  std::thread acceptor([&] { EXPECT_FALSE((*listener)->Accept(1, DeadlineAfterMs(700)).ok()); });
+  auto s = net_->Connect(0, handle, ConnectOptions{1, 0, 78}, DeadlineAfterMs(700));
+  acceptor.join();
+  EXPECT_FALSE(s.ok());
+}
+
+// The proxy over a connection: an executor's slots (sizes 0..slot, with
+// signatures) arrive intact with their metadata; aborts reach the other
+// executor with their origin.
+TEST_P(NetConformance, ProxyMovesSlotsAndAborts) {
+  constexpr size_t kSlotBytes = 4096;
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  Connect(&send, &recv);
+  auto out_mem = AllocateProcessFifo(kSlotBytes, 0, kProxySlotPrefix);
+  auto in_mem = AllocateProcessFifo(kSlotBytes, 0, kProxySlotPrefix);
+  static_cast<FifoHeader*>(in_mem->base())->sender_rank = 1;
+  SendEnd out(out_mem, 1, SelfProcessId());
+  RecvEnd in(in_mem, 0, SelfProcessId());
+  ProxyOptions po;
+  po.self_rank = 1;
+  Proxy sender_proxy(po);
+  po.self_rank = 0;
+  Proxy receiver_proxy(po);
+  sender_proxy.AddSender(out_mem, std::move(send), 0);
+  receiver_proxy.AddReceiver(in_mem, std::move(recv), 0);
+  ASSERT_TRUE(sender_proxy.Start().ok());
+  ASSERT_TRUE(receiver_proxy.Start().ok());
+  WaitContext w;
+  w.timeout_ms = 5000;
+  w.spin_count = 100;
+  w.nranks = 8;
+  constexpr int kMessages = 300;
+  std::thread producer([&] {
+    for (int m = 0; m < kMessages; ++m) {
+      auto slot = out.Acquire(w, m);
+      if (!slot.ok()) return;
+      const size_t bytes = static_cast<size_t>(m * 37) % (kSlotBytes + 1);
+      for (size_t k = 0; k < bytes; ++k) static_cast<char*>(*slot)[k] = static_cast<char>(m + k);
+      CallSignature sig;
+      sig.seq = static_cast<uint64_t>(m) + 1;
+      sig.count = m;
+      out.Post(bytes, sig);
+    }
+  });
+  for (int m = 0; m < kMessages; ++m) {
+    size_t bytes = 0;
+    CallSignature sig;
+    auto slot = in.Acquire(w, m, &bytes, &sig);
+    ASSERT_TRUE(slot.ok()) << slot.status().ToString();
+    ASSERT_EQ(bytes, static_cast<size_t>(m * 37) % (kSlotBytes + 1));
+    ASSERT_EQ(sig.seq, static_cast<uint64_t>(m) + 1);
+    for (size_t k = 0; k < bytes; ++k) ASSERT_EQ(static_cast<const char*>(*slot)[k], static_cast<char>(m + k));
+    in.Release();
+  }
+  producer.join();
+  // The sending executor fails; the receiving one hears where it started.
+  out.Abort(base::RemoteError("rank 3 died").WithOrigin(3, "rank 3 died", 17), 1, 17);
+  size_t bytes = 0;
+  auto slot = in.Acquire(w, kMessages, &bytes);
+  EXPECT_EQ(slot.status().code(), base::Code::kRemoteError) << slot.status().ToString();
+  EXPECT_EQ(slot.status().origin(), 3) << slot.status().ToString();
+  EXPECT_NE(slot.status().message().find("rank 3 died"), std::string::npos) << slot.status().ToString();
+}
+
+INSTANTIATE_TEST_SUITE_P(Nets, NetConformance,
+                         ::testing::Values(Factory{"fake", [] { return MakeFakeNet(); }}, Factory{"socket", MakeTcp}),
+                         [](const ::testing::TestParamInfo<Factory>& info) { return std::string(info.param.name); });
+
+// Sockets only: garbage written into a data stream (not a frame) is an error
+// naming the sender, not a crash or a read out of bounds.
+TEST(SocketNet, GarbageOnADataStreamIsAnError) {
+  auto net = MakeTcp();
+  ASSERT_NE(net, nullptr);
+  NetHandle handle;
+  auto listener = net->Listen(0, ConnectOptions{0, 1, 5}, &handle);
+  ASSERT_TRUE(listener.ok());
+  std::unique_ptr<RecvConnection> recv;
+  std::thread acceptor([&] {
+    auto r = (*listener)->Accept(1, DeadlineAfterMs(5000));
+    if (r.ok()) recv = std::move(r).value();
+  });
+  auto send = net->Connect(0, handle, ConnectOptions{1, 0, 5}, DeadlineAfterMs(5000));
+  acceptor.join();
+  ASSERT_TRUE(send.ok() && recv != nullptr);
+  std::vector<int> fds;
+  std::vector<short> events;
+  (*send)->PollFds(&fds, &events);
+  ASSERT_FALSE(fds.empty());
+  std::mt19937 rng(1);
+  std::vector<char> garbage(4096);
+  for (char& c : garbage) c = static_cast<char>(rng());
+  for (int fd : fds) ASSERT_EQ(write(fd, garbage.data(), garbage.size()), static_cast<ssize_t>(garbage.size()));
+  std::vector<char> buffer(1 << 20);
+  auto r = recv->Irecv(buffer.data(), buffer.size(), nullptr);
+  ASSERT_TRUE(r.ok() && *r != nullptr);
+  Status st;
+  for (int i = 0; i < 1000 && st.ok(); ++i) {
+    bool done = false;
+    size_t bytes = 0;
+    st = recv->Test(*r, &done, &bytes);
+    if (done) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(st.code(), base::Code::kRemoteError) << st.ToString();
+  EXPECT_NE(st.message().find("not a Ringo frame"), std::string::npos) << st.ToString();
+  EXPECT_EQ(st.origin(), 1);
+}
+
+}  // namespace
+}  // namespace ringo::transport::net

@@ -1,0 +1,257 @@
+#include "transport/net/proxy.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <string>
+
+#include "base/logging.h"
+
+namespace ringo::transport::net {
+namespace {
+
+constexpr int kSleepMs = 50;  // a sleeping proxy rechecks its flags this often
+// The metadata ends where the data begins, so prefix and data go as one message.
+constexpr size_t kMetaOffset = kProxySlotPrefix - sizeof(SlotMeta);
+static_assert(sizeof(SlotMeta) <= kProxySlotPrefix, "the metadata fits the prefix");
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+struct Proxy::Edge {
+  std::shared_ptr<FifoMemory> fifo;
+  FifoHeader* header = nullptr;
+  std::unique_ptr<SendConnection> send;  // one of the two
+  std::unique_ptr<RecvConnection> recv;
+  int channel = 0;
+  std::deque<Request*> requests;  // in flight, in order
+  uint64_t issued = 0;            // slots handed to the network (sends) or posted (receives)
+  uint64_t finished = 0;          // slots done: the head (sends) or the tail (receives)
+  bool failed = false;            // stopped: its fault is in the FIFO (or was forwarded)
+
+  Connection& connection() { return send ? static_cast<Connection&>(*send) : static_cast<Connection&>(*recv); }
+  char* Slot(uint64_t i) const {
+    return static_cast<char*>(fifo->base()) + kFifoDataOffset + (i % kSlots) * header->slot_stride;
+  }
+};
+
+Proxy::Proxy(const ProxyOptions& options) : options_(options) {
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
+
+Proxy::~Proxy() {
+  stop_.store(true);
+  if (wake_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof(one));
+  }
+  if (thread_.joinable()) thread_.join();
+  for (auto& e : edges_) e->header->proxy_wake_fd = -1;
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void Proxy::AddSender(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<SendConnection> connection, int channel) {
+  auto e = std::make_unique<Edge>();
+  e->fifo = std::move(fifo);
+  e->header = static_cast<FifoHeader*>(e->fifo->base());
+  e->header->proxy_wake_fd = wake_fd_;
+  e->send = std::move(connection);
+  e->channel = channel;
+  edges_.push_back(std::move(e));
+}
+
+void Proxy::AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<RecvConnection> connection,
+                        int channel) {
+  auto e = std::make_unique<Edge>();
+  e->fifo = std::move(fifo);
+  e->header = static_cast<FifoHeader*>(e->fifo->base());
+  e->header->proxy_wake_fd = wake_fd_;
+  e->recv = std::move(connection);
+  e->channel = channel;
+  edges_.push_back(std::move(e));
+}
+
+base::Status Proxy::Start() {
+  if (wake_fd_ < 0) return base::SystemError(std::string("eventfd for the network proxy: ") + std::strerror(errno));
+  thread_ = std::thread([this] { Run(); });
+  return base::OkStatus();
+}
+
+void Proxy::FailLocal(Edge& e, const base::Status& st) {
+  RINGO_LOG(INFO) << "rank " << options_.self_rank << " channel " << e.channel << " proxy: " << st.ToString();
+  e.failed = true;
+  FifoHeader* h = e.header;
+  // The remote end's notice and flag, as the executor reads them.
+  if (e.recv) {
+    WriteFaultNotice(h->sender_notice, st, options_.self_rank, 0);
+    h->sender_aborted.store(1, std::memory_order_seq_cst);
+  } else {
+    WriteFaultNotice(h->receiver_notice, st, options_.self_rank, 0);
+    h->receiver_aborted.store(1, std::memory_order_seq_cst);
+  }
+  WakeFifo(h);
+}
+
+bool Proxy::StepSender(Edge& e) {
+  FifoHeader* h = e.header;
+  if (h->sender_aborted.load(std::memory_order_acquire) != 0) {  // the executor failed: tell the peer why
+    e.send->Abort(NoticeStatus(h->sender_notice, "rank " + std::to_string(options_.self_rank), options_.self_rank,
+                               INT_MAX),
+                  options_.self_rank, 0);
+    e.failed = true;
+    return true;
+  }
+  bool moved = false;
+  const uint64_t tail = h->tail.value.load(std::memory_order_acquire);
+  while (e.issued < tail && e.requests.size() < static_cast<size_t>(kSlots)) {
+    const SlotMeta meta = h->meta[e.issued % kSlots];
+    char* msg = e.Slot(e.issued) + kMetaOffset;
+    std::memcpy(msg, &meta, sizeof(meta));
+    auto req = e.send->Isend(msg, sizeof(meta) + meta.bytes, nullptr);
+    if (!req.ok()) {
+      FailLocal(e, req.status());
+      return true;
+    }
+    if (*req == nullptr) break;
+    e.requests.push_back(*req);
+    ++e.issued;
+    moved = true;
+  }
+  while (!e.requests.empty()) {
+    bool done = false;
+    size_t bytes = 0;
+    base::Status st = e.send->Test(e.requests.front(), &done, &bytes);
+    if (!st.ok()) {
+      FailLocal(e, st.WithContext("channel " + std::to_string(e.channel) + ", message " + std::to_string(e.finished)));
+      return true;
+    }
+    if (!done) break;
+    e.requests.pop_front();
+    Publish(h->head, ++e.finished);  // the slot is free again
+    moved = true;
+  }
+  return moved;
+}
+
+bool Proxy::StepReceiver(Edge& e) {
+  FifoHeader* h = e.header;
+  if (h->receiver_aborted.load(std::memory_order_acquire) != 0) {
+    e.recv->Abort(NoticeStatus(h->receiver_notice, "rank " + std::to_string(options_.self_rank), options_.self_rank,
+                               INT_MAX),
+                  options_.self_rank, 0);
+    e.failed = true;
+    return true;
+  }
+  bool moved = false;
+  const size_t capacity = sizeof(SlotMeta) + h->slot_bytes;
+  const uint64_t head = h->head.value.load(std::memory_order_acquire);
+  while (e.issued < head + kSlots && e.requests.size() < static_cast<size_t>(kSlots)) {
+    auto req = e.recv->Irecv(e.Slot(e.issued) + kMetaOffset, capacity, nullptr);
+    if (!req.ok()) {
+      FailLocal(e, req.status());
+      return true;
+    }
+    if (*req == nullptr) break;
+    e.requests.push_back(*req);
+    ++e.issued;
+    moved = true;
+  }
+  while (!e.requests.empty()) {
+    bool done = false;
+    size_t bytes = 0;
+    base::Status st = e.recv->Test(e.requests.front(), &done, &bytes);
+    if (!st.ok()) {
+      FailLocal(e, st.WithContext("channel " + std::to_string(e.channel) + ", message " + std::to_string(e.finished)));
+      return true;
+    }
+    if (!done) break;
+    SlotMeta meta;
+    std::memcpy(&meta, e.Slot(e.finished) + kMetaOffset, sizeof(meta));
+    if (bytes < sizeof(meta) || meta.bytes != bytes - sizeof(meta) || meta.bytes > h->slot_bytes) {
+      const int peer = e.recv->peer().rank;
+      const std::string msg = "rank " + std::to_string(options_.self_rank) + " channel " + std::to_string(e.channel) +
+                              ": rank " + std::to_string(peer) + " sent message " + std::to_string(e.finished) +
+                              " of " + std::to_string(bytes) + " bytes that says it holds " +
+                              std::to_string(meta.bytes);
+      FailLocal(e, base::RemoteError(msg).WithOrigin(peer, msg));
+      return true;
+    }
+    h->meta[e.finished % kSlots] = meta;
+    e.requests.pop_front();
+    Publish(h->tail, ++e.finished);
+    moved = true;
+  }
+  return moved;
+}
+
+void Proxy::Sleep() {
+  // Declare the sleep in every FIFO, then look once more: a post before the
+  // declaration is seen here, one after it writes the eventfd.
+  for (auto& e : edges_) e->header->proxy_sleeping.store(1, std::memory_order_seq_cst);
+  bool work = false;
+  for (auto& e : edges_) {
+    if (e->failed) continue;
+    const FifoHeader* h = e->header;
+    if (e->send) {
+      work = work || h->tail.value.load(std::memory_order_seq_cst) > e->issued ||
+             h->sender_aborted.load(std::memory_order_seq_cst) != 0;
+    } else {
+      work = work || h->head.value.load(std::memory_order_seq_cst) + kSlots > e->issued ||
+             h->receiver_aborted.load(std::memory_order_seq_cst) != 0;
+    }
+  }
+  if (!work && !stop_.load()) {
+    std::vector<int> fds;
+    std::vector<short> events;
+    for (auto& e : edges_) {
+      if (!e->failed) e->connection().PollFds(&fds, &events);
+    }
+    std::vector<pollfd> p;
+    p.push_back({wake_fd_, POLLIN, 0});
+    for (size_t i = 0; i < fds.size(); ++i) p.push_back({fds[i], events[i], 0});
+    ::poll(p.data(), p.size(), kSleepMs);
+    uint64_t drained;
+    while (::read(wake_fd_, &drained, sizeof(drained)) > 0) {
+    }
+  }
+  for (auto& e : edges_) e->header->proxy_sleeping.store(0, std::memory_order_relaxed);
+}
+
+void Proxy::Run() {
+  int idle = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    bool moved = false;
+    for (auto& e : edges_) {
+      if (e->failed) continue;
+      moved = (e->send ? StepSender(*e) : StepReceiver(*e)) || moved;
+    }
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    ++idle;
+    if (idle <= options_.spin_count) {
+      CpuRelax();
+    } else if (idle <= options_.spin_count + options_.yield_count) {
+      sched_yield();
+    } else {
+      Sleep();
+      idle = 0;
+    }
+  }
+}
+
+}  // namespace ringo::transport::net

@@ -1,0 +1,87 @@
+// The proxy: a ring edge that crosses hosts keeps an ordinary FIFO on each
+// side, in this process's memory, and one proxy thread per rank moves the
+// slots of all its network edges, so the executors (and later the kernels)
+// see the SendEnd/RecvEnd they see on any edge.
+//
+// - Sending edge: the executor fills slots of a local FIFO; the proxy copies
+//   each slot's metadata (size and the collective's signature, fifo.h's
+//   SlotMeta) into the prefix the FIFO keeps before every slot, sends prefix
+//   and data as one message, and advances the head once the network has
+//   taken it (freeing the slot).
+// - Receiving edge: the proxy posts a receive into every free slot (its
+//   prefix and data), and when one completes checks the metadata against
+//   the size received, stores it and advances the tail.
+//
+// Waking: while it has work the proxy polls its edges (pausing, or yielding
+// the core where cores are scarce); when every edge is idle for a while it
+// sleeps in poll() on its connections and an eventfd. It declares that in
+// each FIFO it serves (FifoHeader::proxy_sleeping), so an executor that posts
+// a slot or frees one writes the eventfd (SendEnd::Post, RecvEnd::Release).
+//
+// Faults: the executor's abort (its flag and notice in the local FIFO) is
+// forwarded to the peer as the connection's abort, carrying the notice; a
+// network error, or the peer's abort, is written into the local FIFO as the
+// remote end's notice and flag, naming the peer (or the origin it relays),
+// the channel and the message, so the executor's wait fails with it.
+//
+// For GPU ranks the same layout works unchanged: a kernel writes the slots
+// of a FIFO in pinned host memory (or, with verbs, registered GPU memory the
+// NIC reads) and publishes the tail with a system-scope release; the proxy
+// reads the tail instead of being woken by a post.
+#ifndef RINGO_TRANSPORT_NET_PROXY_H_
+#define RINGO_TRANSPORT_NET_PROXY_H_
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "transport/fifo.h"
+#include "transport/net/net.h"
+
+namespace ringo::transport::net {
+
+// Bytes before each slot of a FIFO a proxy serves (the metadata travels there).
+inline constexpr size_t kProxySlotPrefix = 64;
+
+struct ProxyOptions {
+  int self_rank = -1;
+  int spin_count = 1000;    // idle passes with a pause before yielding
+  int yield_count = 1000;   // then idle passes that yield the core before sleeping
+};
+
+// One rank's proxy: add every edge, then Start(). Stops (and joins) on
+// destruction; the FIFOs it serves must outlive it (it holds them).
+class Proxy {
+ public:
+  explicit Proxy(const ProxyOptions& options);
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  // `fifo` (formatted with kProxySlotPrefix) whose sender is this rank's
+  // executor: its slots go out over `connection`.
+  void AddSender(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<SendConnection> connection, int channel);
+  // `fifo` whose receiver is the executor: filled from `connection`.
+  void AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<RecvConnection> connection, int channel);
+  base::Status Start();
+
+ private:
+  struct Edge;
+  void Run();
+  // Progresses one edge; whether anything moved.
+  bool StepSender(Edge& e);
+  bool StepReceiver(Edge& e);
+  void FailLocal(Edge& e, const base::Status& st);
+  void Sleep();
+
+  ProxyOptions options_;
+  std::vector<std::unique_ptr<Edge>> edges_;
+  int wake_fd_ = -1;  // an eventfd executors write to wake a sleeping proxy
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace ringo::transport::net
+
+#endif  // RINGO_TRANSPORT_NET_PROXY_H_

@@ -1,0 +1,734 @@
+#include "transport/net/socket_net.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "base/logging.h"
+
+namespace ringo::transport::net {
+namespace {
+
+using base::Status;
+using base::StatusOr;
+
+constexpr uint32_t kHandleMagic = 0x484e4752;  // "RNGH"
+constexpr uint32_t kHelloMagic = 0x4e474e52;   // "RNGN"
+constexpr uint32_t kFrameMagic = 0x44474e52;   // "RNGD"
+constexpr uint16_t kWireVersion = 1;
+constexpr int kMaxStreams = 64;
+constexpr int kMaxRequests = 16;
+constexpr int64_t kHelloTimeoutMs = 2000;
+constexpr int64_t kAbortSendMs = 200;
+
+struct HandleLayout {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t family;
+  uint16_t port;  // network order
+  uint16_t streams;
+  uint32_t reserved;
+  uint64_t nonce;  // the listener's: a sender with another listener's handle is refused
+  uint8_t addr[16];
+};
+static_assert(sizeof(HandleLayout) <= kNetHandleBytes, "the handle fits");
+
+struct Hello {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t stream;
+  uint16_t streams;
+  uint16_t reserved;
+  int32_t sender_rank;
+  int32_t receiver_rank;
+  uint32_t reserved2;
+  uint64_t listener_nonce;
+  uint64_t connection;
+  uint64_t tag;
+};
+
+enum FrameType : uint16_t { kData = 1, kAbort = 2 };
+
+struct FrameHeader {
+  uint32_t magic;
+  uint16_t type;
+  uint16_t stream;
+  uint64_t seq;
+  uint32_t offset;
+  uint32_t length;
+  uint32_t total;
+  uint32_t check;
+};
+static_assert(sizeof(FrameHeader) == 32, "fixed frame header");
+
+uint32_t FrameCheck(const FrameHeader& h) {
+  uint64_t x = (static_cast<uint64_t>(h.type) << 48) ^ (static_cast<uint64_t>(h.stream) << 32) ^ h.seq;
+  x = (x ^ (static_cast<uint64_t>(h.offset) << 32 | h.length)) * 0x9e3779b97f4a7c15ull;
+  x ^= static_cast<uint64_t>(h.total) * 0xc2b2ae3d27d4eb4full;
+  return static_cast<uint32_t>(x ^ (x >> 29) ^ (x >> 47));
+}
+
+FrameHeader MakeFrame(FrameType type, int stream, uint64_t seq, uint32_t offset, uint32_t length, uint32_t total) {
+  FrameHeader h{kFrameMagic, type, static_cast<uint16_t>(stream), seq, offset, length, total, 0};
+  h.check = FrameCheck(h);
+  return h;
+}
+
+// An abort frame's payload: the fault notice of the side that stops.
+struct WireNotice {
+  int32_t origin;
+  int32_t code;
+  uint64_t seq;
+  char text[kFaultTextBytes];
+};
+
+struct Part {
+  int stream;
+  uint32_t offset;
+  uint32_t length;
+};
+
+// Where message `seq` of `total` bytes travels: part k on stream
+// (seq + k) % streams, so part 0 is always on stream seq % streams and the
+// receiver learns the total from its first frame there.
+void Layout(uint64_t seq, uint32_t total, int streams, std::vector<Part>* parts) {
+  parts->clear();
+  const int first = static_cast<int>(seq % static_cast<uint64_t>(streams));
+  if (total < kSplitBytes || streams == 1) {
+    parts->push_back({first, 0, total});
+    return;
+  }
+  const uint32_t part = static_cast<uint32_t>((total / streams + 4095) / 4096 * 4096);
+  for (int k = 0; k < streams; ++k) {
+    const uint64_t off = static_cast<uint64_t>(k) * part;
+    if (off >= total) break;
+    const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(part, total - off));
+    parts->push_back({(first + k) % streams, static_cast<uint32_t>(off), len});
+  }
+}
+
+struct ConfigureArgs {
+  int64_t buffer_bytes;
+};
+
+void ConfigureSocket(int fd, const void* arg) {
+  const auto* a = static_cast<const ConfigureArgs*>(arg);
+  const int bytes = static_cast<int>(std::min<int64_t>(a->buffer_bytes, INT_MAX));
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+}
+
+void TuneStream(int fd, int64_t timeout_ms) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  // Data unacknowledged this long fails the stream (a link that went down).
+  const unsigned user_timeout = static_cast<unsigned>(std::min<int64_t>(timeout_ms, 0x7fffffff));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout));
+}
+
+std::string ReadSysfs(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+// ------------------------------------------------------------ connections --
+
+class TcpRequest : public Request {
+ public:
+  explicit TcpRequest(uint64_t seq) : seq(seq) {}
+  uint64_t seq;
+  char* data = nullptr;  // receive
+  size_t capacity = 0;   // receive
+  uint32_t total = 0;
+  int parts_left = -1;   // -1: receive whose layout is not known yet
+  bool done = false;
+};
+
+struct OutFrame {
+  FrameHeader header;
+  const char* payload;
+  size_t sent;  // of header + payload
+  TcpRequest* request;
+};
+
+struct Stream {
+  Socket socket;
+  std::deque<OutFrame> out;  // frames to send, in order
+  // What is being read: a header, then `length` payload bytes.
+  char header[sizeof(FrameHeader)];
+  size_t header_got = 0;
+  bool have_header = false;
+  FrameHeader current{};
+  size_t payload_got = 0;
+};
+
+class TcpConnection {
+ public:
+  TcpConnection(std::vector<Socket> sockets, PeerName peer, int self_rank)
+      : peer_(std::move(peer)), self_rank_(self_rank) {
+    for (Socket& s : sockets) {
+      streams_.emplace_back();
+      streams_.back().socket = std::move(s);
+    }
+  }
+
+  const PeerName& peer() const { return peer_; }
+
+  void Fds(bool sending, std::vector<int>* fds, std::vector<short>* events) const {
+    for (const Stream& s : streams_) {
+      if (!s.socket.valid()) continue;
+      fds->push_back(s.socket.fd());
+      events->push_back(static_cast<short>(POLLIN | (sending && !s.out.empty() ? POLLOUT : 0)));
+    }
+  }
+
+  void Abort(const Status& why, int self_rank, uint64_t seq) {
+    if (aborted_) return;
+    aborted_ = true;
+    FaultNotice n;
+    WriteFaultNotice(n, why, self_rank, seq);
+    WireNotice w{};
+    w.origin = n.origin;
+    w.code = n.code;
+    w.seq = n.seq;
+    std::memcpy(w.text, n.text, sizeof(w.text));
+    const FrameHeader h = MakeFrame(kAbort, 0, 0, 0, sizeof(w), sizeof(w));
+    for (Stream& s : streams_) {
+      // Only at a frame boundary: a frame cut in two would be garbage.
+      if (!s.socket.valid() || (!s.out.empty() && s.out.front().sent > 0)) continue;
+      const Deadline d = DeadlineAfterMs(kAbortSendMs);
+      if (s.socket.SendAll(&h, sizeof(h), d).ok()) (void)s.socket.SendAll(&w, sizeof(w), d);
+      ::shutdown(s.socket.fd(), SHUT_WR);
+    }
+    if (error_.ok()) error_ = base::InvalidUsage("the connection was aborted by this rank");
+  }
+
+ protected:
+  std::string Where() const {
+    return "rank " + std::to_string(self_rank_) + ", connection to rank " + std::to_string(peer_.rank) + " (" +
+           peer_.where + ")";
+  }
+
+  Status Fail(Status st) {
+    if (error_.ok()) error_ = st.origin() >= 0 ? st : st.WithOrigin(peer_.rank, st.message());
+    return error_;
+  }
+
+  Status Broken(const std::string& what) { return Fail(base::RemoteError(Where() + ": " + what)); }
+
+  // The peer's abort frame, its header read: reads the notice (blocking
+  // briefly: it follows the header at once) and fails with it.
+  Status PeerAborted(Stream& s) {
+    WireNotice w{};
+    if (s.current.length != sizeof(w) || !s.socket.RecvAll(&w, sizeof(w), DeadlineAfterMs(kAbortSendMs)).ok()) {
+      return Broken("the peer stopped, its notice unreadable");
+    }
+    FaultNotice n;
+    n.origin = w.origin;
+    n.code = w.code;
+    n.seq = w.seq;
+    std::memcpy(n.text, w.text, sizeof(n.text));
+    n.set.store(1);
+    return Fail(NoticeStatus(n, Where(), peer_.rank, INT_MAX));
+  }
+
+  // Reads into s.header; true once a whole header is there (checked).
+  StatusOr<bool> ReadHeader(Stream& s) {
+    if (s.have_header) return true;
+    while (s.header_got < sizeof(FrameHeader)) {
+      auto n = s.socket.RecvSome(s.header + s.header_got, sizeof(FrameHeader) - s.header_got);
+      if (!n.ok()) return Broken(s.header_got == 0 ? "the peer closed the connection" : "the peer closed mid-frame");
+      if (*n == 0) return false;
+      s.header_got += *n;
+    }
+    std::memcpy(&s.current, s.header, sizeof(FrameHeader));
+    s.header_got = 0;
+    if (s.current.magic != kFrameMagic || s.current.check != FrameCheck(s.current) ||
+        (s.current.type != kData && s.current.type != kAbort)) {
+      return Broken("garbage on the data stream (not a Ringo frame)");
+    }
+    if (s.current.type == kAbort) return PeerAborted(s);
+    s.have_header = true;
+    s.payload_got = 0;
+    return true;
+  }
+
+  std::vector<Stream> streams_;
+  PeerName peer_;
+  int self_rank_;
+  Status error_;
+  bool aborted_ = false;
+};
+
+class TcpSend : public SendConnection, private TcpConnection {
+ public:
+  TcpSend(std::vector<Socket> sockets, PeerName peer, int self_rank)
+      : TcpConnection(std::move(sockets), std::move(peer), self_rank) {}
+
+  StatusOr<std::unique_ptr<MemoryRegion>> Register(void*, size_t, MemoryKind kind) override {
+    if (kind != MemoryKind::kHost) return base::InvalidArgument("the socket transport moves host memory only");
+    return std::unique_ptr<MemoryRegion>();
+  }
+
+  StatusOr<Request*> Isend(const void* data, size_t bytes, MemoryRegion*) override {
+    RETURN_IF_ERROR(error_);
+    if (inflight_.size() >= static_cast<size_t>(kMaxRequests)) return static_cast<Request*>(nullptr);
+    if (bytes > UINT32_MAX) return base::InvalidArgument("a message of more than 4 GiB");
+    auto req = std::make_unique<TcpRequest>(next_seq_++);
+    req->total = static_cast<uint32_t>(bytes);
+    Layout(req->seq, req->total, static_cast<int>(streams_.size()), &parts_);
+    req->parts_left = static_cast<int>(parts_.size());
+    for (const Part& p : parts_) {
+      streams_[p.stream].out.push_back(OutFrame{MakeFrame(kData, p.stream, req->seq, p.offset, p.length, req->total),
+                                                static_cast<const char*>(data) + p.offset, 0, req.get()});
+    }
+    inflight_.push_back(std::move(req));
+    return static_cast<Request*>(inflight_.back().get());
+  }
+
+  Status Test(Request* request, bool* done, size_t* bytes) override {
+    *done = false;
+    RETURN_IF_ERROR(Progress());
+    for (auto it = inflight_.begin(); it != inflight_.end(); ++it) {
+      if (it->get() != request) continue;
+      if ((*it)->parts_left == 0) {
+        *done = true;
+        *bytes = (*it)->total;
+        inflight_.erase(it);
+      }
+      return Status();
+    }
+    return base::Internal("Test of a request this connection does not hold");
+  }
+
+  void PollFds(std::vector<int>* fds, std::vector<short>* events) const override { Fds(true, fds, events); }
+  void Abort(const Status& why, int self_rank, uint64_t seq) override { TcpConnection::Abort(why, self_rank, seq); }
+  const PeerName& peer() const override { return TcpConnection::peer(); }
+
+ private:
+  Status Progress() {
+    RETURN_IF_ERROR(error_);
+    for (Stream& s : streams_) {
+      while (!s.out.empty()) {
+        OutFrame& f = s.out.front();
+        const size_t total = sizeof(FrameHeader) + f.header.length;
+        iovec iov[2];
+        int n = 0;
+        if (f.sent < sizeof(FrameHeader)) {
+          iov[n++] = {reinterpret_cast<char*>(&f.header) + f.sent, sizeof(FrameHeader) - f.sent};
+          if (f.header.length > 0) iov[n++] = {const_cast<char*>(f.payload), f.header.length};
+        } else {
+          iov[n++] = {const_cast<char*>(f.payload) + (f.sent - sizeof(FrameHeader)), total - f.sent};
+        }
+        msghdr msg{};
+        msg.msg_iov = iov;
+        msg.msg_iovlen = static_cast<size_t>(n);
+        const ssize_t w = ::sendmsg(s.socket.fd(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+          if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+          // The peer may have explained itself before it went.
+          RETURN_IF_ERROR(ReadIncoming());
+          return Broken(std::string("send failed: ") + std::strerror(errno));
+        }
+        f.sent += static_cast<size_t>(w);
+        if (f.sent < total) break;
+        --f.request->parts_left;
+        s.out.pop_front();
+      }
+    }
+    return ReadIncoming();
+  }
+
+  // A receiver sends nothing but an abort notice, then closes.
+  Status ReadIncoming() {
+    for (Stream& s : streams_) {
+      ASSIGN_OR_RETURN(const bool whole, ReadHeader(s));
+      if (whole) return Broken("the peer sent data on a receive-only connection");
+    }
+    return Status();
+  }
+
+  std::deque<std::unique_ptr<TcpRequest>> inflight_;
+  uint64_t next_seq_ = 0;
+  std::vector<Part> parts_;
+};
+
+class TcpRecv : public RecvConnection, private TcpConnection {
+ public:
+  TcpRecv(std::vector<Socket> sockets, PeerName peer, int self_rank)
+      : TcpConnection(std::move(sockets), std::move(peer), self_rank) {}
+
+  StatusOr<std::unique_ptr<MemoryRegion>> Register(void*, size_t, MemoryKind kind) override {
+    if (kind != MemoryKind::kHost) return base::InvalidArgument("the socket transport moves host memory only");
+    return std::unique_ptr<MemoryRegion>();
+  }
+
+  StatusOr<Request*> Irecv(void* data, size_t bytes, MemoryRegion*) override {
+    RETURN_IF_ERROR(error_);
+    if (posted_.size() >= static_cast<size_t>(kMaxRequests)) return static_cast<Request*>(nullptr);
+    auto req = std::make_unique<TcpRequest>(next_seq_++);
+    req->data = static_cast<char*>(data);
+    req->capacity = bytes;
+    posted_.push_back(std::move(req));
+    return static_cast<Request*>(posted_.back().get());
+  }
+
+  Status Test(Request* request, bool* done, size_t* bytes) override {
+    *done = false;
+    RETURN_IF_ERROR(Progress());
+    for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+      if (it->get() != request) continue;
+      if ((*it)->done) {
+        *done = true;
+        *bytes = (*it)->total;
+        posted_.erase(it);
+      }
+      return Status();
+    }
+    return base::Internal("Test of a request this connection does not hold");
+  }
+
+  void PollFds(std::vector<int>* fds, std::vector<short>* events) const override { Fds(false, fds, events); }
+  void Abort(const Status& why, int self_rank, uint64_t seq) override { TcpConnection::Abort(why, self_rank, seq); }
+  const PeerName& peer() const override { return TcpConnection::peer(); }
+
+ private:
+  // Receives the posted messages in order, one at a time: part 0's frame on
+  // stream seq % n gives the total, hence every other part's stream and place.
+  Status Progress() {
+    RETURN_IF_ERROR(error_);
+    const int n = static_cast<int>(streams_.size());
+    for (auto& holder : posted_) {
+      TcpRequest& r = *holder;
+      if (r.done) continue;
+      if (r.parts_left < 0) {
+        Stream& first = streams_[r.seq % static_cast<uint64_t>(n)];
+        ASSIGN_OR_RETURN(const bool whole, ReadHeader(first));
+        if (!whole) return Status();
+        const FrameHeader& h = first.current;
+        if (h.seq != r.seq || h.offset != 0) {
+          return Broken("frame of message " + std::to_string(h.seq) + " at offset " + std::to_string(h.offset) +
+                        " where message " + std::to_string(r.seq) + " begins");
+        }
+        if (h.total > r.capacity) {
+          return Broken("a message of " + std::to_string(h.total) + " bytes for a receive of " +
+                        std::to_string(r.capacity));
+        }
+        r.total = h.total;
+        Layout(r.seq, r.total, n, &layout_);
+        r.parts_left = static_cast<int>(layout_.size());
+        part_done_.assign(layout_.size(), false);
+        if (layout_[0].length != h.length) return Broken("a frame whose length does not fit its message");
+      }
+      for (size_t k = 0; k < layout_.size(); ++k) {
+        if (part_done_[k]) continue;
+        const Part& p = layout_[k];
+        Stream& s = streams_[p.stream];
+        ASSIGN_OR_RETURN(const bool whole, ReadHeader(s));
+        if (!whole) continue;
+        const FrameHeader& h = s.current;
+        if (h.seq != r.seq || h.offset != p.offset || h.length != p.length || h.total != r.total) {
+          return Broken("frame (message " + std::to_string(h.seq) + ", offset " + std::to_string(h.offset) +
+                        ", length " + std::to_string(h.length) + ") where message " + std::to_string(r.seq) +
+                        "'s part at " + std::to_string(p.offset) + " was due");
+        }
+        while (s.payload_got < p.length) {
+          auto got = s.socket.RecvSome(r.data + p.offset + s.payload_got, p.length - s.payload_got);
+          if (!got.ok()) return Broken("the peer closed mid-message");
+          if (*got == 0) break;
+          s.payload_got += *got;
+        }
+        if (s.payload_got < p.length) continue;
+        part_done_[k] = true;
+        --r.parts_left;
+        s.have_header = false;
+        s.payload_got = 0;
+      }
+      if (r.parts_left > 0) return Status();
+      r.done = true;
+    }
+    // Nothing posted: still notice a peer that aborted or went away.
+    if (posted_.empty() || posted_.back()->done) {
+      for (Stream& s : streams_) {
+        if (s.have_header) continue;
+        ASSIGN_OR_RETURN(const bool whole, ReadHeader(s));
+        (void)whole;  // a data frame waits for its receive
+      }
+    }
+    return Status();
+  }
+
+  std::deque<std::unique_ptr<TcpRequest>> posted_;
+  uint64_t next_seq_ = 0;
+  std::vector<Part> layout_;      // of the first message not yet done
+  std::vector<bool> part_done_;  // its parts received
+};
+
+// --------------------------------------------------------------- listener --
+
+class TcpListener : public Listener {
+ public:
+  TcpListener(Socket socket, uint64_t nonce, ConnectOptions options, SocketNetOptions net)
+      : socket_(std::move(socket)), nonce_(nonce), options_(options), net_(std::move(net)) {}
+
+  StatusOr<std::unique_ptr<RecvConnection>> Accept(int peer_rank, Deadline deadline) override {
+    std::map<uint64_t, std::vector<Socket>> pending;  // by connection id, by stream
+    while (true) {
+      auto s = socket_.Accept(deadline);
+      if (!s.ok()) {
+        return s.status().WithContext("rank " + std::to_string(options_.self_rank) + " waiting for rank " +
+                                      std::to_string(peer_rank) + " to connect");
+      }
+      Hello h{};
+      const Deadline hello_by = std::min(deadline, DeadlineAfterMs(kHelloTimeoutMs));
+      if (!s->RecvAll(&h, sizeof(h), hello_by).ok()) continue;  // a stranger that said nothing useful
+      if (h.magic != kHelloMagic || h.version != kWireVersion || h.listener_nonce != nonce_ ||
+          h.tag != options_.tag || h.receiver_rank != options_.self_rank || h.streams < 1 ||
+          h.streams > kMaxStreams || h.stream >= h.streams) {
+        RINGO_LOG(WARN) << "rank " << options_.self_rank << ": dropped a connection that is not one of this "
+                        << "communicator's (bad hello)";
+        continue;
+      }
+      if (h.sender_rank != peer_rank) {
+        RINGO_LOG(WARN) << "rank " << options_.self_rank << ": rank " << h.sender_rank << " connected where rank "
+                        << peer_rank << " was expected; dropped";
+        continue;
+      }
+      std::vector<Socket>& streams = pending[h.connection];
+      if (streams.size() < h.streams) streams.resize(h.streams);
+      if (streams.size() != h.streams || streams[h.stream].valid()) continue;
+      TuneStream(s->fd(), net_.timeout_ms);
+      streams[h.stream] = std::move(s).value();
+      bool complete = true;
+      for (const Socket& t : streams) complete = complete && t.valid();
+      if (!complete) continue;
+      for (Socket& t : streams) {
+        const char ok = 1;
+        RETURN_IF_ERROR(t.SendAll(&ok, 1, deadline).WithContext("accepting rank " + std::to_string(peer_rank)));
+      }
+      PeerName peer{peer_rank, PeerAddress(streams[0].fd())};
+      return std::unique_ptr<RecvConnection>(new TcpRecv(std::move(streams), peer, options_.self_rank));
+    }
+  }
+
+  static std::string PeerAddress(int fd) {
+    SocketAddress a;
+    a.length = sizeof(a.storage);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&a.storage), &a.length) != 0) return "?";
+    return a.ToString();
+  }
+
+ private:
+  Socket socket_;
+  uint64_t nonce_;
+  ConnectOptions options_;
+  SocketNetOptions net_;
+};
+
+// -------------------------------------------------------------------- net --
+
+struct Device {
+  std::string name;
+  SocketAddress address;  // port 0
+};
+
+class SocketNet : public Net {
+ public:
+  SocketNet(std::vector<Device> devices, SocketNetOptions options)
+      : devices_(std::move(devices)), options_(std::move(options)) {}
+
+  const char* name() const override { return "socket"; }
+  int DeviceCount() const override { return static_cast<int>(devices_.size()); }
+
+  StatusOr<NetProperties> Properties(int device) const override {
+    RETURN_IF_ERROR(CheckDevice(device));
+    NetProperties p;
+    p.name = devices_[device].name;
+    const std::string base = "/sys/class/net/" + p.name;
+    char real[PATH_MAX];
+    if (realpath((base + "/device").c_str(), real) != nullptr) p.pci_path = real;
+    const std::string speed = ReadSysfs(base + "/speed");
+    if (!speed.empty() && speed[0] != '-') p.speed_mbps = std::strtoll(speed.c_str(), nullptr, 10);
+    p.latency_us = 20;
+    p.max_requests = kMaxRequests;
+    p.max_message = UINT32_MAX;
+    return p;
+  }
+
+  StatusOr<std::unique_ptr<Listener>> Listen(int device, const ConnectOptions& options, NetHandle* handle) override {
+    RETURN_IF_ERROR(CheckDevice(device));
+    SocketAddress bound;
+    const ConfigureArgs args{options_.socket_buffer_bytes};
+    ASSIGN_OR_RETURN(Socket s, Socket::Listen(devices_[device].address, &bound, &ConfigureSocket, &args));
+    std::random_device rd;
+    const uint64_t nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ 1;
+    HandleLayout l{};
+    l.magic = kHandleMagic;
+    l.version = kWireVersion;
+    l.family = bound.storage.ss_family;
+    l.streams = static_cast<uint16_t>(options_.streams);
+    l.nonce = nonce;
+    if (l.family == AF_INET) {
+      auto* in = reinterpret_cast<const sockaddr_in*>(&bound.storage);
+      l.port = in->sin_port;
+      std::memcpy(l.addr, &in->sin_addr, 4);
+    } else {
+      auto* in6 = reinterpret_cast<const sockaddr_in6*>(&bound.storage);
+      l.port = in6->sin6_port;
+      std::memcpy(l.addr, &in6->sin6_addr, 16);
+    }
+    *handle = NetHandle();
+    std::memcpy(handle->bytes, &l, sizeof(l));
+    return std::unique_ptr<Listener>(new TcpListener(std::move(s), nonce, options, options_));
+  }
+
+  StatusOr<std::unique_ptr<SendConnection>> Connect(int device, const NetHandle& handle, const ConnectOptions& options,
+                                                    Deadline deadline) override {
+    RETURN_IF_ERROR(CheckDevice(device));
+    HandleLayout l;
+    std::memcpy(&l, handle.bytes, sizeof(l));
+    const std::string who = "rank " + std::to_string(options.self_rank) + " connecting to rank " +
+                            std::to_string(options.peer_rank);
+    if (l.magic != kHandleMagic || l.version != kWireVersion || (l.family != AF_INET && l.family != AF_INET6) ||
+        l.streams < 1 || l.streams > kMaxStreams) {
+      return base::RemoteError(who + ": its handle is not a socket transport handle of this version")
+          .WithOrigin(options.peer_rank, who + ": a bad handle");
+    }
+    SocketAddress to;
+    if (l.family == AF_INET) {
+      auto* a = reinterpret_cast<sockaddr_in*>(&to.storage);
+      a->sin_family = AF_INET;
+      a->sin_port = l.port;
+      std::memcpy(&a->sin_addr, l.addr, 4);
+      to.length = sizeof(sockaddr_in);
+    } else {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&to.storage);
+      a->sin6_family = AF_INET6;
+      a->sin6_port = l.port;
+      std::memcpy(&a->sin6_addr, l.addr, 16);
+      to.length = sizeof(sockaddr_in6);
+    }
+    std::random_device rd;
+    const uint64_t connection = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    const ConfigureArgs args{options_.socket_buffer_bytes};
+    std::vector<Socket> streams;
+    for (int i = 0; i < l.streams; ++i) {
+      auto s = Socket::Connect(to, deadline, &ConfigureSocket, &args);
+      if (!s.ok()) return s.status().WithContext(who + " at " + to.ToString());
+      TuneStream(s->fd(), options_.timeout_ms);
+      Hello h{kHelloMagic, kWireVersion, static_cast<uint16_t>(i), l.streams, 0, options.self_rank, options.peer_rank,
+              0, l.nonce, connection, options.tag};
+      RETURN_IF_ERROR(s->SendAll(&h, sizeof(h), deadline).WithContext(who + " at " + to.ToString()));
+      streams.push_back(std::move(s).value());
+    }
+    for (Socket& s : streams) {
+      char ok = 0;
+      Status st = s.RecvAll(&ok, 1, deadline);
+      if (!st.ok() || ok != 1) {
+        return base::RemoteError(who + " at " + to.ToString() + ": it did not accept the connection" +
+                                 (st.ok() ? "" : " (" + st.message() + ")"));
+      }
+    }
+    PeerName peer{options.peer_rank, to.ToString()};
+    return std::unique_ptr<SendConnection>(new TcpSend(std::move(streams), peer, options.self_rank));
+  }
+
+ private:
+  Status CheckDevice(int device) const {
+    if (device < 0 || device >= DeviceCount()) {
+      return base::InvalidArgument("socket device " + std::to_string(device) + " of " +
+                                   std::to_string(DeviceCount()));
+    }
+    return Status();
+  }
+
+  std::vector<Device> devices_;
+  SocketNetOptions options_;
+};
+
+bool MatchesIfname(const std::string& name, const std::string& spec) {
+  if (spec.empty()) return true;
+  std::string list = spec;
+  const bool exclude = list[0] == '^';
+  if (exclude) list = list.substr(1);
+  const bool exact = !list.empty() && list[0] == '=';
+  if (exact) list = list.substr(1);
+  bool matched = false;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = list.find(',', start);
+    const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) matched = matched || (exact ? name == item : name.compare(0, item.size(), item) == 0);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return exclude ? !matched : matched;
+}
+
+}  // namespace
+
+SocketNetOptions SocketNetOptionsFromConfig(const base::Config& config) {
+  SocketNetOptions o;
+  o.ifname_spec = config.socket_ifname;
+  o.streams = static_cast<int>(std::clamp<int64_t>(config.net_streams, 1, kMaxStreams));
+  o.timeout_ms = config.timeout_ms;
+  return o;
+}
+
+StatusOr<std::unique_ptr<Net>> MakeSocketNet(const SocketNetOptions& options) {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return base::SystemError(std::string("getifaddrs: ") + std::strerror(errno));
+  std::vector<Device> devices, loopback;
+  for (ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
+    if (ifa->ifa_addr == nullptr || !(ifa->ifa_flags & IFF_UP)) continue;
+    const int family = ifa->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    if (family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(ifa->ifa_addr)->sin6_addr)) {
+      continue;  // needs a scope id
+    }
+    Device d;
+    d.name = ifa->ifa_name;
+    d.address.length = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    std::memcpy(&d.address.storage, ifa->ifa_addr, d.address.length);
+    const bool is_loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
+    if (!MatchesIfname(d.name, options.ifname_spec)) continue;
+    if (is_loopback && options.ifname_spec.empty()) {
+      loopback.push_back(d);
+      continue;
+    }
+    // One device per interface: its IPv4 address, else its first IPv6 one.
+    auto same = std::find_if(devices.begin(), devices.end(), [&](const Device& o) { return o.name == d.name; });
+    if (same == devices.end()) {
+      devices.push_back(d);
+    } else if (family == AF_INET && same->address.storage.ss_family != AF_INET) {
+      *same = d;
+    }
+  }
+  freeifaddrs(list);
+  if (devices.empty() && !loopback.empty()) devices.push_back(loopback[0]);
+  if (devices.empty()) {
+    return base::InvalidArgument("no network interface for the socket transport matches RINGO_SOCKET_IFNAME='" +
+                                 options.ifname_spec + "'");
+  }
+  return std::unique_ptr<Net>(new SocketNet(std::move(devices), options));
+}
+
+}  // namespace ringo::transport::net
