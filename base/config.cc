@@ -56,6 +56,9 @@ const std::vector<EnvVarInfo>& Table() {
       {"RINGO_NET_STREAMS", "int", "2",
        "TCP streams per network connection; messages of 64 KiB and more are split across "
        "them."},
+      {"RINGO_SOCKET_FAMILY", "enum", "auto",
+       "Address family of the socket transport's connections: ipv4, ipv6, or auto (an "
+       "interface's IPv4 address where it has one, else its IPv6 one)."},
       {"RINGO_HOSTID", "string", "",
        "Names this rank's host: ranks with equal values share one host (memory), ranks with "
        "different values are on different hosts. Default: the boot id, host name and network "
@@ -210,6 +213,7 @@ Config* Load() {
   };
   enum_var("RINGO_ALGO", &config->algo, {"ring", "oneshot", "direct"});
   enum_var("RINGO_NET", &config->net, {"socket", "ib", "auto"});
+  enum_var("RINGO_SOCKET_FAMILY", &config->socket_family, {"ipv4", "ipv6", "auto"});
   enum_var("RINGO_PROTO", &config->proto, {"simple", "ll"});
   enum_var("RINGO_DEVICE", &config->device, {"host", "cuda", "auto"});
   enum_var("RINGO_HOST_ISA", &config->host_isa, {"generic", "avx2", "auto"});

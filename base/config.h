@@ -49,6 +49,7 @@ struct Config {
   std::string host_isa;                  // RINGO_HOST_ISA: "", "auto", "generic" or "avx2"
   std::string net;                       // RINGO_NET: "", "auto", "socket" or "ib"
   int64_t net_streams = 2;               // RINGO_NET_STREAMS
+  std::string socket_family;             // RINGO_SOCKET_FAMILY: "", "auto", "ipv4" or "ipv6"
   std::string host_id;                   // RINGO_HOSTID ("": boot id, host name, network namespace)
 
   // Every declared variable that is set, by name.

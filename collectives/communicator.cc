@@ -47,6 +47,9 @@ Communicator::Communicator(int rank, int nranks, const base::Config& config, con
 
 Communicator::~Communicator() {
   gpu_.reset();  // waits for this rank's kernels before freeing their memory
+  // What this rank posted for its peers on other hosts goes out before the
+  // connections close (a collective returns once its slots are posted).
+  if (proxy_) proxy_->Shutdown(/*drain=*/!failed_.load() && !abort_.load(), timeout_ms_);
   {
     std::lock_guard<std::mutex> lock(job_mu_);
     stop_ = true;

@@ -90,7 +90,7 @@ base::Status NoticeStatus(const FaultNotice& notice, const std::string& where, i
   }
   const int origin = notice.origin >= 0 && notice.origin < nranks ? notice.origin : peer_rank;
   std::string msg = where + ": the failure started at rank " + std::to_string(origin);
-  if (notice.seq > 0) msg += " in collective #" + std::to_string(notice.seq);
+  if (notice.seq > 0 && notice.seq != kAfterEveryCollective) msg += " in collective #" + std::to_string(notice.seq);
   msg += ": " + text;
   return base::Status(static_cast<base::Code>(code), msg).WithOrigin(origin, text, notice.seq);
 }

@@ -40,6 +40,10 @@ enum class ProcessState { kRunning, kStopped, kGone };
 ProcessState ProbeProcess(const ProcessId& id);
 
 inline constexpr size_t kFaultTextBytes = 232;
+// The sequence number of a notice that concerns no collective in flight: a
+// peer that closed in good order. Data it delivered is still read; only a
+// wait for more fails.
+inline constexpr uint64_t kAfterEveryCollective = ~uint64_t{0};
 
 struct FaultNotice {
   std::atomic<uint32_t> set{0};  // 1 once the fields below are written (release)

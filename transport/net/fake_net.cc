@@ -56,6 +56,12 @@ class FakeConnection {
     return Status();
   }
 
+  void DoClose() {
+    const std::string msg = "rank " + std::to_string(ch_->ranks[side_]) + " closed its communicator";
+    DoAbort(base::RemoteError(msg).WithOrigin(ch_->ranks[side_], msg, kAfterEveryCollective), ch_->ranks[side_],
+            kAfterEveryCollective);
+  }
+
   void DoAbort(const Status& why, int self_rank, uint64_t seq) {
     WriteFaultNotice(ch_->notice[side_], why, self_rank, seq);
     std::lock_guard<std::mutex> lock(ch_->mu);
@@ -100,6 +106,7 @@ class FakeSend : public SendConnection, private FakeConnection {
   }
   void PollFds(std::vector<int>*, std::vector<short>*) const override {}
   void Abort(const Status& why, int self_rank, uint64_t seq) override { DoAbort(why, self_rank, seq); }
+  void Close() override { DoClose(); }
   const PeerName& peer() const override { return peer_; }
 };
 
@@ -150,6 +157,7 @@ class FakeRecv : public RecvConnection, private FakeConnection {
   }
   void PollFds(std::vector<int>*, std::vector<short>*) const override {}
   void Abort(const Status& why, int self_rank, uint64_t seq) override { DoAbort(why, self_rank, seq); }
+  void Close() override { DoClose(); }
   const PeerName& peer() const override { return peer_; }
 };
 

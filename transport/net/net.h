@@ -85,6 +85,10 @@ class Connection {
   // Tells the peer why this side stops (a fault notice: the peer's Test
   // fails with it as its origin), then closes. Best effort; any thread.
   virtual void Abort(const base::Status& why, int self_rank, uint64_t seq) = 0;
+  // Closes in good order, after every message sent: the peer receives them
+  // all, then its Test fails with a status whose origin_seq() is
+  // kAfterEveryCollective. Best effort.
+  virtual void Close() = 0;
   virtual const PeerName& peer() const = 0;
 };
 

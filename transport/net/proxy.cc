@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -53,14 +54,44 @@ Proxy::Proxy(const ProxyOptions& options) : options_(options) {
 }
 
 Proxy::~Proxy() {
-  stop_.store(true);
-  if (wake_fd_ >= 0) {
-    const uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof(one));
-  }
-  if (thread_.joinable()) thread_.join();
+  Shutdown(false, 0);
   for (auto& e : edges_) e->header->proxy_wake_fd = -1;
   if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void Proxy::Shutdown(bool drain, int64_t timeout_ms) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  auto wake = [this] {
+    const uint64_t one = 1;
+    if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof(one));
+  };
+  if (drain && thread_.joinable()) {
+    draining_.store(true);
+    wake();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!drained_.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  stop_.store(true);
+  wake();
+  if (thread_.joinable()) thread_.join();
+  // The thread is gone: this thread owns the edges now.
+  for (auto& e : edges_) {
+    if (e->failed) continue;
+    FifoHeader* h = e->header;
+    const bool sender_side = e->send != nullptr;
+    const std::atomic<uint32_t>& aborted = sender_side ? h->sender_aborted : h->receiver_aborted;
+    if (aborted.load(std::memory_order_acquire) != 0) {
+      const FaultNotice& notice = sender_side ? h->sender_notice : h->receiver_notice;
+      e->connection().Abort(
+          NoticeStatus(notice, "rank " + std::to_string(options_.self_rank), options_.self_rank, INT_MAX),
+          options_.self_rank, 0);
+    } else {
+      e->connection().Close();
+    }
+  }
 }
 
 void Proxy::AddSender(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<SendConnection> connection, int channel) {
@@ -230,9 +261,21 @@ void Proxy::Sleep() {
   for (auto& e : edges_) e->header->proxy_sleeping.store(0, std::memory_order_relaxed);
 }
 
+bool Proxy::Drained() const {
+  for (const auto& e : edges_) {
+    if (e->failed || !e->send) continue;
+    if (!e->requests.empty() || e->finished < e->header->tail.value.load(std::memory_order_acquire)) return false;
+  }
+  return true;
+}
+
 void Proxy::Run() {
   int idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
+    if (draining_.load(std::memory_order_relaxed) && Drained()) {
+      drained_.store(true);
+      return;
+    }
     bool moved = false;
     for (auto& e : edges_) {
       if (e->failed) continue;

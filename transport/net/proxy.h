@@ -65,6 +65,12 @@ class Proxy {
   // `fifo` whose receiver is the executor: filled from `connection`.
   void AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<RecvConnection> connection, int channel);
   base::Status Start();
+  // Stops the thread. With `drain`, first waits (up to `timeout_ms`) until
+  // every slot the executors posted has gone out, then closes the
+  // connections in good order (the peers read all of it); without, or for
+  // an edge whose executor aborted, forwards the abort notice instead.
+  // Called once; the destructor calls it without drain if nobody did.
+  void Shutdown(bool drain, int64_t timeout_ms);
 
  private:
   struct Edge;
@@ -73,12 +79,16 @@ class Proxy {
   bool StepSender(Edge& e);
   bool StepReceiver(Edge& e);
   void FailLocal(Edge& e, const base::Status& st);
+  bool Drained() const;  // every send edge has sent what its executor posted
   void Sleep();
 
   ProxyOptions options_;
   std::vector<std::unique_ptr<Edge>> edges_;
   int wake_fd_ = -1;  // an eventfd executors write to wake a sleeping proxy
   std::atomic<bool> stop_{false};
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> drained_{false};
+  bool shut_down_ = false;
   std::thread thread_;
 };
 

@@ -63,7 +63,7 @@ struct Hello {
   uint64_t tag;
 };
 
-enum FrameType : uint16_t { kData = 1, kAbort = 2 };
+enum FrameType : uint16_t { kData = 1, kAbort = 2, kClose = 3 };
 
 struct FrameHeader {
   uint32_t magic;
@@ -178,6 +178,7 @@ struct Stream {
   bool have_header = false;
   FrameHeader current{};
   size_t payload_got = 0;
+  bool closed = false;  // the peer's close frame was read: nothing follows on this stream
 };
 
 class TcpConnection {
@@ -221,6 +222,18 @@ class TcpConnection {
     if (error_.ok()) error_ = base::InvalidUsage("the connection was aborted by this rank");
   }
 
+  // Every frame queued has gone (Close drains first, within a bound).
+  void CloseStreams() {
+    if (aborted_) return;
+    aborted_ = true;
+    const FrameHeader h = MakeFrame(kClose, 0, 0, 0, 0, 0);
+    for (Stream& s : streams_) {
+      if (!s.socket.valid() || !s.out.empty()) continue;
+      (void)s.socket.SendAll(&h, sizeof(h), DeadlineAfterMs(kAbortSendMs));
+      ::shutdown(s.socket.fd(), SHUT_WR);
+    }
+  }
+
  protected:
   std::string Where() const {
     return "rank " + std::to_string(self_rank_) + ", connection to rank " + std::to_string(peer_.rank) + " (" +
@@ -233,6 +246,12 @@ class TcpConnection {
   }
 
   Status Broken(const std::string& what) { return Fail(base::RemoteError(Where() + ": " + what)); }
+
+  // A frame is due on a stream the peer closed in good order.
+  Status Closed() {
+    const std::string msg = Where() + ": the peer closed its communicator";
+    return Fail(base::RemoteError(msg).WithOrigin(peer_.rank, msg, kAfterEveryCollective));
+  }
 
   // The peer's abort frame, its header read: reads the notice (blocking
   // briefly: it follows the header at once) and fails with it.
@@ -253,6 +272,7 @@ class TcpConnection {
   // Reads into s.header; true once a whole header is there (checked).
   StatusOr<bool> ReadHeader(Stream& s) {
     if (s.have_header) return true;
+    if (s.closed) return false;
     while (s.header_got < sizeof(FrameHeader)) {
       auto n = s.socket.RecvSome(s.header + s.header_got, sizeof(FrameHeader) - s.header_got);
       if (!n.ok()) return Broken(s.header_got == 0 ? "the peer closed the connection" : "the peer closed mid-frame");
@@ -262,10 +282,14 @@ class TcpConnection {
     std::memcpy(&s.current, s.header, sizeof(FrameHeader));
     s.header_got = 0;
     if (s.current.magic != kFrameMagic || s.current.check != FrameCheck(s.current) ||
-        (s.current.type != kData && s.current.type != kAbort)) {
+        (s.current.type != kData && s.current.type != kAbort && s.current.type != kClose)) {
       return Broken("garbage on the data stream (not a Ringo frame)");
     }
     if (s.current.type == kAbort) return PeerAborted(s);
+    if (s.current.type == kClose) {  // the data before it is still read
+      s.closed = true;
+      return false;
+    }
     s.have_header = true;
     s.payload_got = 0;
     return true;
@@ -321,9 +345,29 @@ class TcpSend : public SendConnection, private TcpConnection {
 
   void PollFds(std::vector<int>* fds, std::vector<short>* events) const override { Fds(true, fds, events); }
   void Abort(const Status& why, int self_rank, uint64_t seq) override { TcpConnection::Abort(why, self_rank, seq); }
+  void Close() override {
+    const Deadline until = DeadlineAfterMs(kAbortSendMs * 10);
+    while (error_.ok() && Clock::now() < until && !Drained()) {
+      if (!Progress().ok()) break;
+      std::vector<int> fds;
+      std::vector<short> events;
+      Fds(true, &fds, &events);
+      std::vector<pollfd> p;
+      for (size_t i = 0; i < fds.size(); ++i) p.push_back({fds[i], events[i], 0});
+      ::poll(p.data(), p.size(), 10);
+    }
+    CloseStreams();
+  }
   const PeerName& peer() const override { return TcpConnection::peer(); }
 
  private:
+  bool Drained() const {
+    for (const Stream& s : streams_) {
+      if (!s.out.empty()) return false;
+    }
+    return true;
+  }
+
   Status Progress() {
     RETURN_IF_ERROR(error_);
     for (Stream& s : streams_) {
@@ -362,6 +406,7 @@ class TcpSend : public SendConnection, private TcpConnection {
     for (Stream& s : streams_) {
       ASSIGN_OR_RETURN(const bool whole, ReadHeader(s));
       if (whole) return Broken("the peer sent data on a receive-only connection");
+      if (s.closed) return Closed();  // a receiver that closed reads nothing more
     }
     return Status();
   }
@@ -393,21 +438,23 @@ class TcpRecv : public RecvConnection, private TcpConnection {
 
   Status Test(Request* request, bool* done, size_t* bytes) override {
     *done = false;
-    RETURN_IF_ERROR(Progress());
+    const Status progress = Progress();  // a message already received is delivered even after an error
     for (auto it = posted_.begin(); it != posted_.end(); ++it) {
       if (it->get() != request) continue;
       if ((*it)->done) {
         *done = true;
         *bytes = (*it)->total;
         posted_.erase(it);
+        return Status();
       }
-      return Status();
+      return progress;
     }
     return base::Internal("Test of a request this connection does not hold");
   }
 
   void PollFds(std::vector<int>* fds, std::vector<short>* events) const override { Fds(false, fds, events); }
   void Abort(const Status& why, int self_rank, uint64_t seq) override { TcpConnection::Abort(why, self_rank, seq); }
+  void Close() override { CloseStreams(); }
   const PeerName& peer() const override { return TcpConnection::peer(); }
 
  private:
@@ -422,7 +469,7 @@ class TcpRecv : public RecvConnection, private TcpConnection {
       if (r.parts_left < 0) {
         Stream& first = streams_[r.seq % static_cast<uint64_t>(n)];
         ASSIGN_OR_RETURN(const bool whole, ReadHeader(first));
-        if (!whole) return Status();
+        if (!whole) return first.closed ? Closed() : Status();
         const FrameHeader& h = first.current;
         if (h.seq != r.seq || h.offset != 0) {
           return Broken("frame of message " + std::to_string(h.seq) + " at offset " + std::to_string(h.offset) +
@@ -443,7 +490,10 @@ class TcpRecv : public RecvConnection, private TcpConnection {
         const Part& p = layout_[k];
         Stream& s = streams_[p.stream];
         ASSIGN_OR_RETURN(const bool whole, ReadHeader(s));
-        if (!whole) continue;
+        if (!whole) {
+          if (s.closed) return Closed();
+          continue;
+        }
         const FrameHeader& h = s.current;
         if (h.seq != r.seq || h.offset != p.offset || h.length != p.length || h.total != r.total) {
           return Broken("frame (message " + std::to_string(h.seq) + ", offset " + std::to_string(h.offset) +
@@ -690,6 +740,7 @@ SocketNetOptions SocketNetOptionsFromConfig(const base::Config& config) {
   o.ifname_spec = config.socket_ifname;
   o.streams = static_cast<int>(std::clamp<int64_t>(config.net_streams, 1, kMaxStreams));
   o.timeout_ms = config.timeout_ms;
+  o.family = config.socket_family == "ipv4" ? AF_INET : config.socket_family == "ipv6" ? AF_INET6 : 0;
   return o;
 }
 
@@ -701,6 +752,7 @@ StatusOr<std::unique_ptr<Net>> MakeSocketNet(const SocketNetOptions& options) {
     if (ifa->ifa_addr == nullptr || !(ifa->ifa_flags & IFF_UP)) continue;
     const int family = ifa->ifa_addr->sa_family;
     if (family != AF_INET && family != AF_INET6) continue;
+    if (options.family != 0 && family != options.family) continue;
     if (family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(ifa->ifa_addr)->sin6_addr)) {
       continue;  // needs a scope id
     }
@@ -726,7 +778,8 @@ StatusOr<std::unique_ptr<Net>> MakeSocketNet(const SocketNetOptions& options) {
   if (devices.empty() && !loopback.empty()) devices.push_back(loopback[0]);
   if (devices.empty()) {
     return base::InvalidArgument("no network interface for the socket transport matches RINGO_SOCKET_IFNAME='" +
-                                 options.ifname_spec + "'");
+                                 options.ifname_spec + "'" +
+                                 (options.family == 0 ? "" : " with an address of RINGO_SOCKET_FAMILY"));
   }
   return std::unique_ptr<Net>(new SocketNet(std::move(devices), options));
 }

@@ -35,6 +35,7 @@ inline constexpr size_t kSplitBytes = 64 * 1024;
 struct SocketNetOptions {
   std::string ifname_spec;  // RINGO_SOCKET_IFNAME
   int streams = 2;          // RINGO_NET_STREAMS
+  int family = 0;           // RINGO_SOCKET_FAMILY: AF_INET, AF_INET6, 0 for either
   int64_t socket_buffer_bytes = 4 << 20;
   int64_t timeout_ms = 300000;  // TCP_USER_TIMEOUT: unacknowledged data fails the stream
 };

@@ -1,0 +1,189 @@
+// One rank of a communicator whose ranks run on several hosts (network
+// namespaces in tests/netns/): launched once per rank with RANK, WORLD_SIZE
+// and RINGO_COMM_ID (rank 0's address) in the environment, as a launcher
+// would. Modes:
+//   sweep      every collective x datatype x op x count (0, 1, odd, chunk-1,
+//              chunk, chunk+1, several chunks) x in and out of place x
+//              roots, each checked against the reference; exit 0 when all pass
+//   survive    AllReduces until one fails; exit 0 when it fails within the
+//              timeout with an error naming rank VICTIM (argv[2]), and
+//              prints it
+//   victim     AllReduces forever (the script kills it or its link)
+//   garbage    a few AllReduces, then writes garbage into its own data
+//              connections and stops: its peers must fail naming it
+// Exit status 2 for a failure to set up, 1 for a failed check.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringo/ringo.h"
+#include "tests/collective_case.h"
+#include "tests/reference.h"
+
+namespace {
+
+using namespace ringo::tests;  // NOLINT: a test program
+
+int EnvInt(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) {
+    std::fprintf(stderr, "multihost: %s is not set\n", name);
+    std::exit(2);
+  }
+  return std::atoi(v);
+}
+
+ringoComm_t Init(int rank, int nranks) {
+  ringoUniqueId id;
+  if (ringoGetUniqueId(&id) != ringoSuccess) {  // RINGO_COMM_ID: every rank names rank 0's address
+    std::fprintf(stderr, "rank %d: ringoGetUniqueId: %s\n", rank, ringoGetLastError(nullptr));
+    std::exit(2);
+  }
+  ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
+  config.device_kind = RINGO_DEVICE_HOST;
+  ringoComm_t comm = nullptr;
+  if (ringoCommInitRankConfig(&comm, nranks, id, rank, &config) != ringoSuccess) {
+    std::fprintf(stderr, "rank %d: init: %s\n", rank, ringoGetLastError(nullptr));
+    std::exit(2);
+  }
+  return comm;
+}
+
+int Sweep(int rank, int nranks, ringoComm_t comm) {
+  const ringoDataType_t types[] = {ringoInt8,   ringoUint8,  ringoInt32,   ringoUint32,  ringoInt64,
+                                   ringoUint64, ringoFloat16, ringoFloat32, ringoFloat64, ringoBfloat16};
+  const ringoRedOp_t ops[] = {ringoSum, ringoProd, ringoMax, ringoMin, ringoAvg};
+  int cases = 0, failures = 0;
+  uint32_t seed = 1;
+  for (Collective coll : kAllCollectives) {
+    for (ringoDataType_t dt : types) {
+      for (ringoRedOp_t op : ops) {
+        if (!HasOp(coll) && op != ringoSum) continue;
+        for (size_t count : SweepCounts(dt, nranks)) {
+          for (bool in_place : {false, true}) {
+            for (int root : {0, nranks - 1}) {
+              if (!HasRoot(coll) && root != 0) continue;
+              if (HasRoot(coll) && root == 0 && nranks == 1) continue;
+              Case c;
+              c.collective = coll;
+              c.dtype = dt;
+              c.op = op;
+              c.nranks = nranks;
+              c.count = count;
+              c.in_place = in_place;
+              c.root = root;
+              c.seed = seed++;
+              const Expected e = BuildExpected(c);
+              bool call_failed = false;
+              const std::string problem = RunCaseOnRank(c, e, rank, comm, &call_failed);
+              ++cases;
+              if (problem.empty()) continue;
+              ++failures;
+              std::fprintf(stderr, "rank %d: %s\n", rank, problem.c_str());
+              if (call_failed) return 1;
+            }
+          }
+        }
+      }
+    }
+  }
+  std::printf("rank %d: %d cases, %d failed\n", rank, cases, failures);
+  return failures == 0 ? 0 : 1;
+}
+
+int Survive(int rank, int victim, ringoComm_t comm, int64_t timeout_ms) {
+  std::vector<float> in(64 << 10, 1.0f), out(in.size());
+  const auto start = std::chrono::steady_clock::now();
+  while (true) {
+    const auto call = std::chrono::steady_clock::now();
+    const ringoResult_t rc = ringoAllReduce(in.data(), out.data(), in.size(), ringoFloat32, ringoSum, comm, nullptr);
+    if (rc == ringoSuccess) {
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(60)) {
+        std::fprintf(stderr, "rank %d: no error in 60 s\n", rank);
+        return 1;
+      }
+      continue;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - call).count();
+    const std::string msg = ringoGetLastError(comm);
+    std::printf("rank %d: %s after %.2f s: %s\n", rank, ringoGetErrorString(rc), seconds, msg.c_str());
+    const std::string v = "rank " + std::to_string(victim);
+    const bool names = msg.find("failure started at " + v) != std::string::npos ||
+                       msg.find("peer " + v + " ") != std::string::npos ||
+                       msg.find("connection to " + v + " ") != std::string::npos;
+    int status = 0;
+    if (!names) {
+      std::fprintf(stderr, "rank %d: the error does not name %s\n", rank, v.c_str());
+      status = 1;
+    }
+    if (seconds > timeout_ms / 1000.0 + 5) {
+      std::fprintf(stderr, "rank %d: the failing call took %.2f s\n", rank, seconds);
+      status = 1;
+    }
+    ringoCommAbort(comm);
+    return status;
+  }
+}
+
+// Writes garbage into every TCP connection of this process that goes to
+// another test host (the data streams; the bootstrap is closed by now).
+int Garbage(int rank, ringoComm_t comm) {
+  std::vector<float> in(64 << 10, 1.0f), out(in.size());  // as the survivors call
+  for (int i = 0; i < 20; ++i) ringoAllReduce(in.data(), out.data(), in.size(), ringoFloat32, ringoSum, comm, nullptr);
+  std::mt19937 rng(static_cast<unsigned>(rank));
+  std::vector<char> junk(1 << 16);
+  for (char& c : junk) c = static_cast<char>(rng());
+  int streams = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (dirent* e = d != nullptr ? readdir(d) : nullptr) {
+    const int fd = std::atoi(e->d_name);
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    if (fd <= 2 || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
+    if (send(fd, junk.data(), junk.size(), MSG_NOSIGNAL | MSG_DONTWAIT) > 0) ++streams;
+  }
+  if (d != nullptr) closedir(d);
+  std::printf("rank %d: wrote garbage into %d connections\n", rank, streams);
+  std::fflush(stdout);
+  std::this_thread::sleep_for(std::chrono::seconds(30));  // the script ends it
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s sweep|survive VICTIM|victim|garbage\n", argv[0]);
+    return 2;
+  }
+  const std::string mode = argv[1];
+  const int rank = EnvInt("RANK");
+  const int nranks = EnvInt("WORLD_SIZE");
+  ringoComm_t comm = Init(rank, nranks);
+  if (mode == "sweep") {
+    const int rc = Sweep(rank, nranks, comm);
+    ringoCommDestroy(comm);
+    return rc;
+  }
+  if (mode == "survive" && argc > 2) {
+    const char* t = std::getenv("RINGO_TIMEOUT_MS");
+    return Survive(rank, std::atoi(argv[2]), comm, t != nullptr ? std::atoll(t) : 300000);
+  }
+  if (mode == "victim") {
+    std::vector<float> in(64 << 10, 1.0f), out(in.size());
+    while (true) ringoAllReduce(in.data(), out.data(), in.size(), ringoFloat32, ringoSum, comm, nullptr);
+  }
+  if (mode == "garbage") return Garbage(rank, comm);
+  std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+  return 2;
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Communicators across hosts, for real: a cluster of network namespaces
+# (cluster.sh), ranks started on them as a launcher would (RANK, WORLD_SIZE,
+# RINGO_COMM_ID), TCP between hosts and shared memory within one.
+#   - the conformance sweep on 2 hosts x 1 rank, 2 x 2, 3 x 1, 2 x 3, and 2 x 1
+#     over IPv6;
+#   - faults: a rank killed on the other host, a host's link taken down
+#     mid-collective, a peer that writes garbage on its data connections:
+#     every survivor fails within RINGO_TIMEOUT_MS naming the rank.
+# Usage: multihost_test.sh MULTIHOST_BINARY
+set -u
+BIN=$(readlink -f "$1")
+HERE=$(dirname "$(readlink -f "$0")")
+source "$HERE/cluster.sh"
+# Each host's own interface, not the loopback the single-host tests use.
+unset RINGO_SOCKET_IFNAME
+cluster_require || exit 0
+LOGS=$(mktemp -d /tmp/ringo-multihost.XXXXXX)
+FAILED=0
+PASSED=0
+
+cluster_up 3 || { echo "FAIL: could not build the cluster"; exit 1; }
+
+# launch NAME "HOSTS" ARGS... : rank r runs on host HOSTS[r]; waits for all.
+# Each rank's own arguments may differ: RANK_ARGS_<r> overrides ARGS.
+launch() {
+  local name=$1 hosts=($2); shift 2
+  local n=${#hosts[@]} port=$(( 20000 + RANDOM % 30000 )) r pids=()
+  local comm_id="$(host_addr "${hosts[0]}"):$port"
+  [ -n "${IPV6:-}" ] && comm_id="[$(host_addr6 "${hosts[0]}")]:$port"
+  for ((r = 0; r < n; r++)); do
+    local args_var="RANK_ARGS_$r"
+    local args=("$@")
+    [ -n "${!args_var:-}" ] && read -r -a args <<< "${!args_var}"
+    host_spawn "${hosts[$r]}" env RANK=$r WORLD_SIZE=$n RINGO_COMM_ID="$comm_id" \
+      ${EXTRA_ENV:-} "$BIN" "${args[@]}" > "$LOGS/$name.rank$r.log" 2>&1
+    pids+=($SPAWNED_PID)
+    RANK_PIDS[$r]=$SPAWNED_PID
+  done
+  [ -n "${DURING:-}" ] && eval "$DURING"
+  local status=0
+  for ((r = 0; r < n; r++)); do
+    [ -n "${VICTIM:-}" ] && [ "$r" = "$VICTIM" ] && continue
+    wait "${pids[$r]}" || status=1
+  done
+  if [ -n "${VICTIM:-}" ]; then  # it never ends by itself
+    kill -9 "${pids[$VICTIM]}" 2>/dev/null
+    wait "${pids[$VICTIM]}" 2>/dev/null
+  fi
+  if [ -n "${POSTCHECK:-}" ] && ! eval "$POSTCHECK"; then
+    echo "  $name: $POSTCHECK failed"
+    status=1
+  fi
+  if [ $status -eq 0 ]; then
+    echo "PASS: $name"; PASSED=$((PASSED + 1))
+  else
+    echo "FAIL: $name"; FAILED=$((FAILED + 1))
+  fi
+  for ((r = 0; r < n; r++)); do sed "s/^/  $name rank $r: /" "$LOGS/$name.rank$r.log" | tail -n 4; done
+}
+
+export RINGO_TIMEOUT_MS=20000
+# The sweep's counts take the multi-chunk paths with 64-byte slots.
+EXTRA_ENV="RINGO_SLOT_BYTES=64"
+launch sweep_2x1 "0 1" sweep
+launch sweep_2x2 "0 0 1 1" sweep
+launch sweep_3x1 "0 1 2" sweep
+launch sweep_2x3 "0 0 0 1 1 1" sweep
+IPV6=1 EXTRA_ENV="RINGO_SLOT_BYTES=64 RINGO_SOCKET_FAMILY=ipv6" launch sweep_2x1_ipv6 "0 1" sweep
+EXTRA_ENV=""
+
+export RINGO_TIMEOUT_MS=3000
+# A rank on the other host killed mid-stream (ranks 0, 1 on host 0; 2, 3 on host 1).
+VICTIM=2 RANK_ARGS_2="victim" DURING='sleep 1.5; kill -9 ${RANK_PIDS[2]}' \
+  launch kill_remote_rank "0 0 1 1" survive 2
+# Host 1's link down mid-collective: each side names the other.
+RANK_ARGS_1="survive 0" DURING="sleep 1.5; ip -n $(host_ns 1) link set $(host_ifname 1) down" \
+  launch link_down "0 1" survive 1
+ip -n "$(host_ns 1)" link set "$(host_ifname 1)" up
+# A peer that writes garbage on its data connections.
+VICTIM=1 RANK_ARGS_1="garbage" POSTCHECK='grep -q "not a Ringo frame" "$LOGS/garbage_on_data_port.rank0.log"' \
+  launch garbage_on_data_port "0 1" survive 1
+
+echo "$PASSED passed, $FAILED failed (logs in $LOGS)"
+[ $FAILED -eq 0 ] && rm -rf "$LOGS"
+exit $(( FAILED > 0 ))
