@@ -46,6 +46,8 @@ struct Config {
   std::string proto;                     // RINGO_PROTO: "", "simple" or "ll" (GPU communicators)
   std::string device;                    // RINGO_DEVICE: "", "auto", "host" or "cuda"
   std::string host_isa;                  // RINGO_HOST_ISA: "", "auto", "generic" or "avx2"
+  bool require_gpu = false;              // RINGO_REQUIRE_GPU
+  int64_t cuda_device_max_connections = 0;  // CUDA_DEVICE_MAX_CONNECTIONS (0: unset)
 
   // Every declared variable that is set, by name.
   std::map<std::string, std::string> raw;
@@ -63,6 +65,14 @@ const Config& GetConfig();
 
 // Reads the environment again into a new snapshot (tests that set variables).
 void ReloadConfigForTesting();
+
+// CUDA_DEVICE_MAX_CONNECTIONS as the CUDA driver reads it when it creates a
+// device context: sets it to `value` first if it is unset (the one variable
+// Ringo writes; base/cuda.cc calls this before its first CUDA call), and
+// returns the value in effect, capped at CUDA's 32 (CUDA's default 8 when it
+// holds no positive number). The snapshot of GetConfig() keeps what the
+// environment held when it was read. Thread-safe with respect to itself.
+int ExportCudaDeviceMaxConnections(int value);
 
 }  // namespace ringo::base
 

@@ -3,7 +3,10 @@
 // datatype x op x protocol on small, odd and misaligned cases, compared with a
 // host reference folded with the same ReduceFunc. Also the reduction and copy
 // kernels, and the failure paths (timeout, abort, mismatched collectives).
-// Without a visible GPU the GPU tests skip; the argument checks still run.
+// Without a visible GPU the GPU tests skip (fail under RINGO_REQUIRE_GPU=1);
+// the argument checks still run. Inputs are written with cudaMemset and
+// cudaMemcpy on the legacy stream, which the ranks' non-blocking streams do
+// not wait for: every case synchronises the device before it launches.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,7 +21,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/cuda.h"
 #include "base/device/dtype.h"
+#include "base/gpu_test.h"
 #include "kernels/cuda/internal/test_reference.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/reduce_op.h"
@@ -41,6 +46,10 @@ using base::RedOp;
 
 constexpr char kSkipMessage[] = "no CUDA device visible: GPU kernel tests skipped";
 
+std::string NoGpuReason() { return std::string(kSkipMessage) + " (" + base::ProbeCuda().reason + ")"; }
+
+#define SKIP_WITHOUT_GPU() RINGO_SKIP_WITHOUT_GPU(base::ProbeCuda().device_count > 0, NoGpuReason())
+
 // ---- Host-only checks: run everywhere. ----
 
 TEST(RingKernelArgs, RejectsBadArgumentsBeforeTouchingCuda) {
@@ -51,20 +60,24 @@ TEST(RingKernelArgs, RejectsBadArgumentsBeforeTouchingCuda) {
   a.count = 16;
   a.slice_bytes = 256;
   DeviceChannel ch;  // null FIFOs
+  const DeviceChannel* table = &ch;  // never read: the checks refuse first
   if (!KernelsBuilt()) {
-    EXPECT_FALSE(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).ok());
+    EXPECT_FALSE(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).ok());
     return;
   }
   float buf[16];
   a.send = buf;
   a.recv = buf;
-  EXPECT_EQ(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
-  EXPECT_EQ(LaunchRingKernel(a, &ch, 0, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 0, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, kMaxChannels + 1, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, nullptr, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
   a.root = 5;
-  EXPECT_EQ(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
   a.root = 0;
   a.send = reinterpret_cast<const char*>(buf) + 1;  // not float-aligned
-  EXPECT_EQ(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
   EXPECT_EQ(LaunchReduceKernel(DataType::kFloat32, static_cast<RedOp>(9), buf, buf, buf, 1, nullptr).code(),
             base::Code::kInvalidArgument);
 }
@@ -73,7 +86,9 @@ TEST(RingKernelArgs, SliceLimits) {
   DeviceFifo f;
   f.slot_bytes = 4096;
   f.ll_slot_bytes = 4096;
-  EXPECT_EQ(MaxSliceBytes(f, Proto::kSimple), 4096);
+  EXPECT_EQ(MaxSliceBytes(f, Proto::kSimple), 4096 - kSlotShiftPad);  // room for the shift
+  f.slot_bytes = 16;
+  EXPECT_EQ(MaxSliceBytes(f, Proto::kSimple), 0);
   EXPECT_EQ(MaxSliceBytes(f, Proto::kLL), 2048);
   EXPECT_EQ(LLSlotBytesFor(2048), 4096);
   EXPECT_EQ(LLSlotBytesFor(1), 16);
@@ -101,7 +116,7 @@ TEST(RingKernelArgs, ErrorRecordStatusNamesPeerAndStep) {
 
 #if !RINGO_TEST_HAVE_CUDART
 
-TEST(RingKernelGpu, Skipped) { GTEST_SKIP() << kSkipMessage << " (built without the CUDA toolkit)"; }
+TEST(RingKernelGpu, Skipped) { RINGO_SKIP_WITHOUT_GPU(false, NoGpuReason() << " (built without the CUDA toolkit)"); }
 
 #else
 
@@ -112,25 +127,15 @@ void Cuda(cudaError_t err, const char* what) {
 }
 #define CUDA(call) Cuda((call), #call)
 
-bool GpuVisible() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
-#define SKIP_WITHOUT_GPU() \
-  if (!GpuVisible()) GTEST_SKIP() << kSkipMessage
 
 // FIFO memory of one connector, laid out like transport/fifo.h: counters and
 // sizes first, slots from byte 4096, then the LL slots.
 constexpr size_t kTailAt = 0, kHeadAt = 64, kSizesAt = 128, kAbortedAt = 192, kSlotsAt = 4096;
 
 // N ranks on one GPU: FIFOs for every ring edge and channel, a stream, an
-// error record per ring position, one abort flag. Ring position q holds rank
-// order[q], a permutation unlike the identity.
+// error record per ring position, one abort flag, and each position's
+// channel table in device memory. Ring position q holds rank order[q], a
+// permutation unlike the identity.
 class GpuRing {
  public:
   GpuRing(int nranks, int nchannels, int64_t slot_bytes, int64_t ll_slot_bytes)
@@ -154,10 +159,18 @@ class GpuRing {
     *abort_ = 0;
     CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&errors_dev_), errors_, 0));
     CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abort_dev_), abort_, 0));
+    for (int q = 0; q < n_ && n_ > 1; ++q) {
+      const std::vector<DeviceChannel> ch = Channels(q);
+      void* t = nullptr;
+      CUDA(cudaMalloc(&t, sizeof(DeviceChannel) * ch.size()));
+      CUDA(cudaMemcpy(t, ch.data(), sizeof(DeviceChannel) * ch.size(), cudaMemcpyHostToDevice));
+      tables_.push_back(static_cast<DeviceChannel*>(t));
+    }
     CUDA(cudaDeviceSynchronize());
   }
   ~GpuRing() {
     cudaDeviceSynchronize();
+    for (DeviceChannel* t : tables_) cudaFree(t);
     for (char* m : edges_) cudaFree(m);
     for (auto s : streams_) cudaStreamDestroy(s);
     cudaFreeHost(errors_);
@@ -175,6 +188,9 @@ class GpuRing {
   ErrorRecord* error_dev(int pos) { return errors_dev_ + pos; }
   const int* abort_dev() const { return abort_dev_; }
   void SetAbort(int v) { *reinterpret_cast<volatile int*>(abort_) = v; }
+
+  // Position `pos`'s channel table in device memory (null for one rank).
+  const DeviceChannel* table(int pos) const { return n_ > 1 ? tables_[pos] : nullptr; }
 
   // The channels position `pos` runs: edge pos-1 -> pos in, edge pos -> pos+1 out.
   std::vector<DeviceChannel> Channels(int pos) const {
@@ -211,6 +227,7 @@ class GpuRing {
   int64_t ll_slot_bytes_;
   std::vector<int> order_;
   std::vector<char*> edges_;
+  std::vector<DeviceChannel*> tables_;
   std::vector<cudaStream_t> streams_;
   ErrorRecord* errors_ = nullptr;
   ErrorRecord* errors_dev_ = nullptr;
@@ -297,6 +314,9 @@ void RunCase(GpuRing& ring, Buffers& buf, const Case& c) {
     CUDA(cudaMemset(buf.recv(r), kCanary, span));
     CUDA(cudaMemcpy(send_dev[r], in[r].data(), send_elems * es, cudaMemcpyHostToDevice));
   }
+  // The legacy stream's memset and copy (whose DMA may still run after
+  // cudaMemcpy returns) must land before the ranks' non-blocking streams read.
+  CUDA(cudaDeviceSynchronize());
 
   for (int q = 0; q < n; ++q) {
     const int rank = ring.rank_at(q);
@@ -315,8 +335,8 @@ void RunCase(GpuRing& ring, Buffers& buf, const Case& c) {
     a.slice_bytes = c.slice_bytes;
     a.proto = c.proto;
     const std::vector<DeviceChannel> ch = ring.Channels(q);
-    const base::Status st = LaunchRingKernel(a, ch.data(), ring.nchannels(), ring.stream(q), ring.error_dev(q),
-                                             ring.abort_dev(), 20'000'000'000ull);
+    const base::Status st = LaunchRingKernel(a, ch.data(), ring.table(q), ring.nchannels(), ring.stream(q),
+                                             ring.error_dev(q), ring.abort_dev(), 20'000'000'000ull);
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   for (int q = 0; q < n; ++q) CUDA(cudaStreamSynchronize(ring.stream(q)));
@@ -377,7 +397,7 @@ TEST_P(RingSweep, EveryCollectiveDatatypeOpProtocol) {
   const int n = GetParam();
   // One ring for all cases, protocols alternating: the counters must carry
   // over from launch to launch and from Simple to LL.
-  GpuRing ring(n, 2, kSlotBytes, kLLSlotBytes);
+  GpuRing ring(n, 2, kSlotBytes + kSlotShiftPad, kLLSlotBytes);
   Buffers buf(n, static_cast<size_t>(kMaxCount) * n * 8);
   const Coll colls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce};
   const int64_t counts[] = {0, 1, 7, 33, 1000, 4099};
@@ -440,8 +460,9 @@ void LaunchAlone(GpuRing& ring, Buffers& buf, int pos, int64_t count, uint64_t t
   for (int p = 0; p < ring.nranks(); ++p) a.order[p] = ring.order()[p];
   a.slice_bytes = 1024;
   const std::vector<DeviceChannel> ch = ring.Channels(pos);
-  const base::Status st =
-      LaunchRingKernel(a, ch.data(), ring.nchannels(), ring.stream(pos), ring.error_dev(pos), ring.abort_dev(), timeout_ns);
+  CUDA(cudaDeviceSynchronize());  // the buffers' setup (legacy stream) before a non-blocking stream
+  const base::Status st = LaunchRingKernel(a, ch.data(), ring.table(pos), ring.nchannels(), ring.stream(pos),
+                                           ring.error_dev(pos), ring.abort_dev(), timeout_ns);
   ASSERT_TRUE(st.ok()) << st.ToString();
 }
 
@@ -489,7 +510,9 @@ TEST(RingKernelFailure, MismatchedCountsAreReported) {
     for (int p = 0; p < 2; ++p) a.order[p] = ring.order()[p];
     a.slice_bytes = 256;
     const std::vector<DeviceChannel> ch = ring.Channels(q);
-    ASSERT_TRUE(LaunchRingKernel(a, ch.data(), 1, ring.stream(q), ring.error_dev(q), ring.abort_dev(), 500'000'000ull).ok());
+    ASSERT_TRUE(LaunchRingKernel(a, ch.data(), ring.table(q), 1, ring.stream(q), ring.error_dev(q), ring.abort_dev(),
+                                 500'000'000ull)
+                    .ok());
   }
   for (int q = 0; q < 2; ++q) CUDA(cudaStreamSynchronize(ring.stream(q)));
   const bool mismatch = ring.error(0).code == static_cast<int32_t>(KernelError::kSizeMismatch) ||
@@ -596,6 +619,36 @@ TEST(CopyKernel, CopiesAnyAlignmentAndSize) {
       ASSERT_TRUE(src == got);
     }
   }
+}
+
+// ---- Loading, residency and launch errors. ----
+
+TEST(RingKernelLoad, EveryKernelLoadsAndFitsTheGpu) {
+  SKIP_WITHOUT_GPU();
+  const base::StatusOr<RingResidency> r = LoadRingKernels(0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  int sms = 0;
+  CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  EXPECT_EQ(r.value().sms, sms);
+  EXPECT_GE(r.value().blocks_per_sm, 1) << "a ring block of " << kRingThreads << " threads does not fit an SM";
+  const base::StatusOr<RingResidency> again = LoadRingKernels(0);  // cached
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value().blocks_per_sm, r.value().blocks_per_sm);
+  EXPECT_FALSE(LoadRingKernels(1 << 20).ok());  // no such device
+}
+
+// A launch reports its own result: an error another call left in the
+// runtime's last-error slot is not this launch's failure.
+TEST(RingKernelLoad, LaunchErrorsAreTheLaunchsOwn) {
+  SKIP_WITHOUT_GPU();
+  DeviceBuffer src(4096), dst(4096);
+  CUDA(cudaMemset(src.p, 7, 4096));
+  CUDA(cudaDeviceSynchronize());
+  ASSERT_NE(cudaSetDevice(1 << 20), cudaSuccess);  // leaves cudaErrorInvalidDevice in the last-error slot
+  const base::Status st = LaunchCopyKernel(src.p, dst.p, 4096, nullptr);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  cudaGetLastError();
+  CUDA(cudaDeviceSynchronize());
 }
 
 #endif  // RINGO_TEST_HAVE_CUDART
