@@ -103,7 +103,7 @@ gtest_counts() {
   local log=$1
   local passed failed skipped
   passed=$(grep -oE '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$NF} END {print s+0}')
-  failed=$(grep -cE '^\[  FAILED  \] [A-Za-z]' "$log")
+  failed=$(grep -oE '\[  FAILED  \] [0-9]+ tests?, listed below' "$log" | awk '{s+=$4} END {print s+0}')
   skipped=$(grep -oE '\[  SKIPPED \] [0-9]+ test' "$log" | awk '{s+=$(NF-1)} END {print s+0}')
   echo "$passed passed, $failed failed, $skipped skipped"
 }
@@ -377,14 +377,14 @@ except Exception:
 PY
 )
   [[ -z $p ]] && p=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2/ {print $NF; exit}')
-  [[ -z $p ]] && p=$(find / -xdev -name 'libnccl.so.2*' -type f 2>/dev/null | head -1)
+  [[ -z $p ]] && p=$(find /opt /usr -maxdepth 8 -name 'libnccl.so.2*' -type f 2>/dev/null | head -1)
   echo "$p"
 }
 
 step_nccl() {
   local lib
   lib=$(find_nccl)
-  if [[ -z $lib ]]; then DETAIL="no libnccl.so.2 found (PyTorch's pip packages, ldconfig, /)"; return 3; fi
+  if [[ -z $lib ]]; then DETAIL="no libnccl.so.2 found (PyTorch's pip packages, ldconfig, /opt, /usr)"; return 3; fi
   echo "NCCL: $lib; PyTorch says: $(python3 -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())' 2>&1 | tail -1)"
   local verdict=0 detail=""
   local -A t=()

@@ -1,18 +1,20 @@
 #!/bin/bash
 # scripts/gpu_check.sh where no GPU is visible must fail loudly, never pass:
-# on a bundle folder made of this build's ringo-perf, the bundle step passes,
+# on a bundle folder made of this build's binaries, the bundle step passes,
 # the facts step fails naming the missing GPU, every later step is reported
-# NOTRUN, the last line counts them, and the exit status is 1. Also its
-# argument errors. Skips (exit 0, "SKIPPED: ...") where a GPU is visible.
+# NOTRUN, the last line counts them, and the exit status is 1. With an
+# nvidia-smi that claims a GPU, every step that touches the GPU still fails
+# (RINGO_REQUIRE_GPU=1), so nothing passes without one. Also its argument
+# errors. Skips (exit 0, "SKIPPED: ...") where a GPU is visible.
 #
-# Usage: gpu_check_test.sh <gpu_check.sh> <ringo-perf>
+# Usage: gpu_check_test.sh <gpu_check.sh> <binaries and libringo.so ...>
 set -u
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 <gpu_check.sh> <ringo-perf>" >&2
+if [[ $# -lt 2 ]]; then
+  echo "usage: $0 <gpu_check.sh> <ringo-perf> [more binaries, libringo.so]" >&2
   exit 2
 fi
 check=$(realpath "$1")
-perf=$(realpath "$2")
+shift
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   echo "SKIPPED: a GPU is visible; the no-GPU behaviour is not reachable"
   exit 0
@@ -21,7 +23,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 b="$work/ringo-gpu-test"
 mkdir -p "$b/bin" "$b/lib/compat"
-cp "$perf" "$b/bin/ringo-perf"
+for f in "$@"; do
+  case "$f" in
+    *.so) ln -s "$(realpath "$f")" "$b/lib/$(basename "$f")" ;;
+    *) ln -s "$(realpath "$f")" "$b/bin/$(basename "$f")" ;;
+  esac
+done
+ln -s "$(dirname "$check")/gpu_sanitize.sh" "$b/gpu_sanitize.sh"
 echo "Ringo GPU bundle (test)" >"$b/MANIFEST"
 fail=0
 
@@ -57,5 +65,24 @@ tar -C "$work" -czf "$work/bundle.tar.gz" ringo-gpu-test
 rc=$?
 [[ $rc -eq 1 ]] && grep -q '^PASS bundle' "$out" && grep -q '^FAIL facts' "$out" ||
   { cat "$out"; echo "FAIL: the archive run (exit $rc)"; fail=1; }
+# A machine that claims a GPU it cannot use: nothing past the facts passes.
+mkdir -p "$work/fake"
+cat >"$work/fake/nvidia-smi" <<'SMI'
+#!/bin/bash
+case "$1" in
+  -L) echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-not-real)" ;;
+  *) echo "NVIDIA H100 80GB HBM3, 81559 MiB, 580.00" ;;
+esac
+SMI
+chmod +x "$work/fake/nvidia-smi"
+PATH="$work/fake:$PATH" "$check" --budget 300 "$b" >"$out" 2>&1
+rc=$?
+echo "--- with a fake nvidia-smi:"
+sed -n '/gpu_check summary/,$p' "$out"
+[[ $rc -eq 1 ]] || { echo "FAIL: exit status $rc with a GPU that cannot be used"; fail=1; }
+passed=$(grep -E '^PASS ' "$out" | awk '{print $2}' | tr '\n' ' ')
+[[ $passed == "bundle facts " ]] || { echo "FAIL: steps passed without a usable GPU: $passed"; fail=1; }
+grep -qE '^(PASS|MISS) (kernel_tests|conformance|perf|process|sanitize|nccl)' "$out" &&
+  { echo "FAIL: a GPU step passed or measured"; fail=1; }
 [[ $fail -eq 0 ]] && echo "PASS"
 exit $fail
