@@ -191,7 +191,8 @@ Config* Load() {
     if (*v == "1" || *v == "0") {
       config->require_gpu = (*v == "1");
     } else {
-      errors += std::string(errors.empty() ? "" : "; ") + "RINGO_REQUIRE_GPU='" + *v + "' is not 0 or 1";
+      errors +=
+          std::string(errors.empty() ? "" : "; ") + "RINGO_REQUIRE_GPU='" + *v + "' is not 0 or 1";
     }
   }
   // CUDA's, not Ringo's: not validated (CUDA itself ignores a bad value).

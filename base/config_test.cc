@@ -353,7 +353,8 @@ TEST_F(ConfigTest, RequireGpu) {
 TEST_F(ConfigTest, CudaDeviceMaxConnections) {
   EXPECT_EQ(GetConfig().cuda_device_max_connections, 0);
   EXPECT_EQ(With("CUDA_DEVICE_MAX_CONNECTIONS", "16").cuda_device_max_connections, 16);
-  const Config& odd = With("CUDA_DEVICE_MAX_CONNECTIONS", "0");  // CUDA's variable: not Ringo's to refuse
+  const Config& odd =
+      With("CUDA_DEVICE_MAX_CONNECTIONS", "0");  // CUDA's variable: not Ringo's to refuse
   EXPECT_TRUE(odd.parse_status.ok()) << odd.parse_status.ToString();
   EXPECT_EQ(odd.cuda_device_max_connections, 0);
   // Export: left alone when set (capped at CUDA's 32 when read), set when unset.

@@ -69,10 +69,11 @@ bool AnyPrimaryContextActive(int device_count) {
   void* get = nullptr;
   void* state = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 12000, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess ||
-      cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 12000, cudaEnableDefault, &found) !=
+  if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 12000, cudaEnableDefault, &found) !=
           cudaSuccess ||
+      found != cudaDriverEntryPointSuccess ||
+      cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 12000,
+                                       cudaEnableDefault, &found) != cudaSuccess ||
       found != cudaDriverEntryPointSuccess) {
     cudaGetLastError();
     return false;
@@ -82,7 +83,8 @@ bool AnyPrimaryContextActive(int device_count) {
     unsigned int flags = 0;
     int active = 0;
     if (reinterpret_cast<DeviceGetFn>(get)(&device, ordinal) == 0 &&
-        reinterpret_cast<PrimaryCtxGetStateFn>(state)(device, &flags, &active) == 0 && active != 0) {
+        reinterpret_cast<PrimaryCtxGetStateFn>(state)(device, &flags, &active) == 0 &&
+        active != 0) {
       return true;
     }
   }
@@ -111,7 +113,9 @@ const CudaProbe& ProbeCuda() {
     p->context_before_probe = count > 0 && AnyPrimaryContextActive(count);
     // A context that predates the probe has the queues the environment held
     // before it, CUDA's 8 when unset.
-    p->work_queues = !p->context_before_probe ? queues : before > 0 ? static_cast<int>(before > 32 ? 32 : before) : 8;
+    p->work_queues = !p->context_before_probe ? queues
+                     : before > 0             ? static_cast<int>(before > 32 ? 32 : before)
+                                              : 8;
     return p;
   }();
   return *kProbe;

@@ -12,15 +12,15 @@
 // In a test body (or a function returning void): when `visible` is false,
 // GTEST_SKIP() << why, or GTEST_FAIL() << why under RINGO_REQUIRE_GPU=1.
 // `why` is streamed, so it may be any expression gtest can print.
-#define RINGO_SKIP_WITHOUT_GPU(visible, why)                                 \
-  do {                                                                       \
-    if (!(visible)) {                                                        \
-      if (::ringo::base::GetConfig().require_gpu) {                          \
+#define RINGO_SKIP_WITHOUT_GPU(visible, why)                                     \
+  do {                                                                           \
+    if (!(visible)) {                                                            \
+      if (::ringo::base::GetConfig().require_gpu) {                              \
         GTEST_FAIL() << "RINGO_REQUIRE_GPU=1, but the GPU is unusable: " << why; \
-      } else {                                                               \
-        GTEST_SKIP() << why;                                                 \
-      }                                                                      \
-    }                                                                        \
+      } else {                                                                   \
+        GTEST_SKIP() << why;                                                     \
+      }                                                                          \
+    }                                                                            \
   } while (0)
 
 #endif  // RINGO_BASE_GPU_TEST_H_

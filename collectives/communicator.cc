@@ -190,7 +190,8 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAllCuda(
   // Loads every kernel on every device, then channels from what they hold.
   ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus, internal::LocalPlaces(cuda_devices));
   const internal::GpuLayout layout = internal::LayoutOf(gpus);
-  const DeviceGeometry geometry = ChooseDeviceGeometry(config, nranks, layout.residency, layout.max_ranks_per_gpu);
+  const DeviceGeometry geometry =
+      ChooseDeviceGeometry(config, nranks, layout.residency, layout.max_ranks_per_gpu);
   RETURN_IF_ERROR(internal::CheckPlaces(gpus, geometry.nchannels));
   std::shared_ptr<transport::P2pRing> p2p;
   if (nranks > 1) {
@@ -215,9 +216,9 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAllCuda(
   for (int r = 0; r < nranks; ++r) {
     std::unique_ptr<Communicator> comm(new Communicator(r, nranks, config, options));
     const uint64_t timeout_ns = static_cast<uint64_t>(comm->timeout_ms_) * 1000000ull;
-    ASSIGN_OR_RETURN(comm->gpu_, internal::GpuComm::Create(r, nranks, cuda_devices[r], ring.order, ends_of(r),
-                                                           geometry, timeout_ns,
-                                                           internal::RanksSharingGpuInProcess(gpus, r)));
+    ASSIGN_OR_RETURN(comm->gpu_, internal::GpuComm::Create(
+                                     r, nranks, cuda_devices[r], ring.order, ends_of(r), geometry,
+                                     timeout_ns, internal::RanksSharingGpuInProcess(gpus, r)));
     comm->order_ = ring.order;
     for (int p = 0; p < nranks; ++p) {
       if (comm->order_[p] == r) comm->pos_ = p;
@@ -235,9 +236,11 @@ Status Communicator::ConnectGpu(transport::Bootstrap& bootstrap, const base::Con
                                 const std::vector<int>& order, int device) {
   // Every rank loads its kernels and sees every rank's GPU: the same channels
   // and the same verdict on every rank.
-  ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus, internal::ExchangePlaces(bootstrap, device));
+  ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus,
+                   internal::ExchangePlaces(bootstrap, device));
   const internal::GpuLayout layout = internal::LayoutOf(gpus);
-  const DeviceGeometry geometry = ChooseDeviceGeometry(shared, nranks_, layout.residency, layout.max_ranks_per_gpu);
+  const DeviceGeometry geometry =
+      ChooseDeviceGeometry(shared, nranks_, layout.residency, layout.max_ranks_per_gpu);
   RETURN_IF_ERROR(internal::CheckPlaces(gpus, geometry.nchannels));
   std::unique_ptr<transport::P2pEnds> ends;
   if (nranks_ > 1) {
@@ -258,8 +261,9 @@ Status Communicator::ConnectGpu(transport::Bootstrap& bootstrap, const base::Con
     if (order_[p] == rank_) pos_ = p;
   }
   const uint64_t timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
-  auto made = internal::GpuComm::Create(rank_, nranks_, device, order, std::move(ends), geometry, timeout_ns,
-                                        internal::RanksSharingGpuInProcess(gpus, rank_));
+  auto made =
+      internal::GpuComm::Create(rank_, nranks_, device, order, std::move(ends), geometry,
+                                timeout_ns, internal::RanksSharingGpuInProcess(gpus, rank_));
   // A rank that failed here would leave the others' first collective waiting.
   RETURN_IF_ERROR(transport::AgreeOk(bootstrap, made.status(), "set up its GPU communicator"));
   gpu_ = std::move(made).value();

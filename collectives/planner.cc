@@ -166,21 +166,23 @@ DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks) {
 }
 
 DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks,
-                                    const kernels::gpu::RingResidency& residency, int ranks_per_gpu) {
+                                    const kernels::gpu::RingResidency& residency,
+                                    int ranks_per_gpu) {
   DeviceGeometry g;
   const int64_t slice = config.slot_bytes > 0 ? config.slot_bytes : kDeviceSlotBytes;
   g.slot_bytes = slice + kernels::gpu::kSlotShiftPad;  // a Simple slot carries `slice` at any shift
   g.fixed_slot = config.slot_bytes > 0;
   // LL slices never exceed the Simple slice, so RINGO_SLOT_BYTES shrinks both
   // (the tests reach multi-chunk LL paths with small counts that way).
-  const int64_t ll_slice =
-      std::min(kDeviceLLSliceBytes, slice) / kernels::gpu::kLLDataBytesPerLine * kernels::gpu::kLLDataBytesPerLine;
+  const int64_t ll_slice = std::min(kDeviceLLSliceBytes, slice) /
+                           kernels::gpu::kLLDataBytesPerLine * kernels::gpu::kLLDataBytesPerLine;
   g.ll_slot_bytes = kernels::gpu::LLSlotBytesFor(ll_slice);
   if (config.nchannels > 0) {
     g.nchannels = static_cast<int>(std::min<int64_t>(config.nchannels, kernels::gpu::kMaxChannels));
     g.fixed_channels = true;
   } else if (residency.sms > 0) {
-    g.nchannels = kernels::gpu::ChannelsPerRank(residency, ranks_per_gpu, kernels::gpu::kMaxChannels);
+    g.nchannels =
+        kernels::gpu::ChannelsPerRank(residency, ranks_per_gpu, kernels::gpu::kMaxChannels);
   } else {
     g.nchannels = kDeviceChannels;
   }

@@ -80,7 +80,8 @@ DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks);
 // GPU's) and carry up to `ranks_per_gpu` ranks each: channels per rank
 // kernels::gpu::ChannelsPerRank, unless RINGO_NCHANNELS says.
 DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks,
-                                    const kernels::gpu::RingResidency& residency, int ranks_per_gpu);
+                                    const kernels::gpu::RingResidency& residency,
+                                    int ranks_per_gpu);
 
 struct DevicePlan {
   kernels::gpu::Proto proto = kernels::gpu::Proto::kSimple;

@@ -574,10 +574,12 @@ TEST(DevicePlanTest, SlicesFitTheProtocolAndChannelsGrowWithSize) {
 // fits the GPU.
 TEST(DeviceGeometryTest, ChannelsFromTheMultiprocessorsAndTheRanksPerGpu) {
   const kernels::gpu::RingResidency h100{132, 1};
-  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 2, h100, 2).nchannels, kernels::gpu::kMaxChannels);
+  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 2, h100, 2).nchannels,
+            kernels::gpu::kMaxChannels);
   EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 4, h100, 4).nchannels, 33);
   EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 8, h100, 8).nchannels, 16);
-  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 8, h100, 1).nchannels, kernels::gpu::kMaxChannels);  // 8 GPUs
+  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 8, h100, 1).nchannels,
+            kernels::gpu::kMaxChannels);  // 8 GPUs
   EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 1, h100, 1).nchannels, 1);
   for (int n = 2; n <= 16; ++n) {
     const int c = ChooseDeviceGeometry(DefaultConfig(), n, h100, n).nchannels;

@@ -83,7 +83,9 @@ TEST(GpuComm, InitAllWithoutGpuStaysOnHost) {
 
 #if !RINGO_TEST_HAVE_CUDART
 
-TEST(GpuConformance, Skipped) { RINGO_SKIP_WITHOUT_GPU(false, SkipMessage() << " (built without the CUDA toolkit)"); }
+TEST(GpuConformance, Skipped) {
+  RINGO_SKIP_WITHOUT_GPU(false, SkipMessage() << " (built without the CUDA toolkit)");
+}
 
 #else
 
@@ -392,8 +394,10 @@ TEST(GpuComm, RanksSharingAGpuRefuseLegacyAndBlockingStreams) {
   CUDA(cudaMalloc(&dev, 64));
   cudaStream_t blocking = nullptr;
   CUDA(cudaStreamCreate(&blocking));
-  for (cudaStream_t s : {static_cast<cudaStream_t>(nullptr), cudaStreamLegacy, cudaStreamPerThread, blocking}) {
-    EXPECT_EQ(ringoAllReduce(dev, dev, 16, ringoFloat32, ringoSum, ranks.comm(0), s), ringoInvalidUsage);
+  for (cudaStream_t s :
+       {static_cast<cudaStream_t>(nullptr), cudaStreamLegacy, cudaStreamPerThread, blocking}) {
+    EXPECT_EQ(ringoAllReduce(dev, dev, 16, ringoFloat32, ringoSum, ranks.comm(0), s),
+              ringoInvalidUsage);
     const std::string msg = ringoGetLastError(ranks.comm(0));
     EXPECT_NE(msg.find("cudaStreamNonBlocking"), std::string::npos) << msg;
   }
@@ -430,7 +434,8 @@ TEST(GpuComm, CallsOnDifferentStreamsRunInCallOrder) {
   for (int call = 0; call < kCalls; ++call) {
     for (int r = 0; r < kRanks; ++r) {
       const cudaStream_t s = call % 2 == 0 ? ranks.stream(r) : other[r];
-      ASSERT_EQ(ringoAllReduce(buf[r], buf[r], kCount, ringoFloat32, ringoSum, ranks.comm(r), s), ringoSuccess)
+      ASSERT_EQ(ringoAllReduce(buf[r], buf[r], kCount, ringoFloat32, ringoSum, ranks.comm(r), s),
+                ringoSuccess)
           << ringoGetLastError(ranks.comm(r));
     }
   }
@@ -445,7 +450,8 @@ TEST(GpuComm, CallsOnDifferentStreamsRunInCallOrder) {
   for (int r = 0; r < kRanks; ++r) {
     CUDA(cudaMemcpy(got.data(), buf[r], kCount * sizeof(float), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < kCount; ++i) {
-      ASSERT_EQ(got[i], init[i] * static_cast<float>(1 << kCalls)) << "rank " << r << " element " << i;
+      ASSERT_EQ(got[i], init[i] * static_cast<float>(1 << kCalls))
+          << "rank " << r << " element " << i;
     }
     CUDA(cudaStreamDestroy(other[r]));
     CUDA(cudaFree(buf[r]));

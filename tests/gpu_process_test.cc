@@ -93,9 +93,9 @@ const GpuProbe& ProbeInChild() {
   return probe;
 }
 
-#define SKIP_WITHOUT_GPU()                                                                    \
-  RINGO_SKIP_WITHOUT_GPU(ProbeInChild().device_count > 0,                                     \
-                         "no CUDA device visible (" << ProbeInChild().reason                  \
+#define SKIP_WITHOUT_GPU()                                                                      \
+  RINGO_SKIP_WITHOUT_GPU(ProbeInChild().device_count > 0,                                       \
+                         "no CUDA device visible (" << ProbeInChild().reason                    \
                                                     << "): GPU communicators across processes " \
                                                        "(CUDA IPC) not tested")
 

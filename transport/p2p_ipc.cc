@@ -56,16 +56,17 @@ int PositionOf(const std::vector<int>& order, int rank) {
 
 // The process's SharedConnectors, freeing with cudaFree.
 [[maybe_unused]] internal::SharedConnectors& Shared() {
-  static internal::SharedConnectors* const shared = new internal::SharedConnectors([](void* ptr, int device) {
+  static internal::SharedConnectors* const shared =
+      new internal::SharedConnectors([](void* ptr, int device) {
 #if RINGO_P2P_CUDA
-    auto scope = base::ScopedDevice::Enter(device);
-    (void)cudaFree(ptr);  // waits for the device's outstanding work
-    cudaGetLastError();
+        auto scope = base::ScopedDevice::Enter(device);
+        (void)cudaFree(ptr);  // waits for the device's outstanding work
+        cudaGetLastError();
 #else
-    (void)ptr;
-    (void)device;
+        (void)ptr;
+        (void)device;
 #endif
-  });
+      });
   return *shared;
 }
 
@@ -191,7 +192,8 @@ Status P2pIpcRing::OpenSuccessor(const IpcRecord& next, const IpcRecord& mine) {
     RETURN_IF_ERROR(EnablePeerAccess(spec_.device, their_device));
     void* theirs = reinterpret_cast<void*>(next.device_pointer);
     if (!Shared().Retain(theirs)) {
-      return base::Internal("rank " + std::to_string(next.rank) + "'s GPU connectors are not known in this process");
+      return base::Internal("rank " + std::to_string(next.rank) +
+                            "'s GPU connectors are not known in this process");
     }
     peer_ = theirs;
     peer_retained_ = true;

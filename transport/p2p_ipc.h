@@ -98,7 +98,8 @@ class P2pIpcRing : public P2pEnds {
   void* own_ = nullptr;        // cudaMalloc'd on spec_.device: the connectors this rank receives on
   void* peer_ = nullptr;       // the successor's allocation as this process addresses it
   bool peer_opened_ = false;   // peer_ came from cudaIpcOpenMemHandle (close it)
-  bool peer_retained_ = false; // peer_ is this process's successor's allocation, retained (release it)
+  bool peer_retained_ =
+      false;  // peer_ is this process's successor's allocation, retained (release it)
   void* stream_ = nullptr;     // cudaStream_t, non-blocking: abort and release writes
   base::MappedHostMemory words_;  // uint32 [0] = 1 (source of writes), [1] read-back target
   int pred_pid_ = -1;             // the ring predecessor's process

@@ -37,8 +37,8 @@ TEST(SharedConnectors, TheLastUserFreesWithoutWaiting) {
     int a_mem = 0, b_mem = 0;
     shared.Register(&a_mem, 0);
     shared.Register(&b_mem, 1);
-    EXPECT_TRUE(shared.Retain(&b_mem));  // rank A sends into B's connectors
-    EXPECT_TRUE(shared.Retain(&a_mem));  // and B into A's
+    EXPECT_TRUE(shared.Retain(&b_mem));   // rank A sends into B's connectors
+    EXPECT_TRUE(shared.Retain(&a_mem));   // and B into A's
     EXPECT_FALSE(shared.Retain(&freed));  // not a registered allocation
     auto destroy = [&](void* own, void* peer) {
       shared.Release(peer);  // done writing the successor's memory

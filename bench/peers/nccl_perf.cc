@@ -96,7 +96,8 @@ base::StatusOr<NcclApi> LoadNccl(const std::string& path) {
   Find(api.handle, "ncclAllGather", &api.AllGather, true, &missing);
   Find(api.handle, "ncclBroadcast", &api.Broadcast, true, &missing);
   Find(api.handle, "ncclReduce", &api.Reduce, true, &missing);
-  if (!missing.empty()) return base::InvalidUsage(path + " lacks " + missing + ": not an NCCL 2.x library");
+  if (!missing.empty())
+    return base::InvalidUsage(path + " lacks " + missing + ": not an NCCL 2.x library");
   return api;
 }
 
@@ -109,30 +110,45 @@ std::string VersionText(int v) {
 
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(const NcclApi& api, NcclComm comm, int rank, int size, int device, std::string library)
-      : api_(api), comm_(comm), rank_(rank), size_(size), device_(device), library_(std::move(library)) {}
+  NcclCommunicator(const NcclApi& api, NcclComm comm, int rank, int size, int device,
+                   std::string library)
+      : api_(api),
+        comm_(comm),
+        rank_(rank),
+        size_(size),
+        device_(device),
+        library_(std::move(library)) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string Library() const override { return library_; }
   int CudaDevice() const override { return device_; }
   Status Supports(Collective, DataType, RedOp) const override { return Status(); }
-  Status Issue(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op, int root,
-               void* stream) override {
+  Status Issue(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op,
+               int root, void* stream) override {
     const int dt = static_cast<int>(type);
     const int rop = static_cast<int>(op);
     int result = 0;
     switch (c) {
-      case Collective::kAllReduce: result = api_.AllReduce(send, recv, count, dt, rop, comm_, stream); break;
+      case Collective::kAllReduce:
+        result = api_.AllReduce(send, recv, count, dt, rop, comm_, stream);
+        break;
       case Collective::kReduceScatter:
         result = api_.ReduceScatter(send, recv, count, dt, rop, comm_, stream);
         break;
-      case Collective::kAllGather: result = api_.AllGather(send, recv, count, dt, comm_, stream); break;
-      case Collective::kBroadcast: result = api_.Broadcast(send, recv, count, dt, root, comm_, stream); break;
-      case Collective::kReduce: result = api_.Reduce(send, recv, count, dt, rop, root, comm_, stream); break;
+      case Collective::kAllGather:
+        result = api_.AllGather(send, recv, count, dt, comm_, stream);
+        break;
+      case Collective::kBroadcast:
+        result = api_.Broadcast(send, recv, count, dt, root, comm_, stream);
+        break;
+      case Collective::kReduce:
+        result = api_.Reduce(send, recv, count, dt, rop, root, comm_, stream);
+        break;
     }
     if (result == 0) return Status();
-    return base::Internal(std::string("nccl") + CollectiveName(c) + " failed: " + api_.Error(result, comm_));
+    return base::Internal(std::string("nccl") + CollectiveName(c) +
+                          " failed: " + api_.Error(result, comm_));
   }
   void Abort() override {
     if (!aborted_) api_.CommAbort(comm_);
@@ -167,8 +183,9 @@ int Main(int argc, char** argv) {
   if (!options.ok()) return UsageError(kProgram, options.status().message());
   Options o = *options;
   if (o.help) {
-    std::fputs((FlagsUsage(kProgram) + "  --nccl-lib PATH          the NCCL library to load (default libnccl.so.2)\n"
-                                       "The -np ranks (default 1) are threads of this process.\n")
+    std::fputs((FlagsUsage(kProgram) +
+                "  --nccl-lib PATH          the NCCL library to load (default libnccl.so.2)\n"
+                "The -np ranks (default 1) are threads of this process.\n")
                    .c_str(),
                stdout);
     return 0;
@@ -203,8 +220,8 @@ int Main(int argc, char** argv) {
   if (init != 0) {
     std::string where;
     for (int d : devlist) where += (where.empty() ? "" : ",") + std::to_string(d);
-    std::printf("%s refused %d rank(s) on CUDA devices [%s]: ncclCommInitAll: %s\n", library.c_str(), n,
-                where.c_str(), api.Error(init, nullptr).c_str());
+    std::printf("%s refused %d rank(s) on CUDA devices [%s]: ncclCommInitAll: %s\n",
+                library.c_str(), n, where.c_str(), api.Error(init, nullptr).c_str());
     return kExitRefused;
   }
   std::vector<int> results(n, kExitFailure);

@@ -80,9 +80,9 @@ StatusOr<std::unique_ptr<GpuComm>> GpuComm::Create(int rank, int nranks, int dev
   g->max_simple_slice_ = slices.simple;
   g->max_ll_slice_ = slices.ll;
   if (nranks > 1) {
-    ASSIGN_OR_RETURN(g->device_channels_,
-                     base::DeviceCopy::Of(device, g->channels_.data(),
-                                          sizeof(kernels::gpu::DeviceChannel) * g->channels_.size()));
+    ASSIGN_OR_RETURN(g->device_channels_, base::DeviceCopy::Of(device, g->channels_.data(),
+                                                               sizeof(kernels::gpu::DeviceChannel) *
+                                                                   g->channels_.size()));
   }
   ASSIGN_OR_RETURN(g->error_, base::MappedHostMemory::Allocate(sizeof(ErrorRecord)));
   ASSIGN_OR_RETURN(g->abort_, base::MappedHostMemory::Allocate(sizeof(int)));
@@ -126,8 +126,9 @@ Status GpuComm::Enqueue(const kernels::CollArgs& args, void* stream) {
   DoneEvent done(&done_);
   RETURN_IF_ERROR(order_launches_.Before(stream, done));
   RETURN_IF_ERROR(kernels::gpu::LaunchRingKernel(
-      a, channels_.data(), static_cast<const kernels::gpu::DeviceChannel*>(device_channels_.get()), plan.nchannels,
-      stream, static_cast<ErrorRecord*>(error_.device()), static_cast<const int*>(abort_.device()), timeout_ns_));
+      a, channels_.data(), static_cast<const kernels::gpu::DeviceChannel*>(device_channels_.get()),
+      plan.nchannels, stream, static_cast<ErrorRecord*>(error_.device()),
+      static_cast<const int*>(abort_.device()), timeout_ns_));
   return order_launches_.After(stream, done);
 }
 

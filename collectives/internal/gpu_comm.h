@@ -42,7 +42,8 @@ class GpuComm {
                                                          const std::vector<int>& order,
                                                          std::unique_ptr<transport::P2pEnds> ends,
                                                          const DeviceGeometry& geometry,
-                                                         uint64_t timeout_ns, int ranks_sharing_gpu);
+                                                         uint64_t timeout_ns,
+                                                         int ranks_sharing_gpu);
   // Waits for the work this rank enqueued, then frees its memory and its
   // ends (an in-process ring's memory goes with the last rank that holds it;
   // a cross-process ring's waits for the predecessor's release, see
@@ -78,7 +79,7 @@ class GpuComm {
   uint64_t timeout_ns_ = 0;
   int64_t max_simple_slice_ = 0;
   int64_t max_ll_slice_ = 0;
-  int ranks_sharing_gpu_ = 1;  // ranks of this process on this GPU
+  int ranks_sharing_gpu_ = 1;                          // ranks of this process on this GPU
   std::vector<kernels::gpu::DeviceChannel> channels_;  // one per connected channel
   std::unique_ptr<transport::P2pEnds> ends_;
   base::DeviceCopy device_channels_;  // channels_ in device memory, read by the kernels

@@ -36,15 +36,16 @@ struct GpuPlace {
   int32_t ok;             // 1: the fields below are valid; 0: this rank failed to load its kernels
   int32_t sms;            // its GPU's multiprocessors
   int32_t blocks_per_sm;  // ring blocks one of them holds at once
-  int32_t work_queues;    // its process's hardware queues per context (base::CudaProbe::work_queues)
-  int32_t device;         // its CUDA device ordinal, in its own process
+  int32_t work_queues;  // its process's hardware queues per context (base::CudaProbe::work_queues)
+  int32_t device;       // its CUDA device ordinal, in its own process
   char bus_id[kPlaceBusIdBytes];  // its GPU's PCI bus id, NUL-terminated
 };
 
 // What every rank derives alike from every place.
 struct GpuLayout {
-  int max_ranks_per_gpu = 1;              // the most ranks on any one GPU
-  kernels::gpu::RingResidency residency;  // the smallest GPU's (fewest multiprocessors, fewest blocks each)
+  int max_ranks_per_gpu = 1;  // the most ranks on any one GPU
+  kernels::gpu::RingResidency
+      residency;  // the smallest GPU's (fewest multiprocessors, fewest blocks each)
 };
 
 // This process's place on CUDA device `device`: loads every ring kernel there

@@ -13,7 +13,8 @@
 namespace ringo::collectives::internal {
 namespace {
 
-GpuPlace Place(uint64_t host, int pid, const char* bus, int sms = 132, int blocks = 1, int queues = 32) {
+GpuPlace Place(uint64_t host, int pid, const char* bus, int sms = 132, int blocks = 1,
+               int queues = 32) {
   GpuPlace p;
   std::memset(&p, 0, sizeof(p));
   p.host_hash = host;
@@ -49,7 +50,7 @@ TEST(GpuPlacement, RanksPerGpuAndPerProcess) {
 
 TEST(GpuPlacement, EveryGpuMustHoldItsRanksBlocks) {
   std::vector<GpuPlace> eight(8, Place(1, 10, "0000:07:00.0"));
-  EXPECT_TRUE(CheckPlaces(eight, 16).ok());  // 128 of 132
+  EXPECT_TRUE(CheckPlaces(eight, 16).ok());        // 128 of 132
   const base::Status st = CheckPlaces(eight, 17);  // 136 of 132
   EXPECT_EQ(st.code(), base::Code::kInvalidUsage);
   EXPECT_NE(st.message().find("0000:07:00.0"), std::string::npos) << st.message();
@@ -58,7 +59,8 @@ TEST(GpuPlacement, EveryGpuMustHoldItsRanksBlocks) {
   EXPECT_TRUE(CheckPlaces(roomy, 33).ok());
   // Ranks on different GPUs do not add up.
   std::vector<GpuPlace> spread;
-  for (int g = 0; g < 8; ++g) spread.push_back(Place(1, 10, ("0000:0" + std::to_string(g) + ":00.0").c_str()));
+  for (int g = 0; g < 8; ++g)
+    spread.push_back(Place(1, 10, ("0000:0" + std::to_string(g) + ":00.0").c_str()));
   EXPECT_TRUE(CheckPlaces(spread, 64).ok());
   // Processes on one GPU (MPS runs them at once) add up too.
   std::vector<GpuPlace> procs;
@@ -105,7 +107,9 @@ class FakeEvent final : public LaunchEvent {
     log += "record " + recorded_on + "; ";
     return base::Status();
   }
-  static std::string Name(void* s) { return s == nullptr ? "null" : std::string(static_cast<const char*>(s)); }
+  static std::string Name(void* s) {
+    return s == nullptr ? "null" : std::string(static_cast<const char*>(s));
+  }
   std::string log;
   std::string recorded_on = "nothing";
   bool fail_record = false;

@@ -54,11 +54,11 @@ enum class Proto : int {
 // stream), so connections persist across launches and protocol changes.
 struct DeviceFifo {
   void* slots = nullptr;            // kFifoSlots * slot_bytes (Simple)
-  uint64_t slot_bytes = 0;          // a slice of up to slot_bytes - kSlotShiftPad, at a shift of 0..15
+  uint64_t slot_bytes = 0;  // a slice of up to slot_bytes - kSlotShiftPad, at a shift of 0..15
   uint64_t* tail = nullptr;         // steps the sender has posted (system-scope atomic)
   uint64_t* head = nullptr;         // steps the receiver has consumed (system-scope atomic)
-  uint64_t* sizes = nullptr;        // each Simple slot's bytes and shift (slot_shift.h); may be null (no
-                                    // size check, shift 0)
+  uint64_t* sizes = nullptr;  // each Simple slot's bytes and shift (slot_shift.h); may be null (no
+                              // size check, shift 0)
   const uint32_t* aborted = nullptr;  // the connector's abort flag (either side sets it); may be null
   void* ll_slots = nullptr;         // kFifoSlots * ll_slot_bytes of 16-byte LL lines; 16-byte aligned
   uint64_t ll_slot_bytes = 0;
@@ -90,7 +90,8 @@ struct DeviceCollArgs {
   int pos = 0;     // this rank's ring position
   int order[kMaxInlineRanks] = {};   // ring position -> rank, when nranks <= kMaxInlineRanks
   const int* device_order = nullptr; // device array of nranks entries, used when nranks > kMaxInlineRanks
-  int64_t slice_bytes = 0;  // chunk bytes: <= slot_bytes - kSlotShiftPad (Simple), <= ll_slot_bytes / 2 (LL)
+  int64_t slice_bytes =
+      0;  // chunk bytes: <= slot_bytes - kSlotShiftPad (Simple), <= ll_slot_bytes / 2 (LL)
   Proto proto = Proto::kSimple;
 };
 

@@ -12,8 +12,8 @@
 
 #include "base/cuda.h"
 #include "kernels/cuda/internal/kernel_params.h"
-#include "kernels/internal/dispatch.h"
 #include "kernels/cuda/internal/ring_params.h"
+#include "kernels/internal/dispatch.h"
 
 #if RINGO_CUDA_KERNELS
 #include <cuda_runtime_api.h>
@@ -113,8 +113,8 @@ Status CheckFifo(const DeviceFifo& f, const char* which, int c, int64_t slice_by
   return base::OkStatus();
 }
 
-Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels, const DeviceChannel* device_channels,
-                 int nchannels) {
+Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels,
+                 const DeviceChannel* device_channels, int nchannels) {
   if (!base::IsValidDataType(static_cast<int>(a.dtype))) return base::InvalidArgument("unknown datatype");
   if (!base::IsValidRedOp(static_cast<int>(a.op))) return base::InvalidArgument("unknown reduction op");
   if (static_cast<int>(a.coll) < 0 || static_cast<int>(a.coll) > static_cast<int>(Coll::kReduce)) {
@@ -135,7 +135,8 @@ Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels, const D
   }
   if (a.proto != Proto::kSimple && a.proto != Proto::kLL) return base::InvalidArgument("unknown protocol");
   if (a.nranks == 1) return base::OkStatus();  // a device copy: no channel
-  if (nchannels < 1 || nchannels > kMaxChannels || channels == nullptr || device_channels == nullptr) {
+  if (nchannels < 1 || nchannels > kMaxChannels || channels == nullptr ||
+      device_channels == nullptr) {
     return base::InvalidArgument("between 1 and " + std::to_string(kMaxChannels) +
                                  " channels, in host and in device memory");
   }
@@ -157,7 +158,8 @@ Status CopyOneRank(const DeviceCollArgs& a, void* stream) {
   if (bytes == 0 || a.send == a.recv) return base::OkStatus();
 #if RINGO_CUDA_KERNELS
   return LaunchResult(static_cast<int>(cudaMemcpyAsync(a.recv, a.send, static_cast<size_t>(bytes),
-                                                       cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream))),
+                                                       cudaMemcpyDeviceToDevice,
+                                                       static_cast<cudaStream_t>(stream))),
                       "one-rank collective (device copy)");
 #else
   (void)stream;
@@ -169,7 +171,8 @@ Status CopyOneRank(const DeviceCollArgs& a, void* stream) {
 StatusOr<RingResidency> LoadOnDevice(int device) {
   ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device));
   RingResidency r;
-  RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&r.sms, cudaDevAttrMultiProcessorCount, device));
+  RINGO_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&r.sms, cudaDevAttrMultiProcessorCount, device));
   int blocks = 1 << 30;
   for (int d = 0; d < base::kNumDataTypes; ++d) {
     for (int o = 0; o < base::kNumRedOps; ++o) {
@@ -177,8 +180,8 @@ StatusOr<RingResidency> LoadOnDevice(int device) {
       const auto op = static_cast<RedOp>(o);
       const int err = Dispatch<LoadFn>(dtype, op, &blocks);
       if (err == internal::kNotBuilt) continue;  // the development build leaves it out
-      RETURN_IF_ERROR(LaunchResult(err, "loading the ring kernel " + Where(dtype, op) + " on CUDA device " +
-                                            std::to_string(device)));
+      RETURN_IF_ERROR(LaunchResult(err, "loading the ring kernel " + Where(dtype, op) +
+                                            " on CUDA device " + std::to_string(device)));
     }
   }
   RETURN_IF_ERROR(LaunchResult(internal::LoadCopyKernel(), "loading the copy kernel"));
@@ -211,8 +214,9 @@ int64_t MaxSliceBytes(const DeviceFifo& fifo, Proto proto) {
   if (proto == Proto::kLL) {
     return static_cast<int64_t>(fifo.ll_slot_bytes / kLLLineBytes * kLLDataBytesPerLine);
   }
-  return fifo.slot_bytes > static_cast<uint64_t>(kSlotShiftPad) ? static_cast<int64_t>(fifo.slot_bytes) - kSlotShiftPad
-                                                                  : 0;
+  return fifo.slot_bytes > static_cast<uint64_t>(kSlotShiftPad)
+             ? static_cast<int64_t>(fifo.slot_bytes) - kSlotShiftPad
+             : 0;
 }
 
 namespace internal {
@@ -267,8 +271,8 @@ Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* host_ch
   RingKernelParams p;
   DataType dtype;
   RedOp op;
-  RETURN_IF_ERROR(internal::BuildRingParams(args, device_channels, nchannels, mapped_error, mapped_abort, timeout_ns,
-                                            &p, &dtype, &op));
+  RETURN_IF_ERROR(internal::BuildRingParams(args, device_channels, nchannels, mapped_error,
+                                            mapped_abort, timeout_ns, &p, &dtype, &op));
   return LaunchResult(Dispatch<RingFn>(dtype, op, p, args.proto, cuda_stream),
                       std::string("ring kernel ") + Where(args.dtype, args.op));
 }

@@ -48,8 +48,9 @@ bool KernelsBuilt();
 // fit a slot, too many channels, unaligned buffers) or a failed launch; the
 // launch error is the launch call's own result.
 base::Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* host_channels,
-                              const DeviceChannel* device_channels, int nchannels, void* cuda_stream,
-                              ErrorRecord* mapped_error, const int* mapped_abort, uint64_t timeout_ns);
+                              const DeviceChannel* device_channels, int nchannels,
+                              void* cuda_stream, ErrorRecord* mapped_error, const int* mapped_abort,
+                              uint64_t timeout_ns);
 
 // Loads every ring, reduction and copy kernel on `device` now (CUDA loads
 // modules lazily by default, and loading a kernel at its first launch may

@@ -72,7 +72,8 @@ bool Ok(cudaError_t err, const char* what) {
 }
 
 bool Memcpy() {
-  return Ok(cudaMemcpyAsync(g.dst, g.a, kBytes, cudaMemcpyDeviceToDevice, g.stream), "cudaMemcpyAsync");
+  return Ok(cudaMemcpyAsync(g.dst, g.a, kBytes, cudaMemcpyDeviceToDevice, g.stream),
+            "cudaMemcpyAsync");
 }
 
 bool Reduce(DataType dtype) {
@@ -114,8 +115,9 @@ bool Measure(const char* name, double bytes_moved, int iters, Fn enqueue) {
     ms.push_back(t);
   }
   const double median = Quantile(ms, 0.5);
-  std::printf("RESULT %s bytes=%.0f median_us=%.1f p10_us=%.1f p90_us=%.1f GBps=%.1f\n", name, bytes_moved,
-              median * 1e3, Quantile(ms, 0.1) * 1e3, Quantile(ms, 0.9) * 1e3, bytes_moved / (median * 1e6));
+  std::printf("RESULT %s bytes=%.0f median_us=%.1f p10_us=%.1f p90_us=%.1f GBps=%.1f\n", name,
+              bytes_moved, median * 1e3, Quantile(ms, 0.1) * 1e3, Quantile(ms, 0.9) * 1e3,
+              bytes_moved / (median * 1e6));
   std::fflush(stdout);
   return true;
 }
@@ -138,7 +140,8 @@ bool Verify(DataType dtype) {
   if (!Ok(cudaMemcpyAsync(g.a, a.data(), kBytes, cudaMemcpyHostToDevice, g.stream), "upload") ||
       !Ok(cudaMemcpyAsync(g.b, b.data(), kBytes, cudaMemcpyHostToDevice, g.stream), "upload") ||
       !Ok(cudaMemsetAsync(g.dst, 0xFF, kBytes, g.stream), "poison") || !Reduce(dtype) ||
-      !Ok(cudaMemcpyAsync(got.data(), g.dst, kBytes, cudaMemcpyDeviceToHost, g.stream), "download") ||
+      !Ok(cudaMemcpyAsync(got.data(), g.dst, kBytes, cudaMemcpyDeviceToHost, g.stream),
+          "download") ||
       !Ok(cudaStreamSynchronize(g.stream), "reduce")) {
     return false;
   }
@@ -179,9 +182,11 @@ int main(int argc, char** argv) {
       !Ok(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion")) {
     return 1;
   }
-  std::printf("# device 0: %s (sm_%d%d, %d SMs, %.0f MiB), CUDA runtime %d, buffers %zu MiB, %d iterations\n",
-              prop.name, prop.major, prop.minor, prop.multiProcessorCount,
-              static_cast<double>(prop.totalGlobalMem) / (1 << 20), runtime, kBytes >> 20, iters);
+  std::printf(
+      "# device 0: %s (sm_%d%d, %d SMs, %.0f MiB), CUDA runtime %d, buffers %zu MiB, %d "
+      "iterations\n",
+      prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+      static_cast<double>(prop.totalGlobalMem) / (1 << 20), runtime, kBytes >> 20, iters);
   if (!Ok(cudaMalloc(&g.a, kBytes), "cudaMalloc") || !Ok(cudaMalloc(&g.b, kBytes), "cudaMalloc") ||
       !Ok(cudaMalloc(&g.dst, kBytes), "cudaMalloc") ||
       !Ok(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "stream") ||
@@ -190,11 +195,15 @@ int main(int argc, char** argv) {
   }
   if (!Verify<float>(DataType::kFloat32)) return 1;
   if (!Verify<BFloat16>(DataType::kBFloat16)) return 1;
-  std::printf("# verified: dst = a + b for float32 and bfloat16 (inputs: small integers, not zeros)\n");
+  std::printf(
+      "# verified: dst = a + b for float32 and bfloat16 (inputs: small integers, not zeros)\n");
   bool ok = Measure("memcpy_d2d", 2.0 * kBytes, iters, Memcpy);
-  ok = ok && Measure("reduce_float32", 3.0 * kBytes, iters, [] { return Reduce(DataType::kFloat32); });
-  ok = ok && Measure("reduce_bfloat16", 3.0 * kBytes, iters, [] { return Reduce(DataType::kBFloat16); });
-  ok = ok && Measure("memcpy_d2d_again", 2.0 * kBytes, iters, Memcpy);  // the spread of the baseline
+  ok = ok &&
+       Measure("reduce_float32", 3.0 * kBytes, iters, [] { return Reduce(DataType::kFloat32); });
+  ok = ok &&
+       Measure("reduce_bfloat16", 3.0 * kBytes, iters, [] { return Reduce(DataType::kBFloat16); });
+  ok =
+      ok && Measure("memcpy_d2d_again", 2.0 * kBytes, iters, Memcpy);  // the spread of the baseline
   cudaFree(g.a);
   cudaFree(g.b);
   cudaFree(g.dst);

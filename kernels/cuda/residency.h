@@ -18,8 +18,8 @@ namespace ringo::kernels::gpu {
 // What one GPU holds of the ring kernel at once.
 struct RingResidency {
   int sms = 0;            // multiprocessors
-  int blocks_per_sm = 0;  // ring blocks (kRingThreads threads) one multiprocessor holds at once, the
-                          // fewest over every (datatype, op, protocol) instantiation
+  int blocks_per_sm = 0;  // ring blocks (kRingThreads threads) one multiprocessor holds at once,
+                          // the fewest over every (datatype, op, protocol) instantiation
 };
 
 // Ring blocks the whole GPU holds at once: multiprocessors x blocks each.
@@ -33,7 +33,8 @@ int ChannelsPerRank(const RingResidency& r, int ranks_on_gpu, int max_channels);
 
 // OK when `ranks_on_gpu` ranks of `nchannels` channels each fit the GPU at
 // once; otherwise InvalidUsage naming `gpu`, the figures and what to change.
-base::Status CheckResidency(const RingResidency& r, int ranks_on_gpu, int nchannels, const std::string& gpu);
+base::Status CheckResidency(const RingResidency& r, int ranks_on_gpu, int nchannels,
+                            const std::string& gpu);
 
 }  // namespace ringo::kernels::gpu
 

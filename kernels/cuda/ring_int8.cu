@@ -27,8 +27,8 @@ int LaunchCopyBytes(const void* src, void* dst, int64_t bytes, void* stream) {
   const uint8_t* s = static_cast<const uint8_t*>(src);
   uint8_t* d = static_cast<uint8_t*>(dst);
   void* args[] = {&s, &d, &bytes};
-  return static_cast<int>(
-      cudaLaunchKernel(CopyKernel, dim3(blocks), dim3(kReduceThreads), args, 0, static_cast<cudaStream_t>(stream)));
+  return static_cast<int>(cudaLaunchKernel(CopyKernel, dim3(blocks), dim3(kReduceThreads), args, 0,
+                                           static_cast<cudaStream_t>(stream)));
 }
 
 int LoadCopyKernel() { return LoadKernel(CopyKernel, kReduceThreads, nullptr); }

@@ -46,7 +46,9 @@ using base::RedOp;
 
 constexpr char kSkipMessage[] = "no CUDA device visible: GPU kernel tests skipped";
 
-std::string NoGpuReason() { return std::string(kSkipMessage) + " (" + base::ProbeCuda().reason + ")"; }
+std::string NoGpuReason() {
+  return std::string(kSkipMessage) + " (" + base::ProbeCuda().reason + ")";
+}
 
 #define SKIP_WITHOUT_GPU() RINGO_SKIP_WITHOUT_GPU(base::ProbeCuda().device_count > 0, NoGpuReason())
 
@@ -68,16 +70,21 @@ TEST(RingKernelArgs, RejectsBadArgumentsBeforeTouchingCuda) {
   float buf[16];
   a.send = buf;
   a.recv = buf;
-  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
-  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 0, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 0, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
   EXPECT_EQ(LaunchRingKernel(a, &ch, table, kMaxChannels + 1, nullptr, nullptr, nullptr, 0).code(),
             base::Code::kInvalidArgument);
-  EXPECT_EQ(LaunchRingKernel(a, &ch, nullptr, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, nullptr, 1, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
   a.root = 5;
-  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
   a.root = 0;
   a.send = reinterpret_cast<const char*>(buf) + 1;  // not float-aligned
-  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
   EXPECT_EQ(LaunchReduceKernel(DataType::kFloat32, static_cast<RedOp>(9), buf, buf, buf, 1, nullptr).code(),
             base::Code::kInvalidArgument);
 }
@@ -116,7 +123,9 @@ TEST(RingKernelArgs, ErrorRecordStatusNamesPeerAndStep) {
 
 #if !RINGO_TEST_HAVE_CUDART
 
-TEST(RingKernelGpu, Skipped) { RINGO_SKIP_WITHOUT_GPU(false, NoGpuReason() << " (built without the CUDA toolkit)"); }
+TEST(RingKernelGpu, Skipped) {
+  RINGO_SKIP_WITHOUT_GPU(false, NoGpuReason() << " (built without the CUDA toolkit)");
+}
 
 #else
 
@@ -126,7 +135,6 @@ void Cuda(cudaError_t err, const char* what) {
   if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
 }
 #define CUDA(call) Cuda((call), #call)
-
 
 // FIFO memory of one connector, laid out like transport/fifo.h: counters and
 // sizes first, slots from byte 4096, then the LL slots.
@@ -335,8 +343,9 @@ void RunCase(GpuRing& ring, Buffers& buf, const Case& c) {
     a.slice_bytes = c.slice_bytes;
     a.proto = c.proto;
     const std::vector<DeviceChannel> ch = ring.Channels(q);
-    const base::Status st = LaunchRingKernel(a, ch.data(), ring.table(q), ring.nchannels(), ring.stream(q),
-                                             ring.error_dev(q), ring.abort_dev(), 20'000'000'000ull);
+    const base::Status st =
+        LaunchRingKernel(a, ch.data(), ring.table(q), ring.nchannels(), ring.stream(q),
+                         ring.error_dev(q), ring.abort_dev(), 20'000'000'000ull);
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   for (int q = 0; q < n; ++q) CUDA(cudaStreamSynchronize(ring.stream(q)));
@@ -461,8 +470,9 @@ void LaunchAlone(GpuRing& ring, Buffers& buf, int pos, int64_t count, uint64_t t
   a.slice_bytes = 1024;
   const std::vector<DeviceChannel> ch = ring.Channels(pos);
   CUDA(cudaDeviceSynchronize());  // the buffers' setup (legacy stream) before a non-blocking stream
-  const base::Status st = LaunchRingKernel(a, ch.data(), ring.table(pos), ring.nchannels(), ring.stream(pos),
-                                           ring.error_dev(pos), ring.abort_dev(), timeout_ns);
+  const base::Status st =
+      LaunchRingKernel(a, ch.data(), ring.table(pos), ring.nchannels(), ring.stream(pos),
+                       ring.error_dev(pos), ring.abort_dev(), timeout_ns);
   ASSERT_TRUE(st.ok()) << st.ToString();
 }
 
@@ -510,8 +520,8 @@ TEST(RingKernelFailure, MismatchedCountsAreReported) {
     for (int p = 0; p < 2; ++p) a.order[p] = ring.order()[p];
     a.slice_bytes = 256;
     const std::vector<DeviceChannel> ch = ring.Channels(q);
-    ASSERT_TRUE(LaunchRingKernel(a, ch.data(), ring.table(q), 1, ring.stream(q), ring.error_dev(q), ring.abort_dev(),
-                                 500'000'000ull)
+    ASSERT_TRUE(LaunchRingKernel(a, ch.data(), ring.table(q), 1, ring.stream(q), ring.error_dev(q),
+                                 ring.abort_dev(), 500'000'000ull)
                     .ok());
   }
   for (int q = 0; q < 2; ++q) CUDA(cudaStreamSynchronize(ring.stream(q)));
@@ -630,7 +640,8 @@ TEST(RingKernelLoad, EveryKernelLoadsAndFitsTheGpu) {
   int sms = 0;
   CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   EXPECT_EQ(r.value().sms, sms);
-  EXPECT_GE(r.value().blocks_per_sm, 1) << "a ring block of " << kRingThreads << " threads does not fit an SM";
+  EXPECT_GE(r.value().blocks_per_sm, 1)
+      << "a ring block of " << kRingThreads << " threads does not fit an SM";
   const base::StatusOr<RingResidency> again = LoadRingKernels(0);  // cached
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again.value().blocks_per_sm, r.value().blocks_per_sm);
@@ -644,7 +655,8 @@ TEST(RingKernelLoad, LaunchErrorsAreTheLaunchsOwn) {
   DeviceBuffer src(4096), dst(4096);
   CUDA(cudaMemset(src.p, 7, 4096));
   CUDA(cudaDeviceSynchronize());
-  ASSERT_NE(cudaSetDevice(1 << 20), cudaSuccess);  // leaves cudaErrorInvalidDevice in the last-error slot
+  ASSERT_NE(cudaSetDevice(1 << 20),
+            cudaSuccess);  // leaves cudaErrorInvalidDevice in the last-error slot
   const base::Status st = LaunchCopyKernel(src.p, dst.p, 4096, nullptr);
   EXPECT_TRUE(st.ok()) << st.ToString();
   cudaGetLastError();

@@ -126,7 +126,8 @@ class QueuePrims {
   template <Mode kMode>
   void Loop(const T* a, const T* b, T* d0, T* d1, int64_t n, bool slot) {
     if (failed_) return;
-    if (slot && n > 0) (VectorPath(a, b, d0, d1, kModeReads2<kMode>) ? g_vector_steps : g_scalar_steps)++;
+    if (slot && n > 0)
+      (VectorPath(a, b, d0, d1, kModeReads2<kMode>) ? g_vector_steps : g_scalar_steps)++;
     for (int tid = 0; tid < kThreads; ++tid) ReduceCopy<T, kOp, kMode>(f_, tid, kThreads, a, b, d0, d1, n);
   }
   static T* At(Message& m) { return reinterpret_cast<T*>(m.data()); }
@@ -254,8 +255,9 @@ void RunCase(const Case& c) {
     a.slice_bytes = c.slice_bytes;
     params.push_back(std::make_unique<RingKernelParams>());
     RedOp kop;
-    ASSERT_TRUE(
-        BuildRingParams(a, nullptr, c.nchannels, nullptr, nullptr, 0, params[q].get(), &kernel_dtype[q], &kop).ok());
+    ASSERT_TRUE(BuildRingParams(a, nullptr, c.nchannels, nullptr, nullptr, 0, params[q].get(),
+                                &kernel_dtype[q], &kop)
+                    .ok());
   }
   for (int q = 0; q < n; ++q) {
     threads.emplace_back([&, q] { errors[q] = RunRankTyped<T, kOp>(*params[q], kernel_dtype[q], edges); });
@@ -339,13 +341,16 @@ INSTANTIATE_TEST_SUITE_P(Ranks, RingLoopHost, testing::Values(1, 2, 3, 5),
 // (with 16-byte aligned slots and no shift, every one of them was scalar).
 TEST(RingLoopHost, UnalignedBuffersTakeTheVectorPath) {
   for (int offset : {0, 1, 2, 3}) {
-    for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce}) {
+    for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast,
+                      Coll::kReduce}) {
       g_vector_steps = 0;
       g_scalar_steps = 0;
       RunAny(Case{coll, DataType::kFloat32, RedOp::kSum, 3, 2, 5000, 1024, offset, false});
       if (HasFatalFailure()) return;
-      EXPECT_GT(g_vector_steps.load(), 0) << "offset " << offset << " coll " << static_cast<int>(coll);
-      EXPECT_EQ(g_scalar_steps.load(), 0) << "offset " << offset << " coll " << static_cast<int>(coll);
+      EXPECT_GT(g_vector_steps.load(), 0)
+          << "offset " << offset << " coll " << static_cast<int>(coll);
+      EXPECT_EQ(g_scalar_steps.load(), 0)
+          << "offset " << offset << " coll " << static_cast<int>(coll);
     }
   }
   // In place too: an AllGather's rank r reads its input r * 7 floats into

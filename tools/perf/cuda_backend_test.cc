@@ -23,9 +23,9 @@ namespace {
 using base::DataType;
 using base::RedOp;
 
-#define SKIP_WITHOUT_GPU()                                                                      \
-  RINGO_SKIP_WITHOUT_GPU(base::ProbeCuda().device_count > 0,                                    \
-                         "no CUDA device visible (" << base::ProbeCuda().reason                 \
+#define SKIP_WITHOUT_GPU()                                                                        \
+  RINGO_SKIP_WITHOUT_GPU(base::ProbeCuda().device_count > 0,                                      \
+                         "no CUDA device visible (" << base::ProbeCuda().reason                   \
                                                     << "): ringo-perf's CUDA backend and device " \
                                                        "verification not tested")
 

@@ -35,7 +35,8 @@ int RunCommunicator(const Options& o, int rank, ringoComm_t comm, std::FILE* csv
   base::Status queried = communicator.Query();
   if (queried.ok() && base::GetConfig().require_gpu && communicator.CudaDevice() < 0) {
     queried = base::InvalidUsage(
-        "RINGO_REQUIRE_GPU=1, but this rank's communicator uses host memory (no usable GPU, --host, or "
+        "RINGO_REQUIRE_GPU=1, but this rank's communicator uses host memory (no usable GPU, "
+        "--host, or "
         "RINGO_DEVICE=host)");
   }
   if (!queried.ok()) {
@@ -111,9 +112,10 @@ int RunThreadRanks(const Options& o) {
   const base::CudaProbe& probe = base::ProbeCuda();  // no fork follows: this process may use CUDA
   const int devices = probe.device_count;
   if (o.host_memory && devices > 0) {
-    return UsageError(kProgram,
-                      "--threads takes the GPUs where they are visible (ringoCommInitAll); for host memory "
-                      "there, leave --threads out");
+    return UsageError(
+        kProgram,
+        "--threads takes the GPUs where they are visible (ringoCommInitAll); for host memory "
+        "there, leave --threads out");
   }
   const std::string required = GpuRequiredButUnused(o, devices, probe.reason);
   if (!required.empty()) return UsageError(kProgram, required);
@@ -127,7 +129,8 @@ int RunThreadRanks(const Options& o) {
   std::vector<int> devlist(n, -1);
   for (int r = 0; r < n && devices > 0; ++r) devlist[r] = RankDevice(r, o.ranks_per_gpu, devices);
   std::vector<ringoComm_t> comms(n, nullptr);
-  const ringoResult_t init = ringoCommInitAll(comms.data(), n, devices > 0 ? devlist.data() : nullptr);
+  const ringoResult_t init =
+      ringoCommInitAll(comms.data(), n, devices > 0 ? devlist.data() : nullptr);
   if (init != ringoSuccess) {
     std::fprintf(stderr, "%s: %s\n", kProgram,
                  RingoStatus(init, "ringoCommInitAll", nullptr).message().c_str());

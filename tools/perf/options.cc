@@ -249,7 +249,8 @@ Status Validate(const Options& o, bool have_collective) {
     return InvalidArgument(
         "missing the collective (allreduce, reducescatter, allgather, broadcast or reduce)");
   }
-  if (o.threads && o.num_procs == 0) return InvalidArgument("--threads needs -np N (the ranks to start)");
+  if (o.threads && o.num_procs == 0)
+    return InvalidArgument("--threads needs -np N (the ranks to start)");
   if (o.min_bytes > o.max_bytes) {
     return InvalidArgument("-b " + std::to_string(o.min_bytes) + " is larger than -e " +
                            std::to_string(o.max_bytes));

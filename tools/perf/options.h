@@ -1,6 +1,6 @@
 // ringo-perf's command line: nccl-tests' flags (-b -e -f -i -n -w -c -o -d -r -a)
-// plus -np, --threads, --host, --ranks-per-gpu, --median, --no-inplace and --csv, parsed into an Options
-// value. Pure functions; no I/O. The peers of bench/peers take the same flags.
+// plus -np, --threads, --host, --ranks-per-gpu, --median, --no-inplace and --csv, parsed into an
+// Options value. Pure functions; no I/O. The peers of bench/peers take the same flags.
 #ifndef RINGO_TOOLS_PERF_OPTIONS_H_
 #define RINGO_TOOLS_PERF_OPTIONS_H_
 

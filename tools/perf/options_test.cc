@@ -141,7 +141,8 @@ TEST(ParseOptions, ThreadsNeedRanksToStart) {
   EXPECT_EQ(o->num_procs, 4);
   auto alone = Parse({"allreduce", "--threads"});
   ASSERT_FALSE(alone.ok());
-  EXPECT_NE(alone.status().message().find("--threads needs -np"), std::string::npos) << alone.status().message();
+  EXPECT_NE(alone.status().message().find("--threads needs -np"), std::string::npos)
+      << alone.status().message();
   EXPECT_FALSE(Parse({"allreduce", "-np", "2", "--threads=1"}).ok());  // takes no value
   EXPECT_NE(Usage("ringo-perf").find("--threads"), std::string::npos);
 }

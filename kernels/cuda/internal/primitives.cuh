@@ -52,8 +52,12 @@ class PrimsBase {
 
  protected:
   // Reads this end's counters (thread 0) and shares them with the block.
-  __device__ PrimsBase(const RingKernelParams& p, const DeviceChannel& ch, BlockState* state, int channel)
-      : recv_(ch.recv), send_(ch.send), state_(state), watchdog_(p, channel, &state->failed),
+  __device__ PrimsBase(const RingKernelParams& p, const DeviceChannel& ch, BlockState* state,
+                       int channel)
+      : recv_(ch.recv),
+        send_(ch.send),
+        state_(state),
+        watchdog_(p, channel, &state->failed),
         f_(ReduceFunc<T, kOp>::Make(p.nranks)) {
     if (threadIdx.x == 0) {
       state->recv_step = LoadOwnCounter(recv_.head);
@@ -180,7 +184,8 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
   // The slot of `step`, `shift` bytes in (a multiple of sizeof(T): buffers
   // are aligned to their element size).
   __device__ static T* SlotAt(const DeviceFifo& fifo, uint64_t step, uint32_t shift) {
-    return reinterpret_cast<T*>(static_cast<char*>(fifo.slots) + (step % kFifoSlots) * fifo.slot_bytes + shift);
+    return reinterpret_cast<T*>(static_cast<char*>(fifo.slots) +
+                                (step % kFifoSlots) * fifo.slot_bytes + shift);
   }
 
   // Thread 0: waits until the predecessor has posted slot recv_step_, checks
@@ -194,7 +199,8 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
     }
     uint32_t shift = 0;
     if (r.sizes != nullptr) {
-      const uint64_t word = *static_cast<volatile uint64_t*>(r.sizes + this->recv_step_ % kFifoSlots);
+      const uint64_t word =
+          *static_cast<volatile uint64_t*>(r.sizes + this->recv_step_ % kFifoSlots);
       if (SlotSizeBytes(word) != bytes) {
         this->watchdog_.Fail(KernelError::kSizeMismatch, WaitSite{r.peer_rank, 1, step, bytes},
                              SlotSizeBytes(word), 0);

@@ -85,8 +85,8 @@ union Pack16 {
 // Whether ReduceCopy moves the bulk of a step in 16-byte vectors: every
 // pointer it touches (b only when the mode reads two sources, d1 only when
 // set) shares its offset modulo 16.
-__device__ __forceinline__ bool VectorPath(const void* a, const void* b, const void* d0, const void* d1,
-                                           bool two_sources) {
+__device__ __forceinline__ bool VectorPath(const void* a, const void* b, const void* d0,
+                                           const void* d1, bool two_sources) {
   const uintptr_t mis = reinterpret_cast<uintptr_t>(d0) & 15u;
   return (reinterpret_cast<uintptr_t>(a) & 15u) == mis &&
          (!two_sources || (reinterpret_cast<uintptr_t>(b) & 15u) == mis) &&

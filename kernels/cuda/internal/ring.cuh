@@ -45,9 +45,10 @@ inline constexpr int kReduceThreads = 512;
 // Copies the channel table entry into shared memory (8-byte words, one per
 // thread), then a barrier.
 __device__ __forceinline__ const DeviceChannel& LoadChannel(const DeviceChannel* table, int channel,
-                                                           uint64_t* shared_words) {
-  static_assert(sizeof(DeviceChannel) % sizeof(uint64_t) == 0 && alignof(DeviceChannel) == alignof(uint64_t),
-                "DeviceChannel is copied as 8-byte words");
+                                                            uint64_t* shared_words) {
+  static_assert(
+      sizeof(DeviceChannel) % sizeof(uint64_t) == 0 && alignof(DeviceChannel) == alignof(uint64_t),
+      "DeviceChannel is copied as 8-byte words");
   constexpr int kWords = static_cast<int>(sizeof(DeviceChannel) / sizeof(uint64_t));
   static_assert(kWords <= kRingThreads, "one word per thread");
   const uint64_t* src = reinterpret_cast<const uint64_t*>(table + channel);
@@ -115,9 +116,11 @@ int LaunchRingTyped(const RingKernelParams& params, Proto proto, void* stream) {
     const dim3 block(kRingThreads);
     const cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (proto == Proto::kLL) {
-      return static_cast<int>(cudaLaunchKernel(RingKernel<T, kOp, ProtoLL>, grid, block, args, 0, s));
+      return static_cast<int>(
+          cudaLaunchKernel(RingKernel<T, kOp, ProtoLL>, grid, block, args, 0, s));
     }
-    return static_cast<int>(cudaLaunchKernel(RingKernel<T, kOp, ProtoSimple>, grid, block, args, 0, s));
+    return static_cast<int>(
+        cudaLaunchKernel(RingKernel<T, kOp, ProtoSimple>, grid, block, args, 0, s));
   }
 }
 
@@ -134,7 +137,8 @@ int LaunchReduceTyped(const void* a, const void* b, void* dst, int64_t count, vo
     const T* tb = static_cast<const T*>(b);
     T* td = static_cast<T*>(dst);
     void* args[] = {&ta, &tb, &td, &count};
-    return static_cast<int>(cudaLaunchKernel(ReduceKernel<T, kOp>, dim3(blocks), dim3(kReduceThreads), args, 0,
+    return static_cast<int>(cudaLaunchKernel(ReduceKernel<T, kOp>, dim3(blocks),
+                                             dim3(kReduceThreads), args, 0,
                                              static_cast<cudaStream_t>(stream)));
   }
 }
@@ -155,11 +159,11 @@ int LoadRingTyped(int* blocks_per_sm) {
 
 // Explicit instantiations of the typed launchers for one datatype, every op;
 // used at namespace scope in the family's .cu file.
-#define RINGO_CUDA_INSTANTIATE_OP(T, OP)                                                                          \
-  template int ringo::kernels::gpu::internal::LaunchRingTyped<T, ringo::base::RedOp::OP>(                         \
-      const ringo::kernels::gpu::internal::RingKernelParams&, ringo::kernels::gpu::Proto, void*);                \
-  template int ringo::kernels::gpu::internal::LaunchReduceTyped<T, ringo::base::RedOp::OP>(                       \
-      const void*, const void*, void*, int64_t, void*);                                                         \
+#define RINGO_CUDA_INSTANTIATE_OP(T, OP)                                                          \
+  template int ringo::kernels::gpu::internal::LaunchRingTyped<T, ringo::base::RedOp::OP>(         \
+      const ringo::kernels::gpu::internal::RingKernelParams&, ringo::kernels::gpu::Proto, void*); \
+  template int ringo::kernels::gpu::internal::LaunchReduceTyped<T, ringo::base::RedOp::OP>(       \
+      const void*, const void*, void*, int64_t, void*);                                           \
   template int ringo::kernels::gpu::internal::LoadRingTyped<T, ringo::base::RedOp::OP>(int*);
 
 #define RINGO_CUDA_INSTANTIATE(T)      \

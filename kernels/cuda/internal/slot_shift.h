@@ -39,7 +39,9 @@ RINGO_HD_INLINE uint64_t EncodeSlotSize(uint64_t bytes, uint32_t shift) {
   return (bytes & kSlotBytesMask) | (static_cast<uint64_t>(shift & 15u) << kSlotShiftBit);
 }
 RINGO_HD_INLINE uint64_t SlotSizeBytes(uint64_t word) { return word & kSlotBytesMask; }
-RINGO_HD_INLINE uint32_t SlotSizeShift(uint64_t word) { return static_cast<uint32_t>(word >> kSlotShiftBit) & 15u; }
+RINGO_HD_INLINE uint32_t SlotSizeShift(uint64_t word) {
+  return static_cast<uint32_t>(word >> kSlotShiftBit) & 15u;
+}
 
 }  // namespace ringo::kernels::gpu::internal
 
