@@ -15,6 +15,8 @@
 #                 (without it the logs stay in the work folder it names)
 #   --budget S    start no step once S seconds have passed; a step is cut at
 #                 the budget (default 570: one command of at most 10 minutes)
+#   --nccl-lib P  the libnccl.so.2 of the nccl step (default: found in PyTorch's
+#                 packages, ldconfig's cache, /opt or /usr)
 #   --list        list the steps and their time limits
 # Groups: check = the correctness steps, perf = the performance steps (each
 # fits one 10-minute command in the usual case); all = both (the default).
@@ -47,6 +49,7 @@ group=all
 only=""
 out=""
 budget=570
+nccl_lib=""
 src=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -54,6 +57,7 @@ while [[ $# -gt 0 ]]; do
     --group) group=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
+    --nccl-lib) nccl_lib=$2; shift 2 ;;
     --list) for s in "${STEPS[@]}"; do echo "$s"; done; exit 0 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "gpu_check.sh: unknown option '$1'" >&2; exit 2 ;;
@@ -382,8 +386,8 @@ PY
 }
 
 step_nccl() {
-  local lib
-  lib=$(find_nccl)
+  local lib=$nccl_lib
+  [[ -z $lib ]] && lib=$(find_nccl)
   if [[ -z $lib ]]; then DETAIL="no libnccl.so.2 found (PyTorch's pip packages, ldconfig, /opt, /usr)"; return 3; fi
   echo "NCCL: $lib; PyTorch says: $(python3 -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())' 2>&1 | tail -1)"
   local verdict=0 detail=""
@@ -498,7 +502,7 @@ for s in "${selected[@]}"; do
       kill -KILL -- "-$pid" 2>/dev/null
       break
     fi
-    sleep 1
+    sleep 0.2
   done
   wait "$pid" 2>/dev/null
   rc=$?

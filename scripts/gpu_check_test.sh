@@ -75,7 +75,7 @@ case "$1" in
 esac
 SMI
 chmod +x "$work/fake/nvidia-smi"
-PATH="$work/fake:$PATH" "$check" --budget 300 "$b" >"$out" 2>&1
+PATH="$work/fake:$PATH" "$check" --budget 300 --nccl-lib "$work/no-such-libnccl.so.2" "$b" >"$out" 2>&1
 rc=$?
 echo "--- with a fake nvidia-smi:"
 sed -n '/gpu_check summary/,$p' "$out"

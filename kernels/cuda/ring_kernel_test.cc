@@ -149,6 +149,9 @@ class GpuRing {
   GpuRing(int nranks, int nchannels, int64_t slot_bytes, int64_t ll_slot_bytes)
       : n_(nranks), nch_(nchannels), slot_bytes_(slot_bytes), ll_slot_bytes_(ll_slot_bytes) {
     CUDA(cudaSetDevice(0));
+    // Every kernel loaded before the ranks launch (as a communicator's init does).
+    const base::StatusOr<RingResidency> loaded = LoadRingKernels(0);
+    if (!loaded.ok()) throw std::runtime_error(loaded.status().ToString());
     for (int q = 0; q < n_; ++q) order_.push_back(n_ - 1 - q);
     const size_t bytes = kSlotsAt + kFifoSlots * (slot_bytes_ + ll_slot_bytes_);
     if (n_ > 1) {
