@@ -65,6 +65,18 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+# ---- the steps to run ----
+selected=()
+for s in "${STEPS[@]}"; do
+  read -r name limit groups <<<"$s"
+  if [[ -n $only ]]; then
+    [[ ",$only," == *",$name,"* ]] && selected+=("$s")
+  elif [[ $group == all || ",$groups," == *",$group,"* ]]; then
+    selected+=("$s")
+  fi
+done
+if [[ ${#selected[@]} -eq 0 ]]; then echo "gpu_check.sh: no step selected" >&2; exit 2; fi
+
 # ---- the bundle ----
 here=$(cd "$(dirname "$0")" && pwd)
 if [[ -z $src ]]; then
@@ -78,6 +90,7 @@ elif [[ -d $src ]]; then
   B=$(cd "$src" && pwd)
 elif [[ -f $src ]]; then
   unpack=$(mktemp -d "${TMPDIR:-/tmp}/ringo-gpu.XXXXXX")
+  trap 'rm -rf "$unpack"' EXIT
   tar -xzf "$src" -C "$unpack" || { echo "gpu_check.sh: cannot unpack $src" >&2; exit 1; }
   B=$(find "$unpack" -mindepth 1 -maxdepth 1 -type d | head -1)
 else
@@ -433,16 +446,6 @@ step_nccl() {
 }
 
 # ---- run ----
-selected=()
-for s in "${STEPS[@]}"; do
-  read -r name limit groups <<<"$s"
-  if [[ -n $only ]]; then
-    [[ ",$only," == *",$name,"* ]] && selected+=("$s")
-  elif [[ $group == all || ",$groups," == *",$group,"* ]]; then
-    selected+=("$s")
-  fi
-done
-if [[ ${#selected[@]} -eq 0 ]]; then echo "gpu_check.sh: no step selected" >&2; exit 2; fi
 
 # Background jobs get a process group of their own (a step and every rank it
 # forks), so a step past its limit is stopped whole.

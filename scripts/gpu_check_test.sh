@@ -21,6 +21,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+export TMPDIR=$work  # gpu_check.sh's unpacked bundles and work folders go here
 b="$work/ringo-gpu-test"
 mkdir -p "$b/bin" "$b/lib/compat"
 for f in "$@"; do
