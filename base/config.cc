@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <mutex>
+#include <string>
 
 #include "base/check.h"
 
@@ -82,6 +83,11 @@ const std::vector<EnvVarInfo>& Table() {
        "memory even where a GPU is visible, cuda forces GPU memory (an error without a usable "
        "GPU), auto takes a GPU where one is visible. An explicit RINGO_DEVICE_HOST or "
        "RINGO_DEVICE_CUDA in ringoConfig_t wins over it."},
+      {"RINGO_REQUIRE_GPU", "bool", "0",
+       "1: where a GPU is expected, its absence is a failure, not a skip: the GPU tests fail "
+       "when no CUDA device can be used (no device, a driver too old for this build, no CUDA "
+       "in the build), and ringo-perf fails instead of measuring host memory. Set by "
+       "scripts/gpu_check.sh, so that a GPU run cannot pass without touching the GPU."},
       {"RINGO_HOST_ISA", "enum", "auto",
        "Instruction set of the host executors' element loops (reductions and copies on host "
        "memory): generic (the compiler's baseline, SSE2 on x86-64), avx2 (AVX2 with F16C "
@@ -104,6 +110,13 @@ const std::vector<EnvVarInfo>& Table() {
        "1: never use peer-to-peer between GPU ranks (shared memory instead)."},
       {"RINGO_SHM_DISABLE", "bool", "0",
        "1: never use shared memory between ranks of one host (the network transport instead)."},
+      // CUDA's own, which Ringo reads and may set.
+      {"CUDA_DEVICE_MAX_CONNECTIONS", "int", "",
+       "CUDA: hardware work queues of each device context (1 to 32; CUDA's default is 8), read "
+       "by the driver when it creates the context. Streams beyond it share queues, and kernels "
+       "in one queue wait for each other, so ranks of one process that share a GPU need one "
+       "each: when it is unset Ringo sets it to 32 before its own first CUDA call, which "
+       "helps only if that call comes before the process's first context."},
       // Launchers, read by the tools to find rank, size and rendezvous.
       {"RANK", "int", "", "torchrun: global rank."},
       {"WORLD_SIZE", "int", "", "torchrun: number of ranks."},
@@ -198,6 +211,11 @@ Config* Load() {
   };
   bool_var("RINGO_CHECK", &config->check);
   bool_var("RINGO_DETERMINISTIC", &config->deterministic);
+  bool_var("RINGO_REQUIRE_GPU", &config->require_gpu);
+  // CUDA's, not Ringo's: not validated (CUDA itself ignores a bad value).
+  if (auto n = config->GetInt("CUDA_DEVICE_MAX_CONNECTIONS")) {
+    config->cuda_device_max_connections = *n >= 1 ? *n : 0;
+  }
   // Enumerations: the value if it is one of `allowed`, else "" and an error
   // that lists them.
   auto enum_var = [&](const char* name, std::string* out, std::initializer_list<const char*> allowed) {
@@ -227,6 +245,21 @@ std::mutex g_config_mu;
 }  // namespace
 
 const std::vector<EnvVarInfo>& DeclaredEnvVars() { return Table(); }
+
+int ExportCudaDeviceMaxConnections(int value) {
+  constexpr char kName[] = "CUDA_DEVICE_MAX_CONNECTIONS";
+  constexpr int kCudaDefault = 8;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  const char* now = std::getenv(kName);
+  if (now == nullptr || *now == '\0') {
+    setenv(kName, std::to_string(value).c_str(), 0);
+    now = std::getenv(kName);
+  }
+  int64_t parsed = 0;
+  if (now == nullptr || !ParseInt(now, &parsed) || parsed < 1) return kCudaDefault;
+  return static_cast<int>(parsed > 32 ? 32 : parsed);
+}
 
 std::optional<std::string> Config::Get(const std::string& name) const {
   bool declared = false;

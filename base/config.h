@@ -51,6 +51,8 @@ struct Config {
   int64_t net_streams = 2;               // RINGO_NET_STREAMS
   std::string socket_family;             // RINGO_SOCKET_FAMILY: "", "auto", "ipv4" or "ipv6"
   std::string host_id;                   // RINGO_HOSTID ("": boot id, host name, network namespace)
+  bool require_gpu = false;              // RINGO_REQUIRE_GPU
+  int64_t cuda_device_max_connections = 0;  // CUDA_DEVICE_MAX_CONNECTIONS (0: unset)
 
   // Every declared variable that is set, by name.
   std::map<std::string, std::string> raw;
@@ -68,6 +70,14 @@ const Config& GetConfig();
 
 // Reads the environment again into a new snapshot (tests that set variables).
 void ReloadConfigForTesting();
+
+// CUDA_DEVICE_MAX_CONNECTIONS as the CUDA driver reads it when it creates a
+// device context: sets it to `value` first if it is unset (the one variable
+// Ringo writes; base/cuda.cc calls this before its first CUDA call), and
+// returns the value in effect, capped at CUDA's 32 (CUDA's default 8 when it
+// holds no positive number). The snapshot of GetConfig() keeps what the
+// environment held when it was read. Thread-safe with respect to itself.
+int ExportCudaDeviceMaxConnections(int value);
 
 }  // namespace ringo::base
 

@@ -117,8 +117,8 @@ TEST_F(ConfigTest, EveryDeclaredVariableIsDescribed) {
 }
 
 TEST_F(ConfigTest, RingoVariablesAreNamedRingo) {
-  // Launcher variables aside, every variable Ringo owns starts with RINGO_.
-  const std::set<std::string> prefixes = {"RINGO_", "OMPI_", "PMIX_", "SLURM_"};
+  // Launcher and CUDA variables aside, every variable Ringo owns starts with RINGO_.
+  const std::set<std::string> prefixes = {"RINGO_", "OMPI_", "PMIX_", "SLURM_", "CUDA_"};
   const std::set<std::string> torchrun = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"};
   for (const EnvVarInfo& var : DeclaredEnvVars()) {
     const std::string name = var.name;
@@ -343,6 +343,36 @@ TEST_F(ConfigTest, StringsAndCheck) {
   EXPECT_TRUE(With("RINGO_CHECK", "1").check);
   EXPECT_TRUE(With("RINGO_DETERMINISTIC", "1").deterministic);
   EXPECT_FALSE(With("RINGO_DETERMINISTIC", "2").parse_status.ok());
+}
+
+TEST_F(ConfigTest, RequireGpu) {
+  EXPECT_FALSE(GetConfig().require_gpu);
+  EXPECT_STREQ(Find("RINGO_REQUIRE_GPU")->default_value, "0");
+  EXPECT_TRUE(With("RINGO_REQUIRE_GPU", "1").require_gpu);
+  EXPECT_FALSE(With("RINGO_REQUIRE_GPU", "0").require_gpu);
+  const Config& bad = With("RINGO_REQUIRE_GPU", "yes");
+  ExpectBad(bad, "RINGO_REQUIRE_GPU", "yes");
+  EXPECT_FALSE(bad.require_gpu);
+}
+
+TEST_F(ConfigTest, CudaDeviceMaxConnections) {
+  EXPECT_EQ(GetConfig().cuda_device_max_connections, 0);
+  EXPECT_EQ(With("CUDA_DEVICE_MAX_CONNECTIONS", "16").cuda_device_max_connections, 16);
+  const Config& odd =
+      With("CUDA_DEVICE_MAX_CONNECTIONS", "0");  // CUDA's variable: not Ringo's to refuse
+  EXPECT_TRUE(odd.parse_status.ok()) << odd.parse_status.ToString();
+  EXPECT_EQ(odd.cuda_device_max_connections, 0);
+  // Export: left alone when set (capped at CUDA's 32 when read), set when unset.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "12", 1);
+  EXPECT_EQ(ExportCudaDeviceMaxConnections(32), 12);
+  EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "12");
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "64", 1);
+  EXPECT_EQ(ExportCudaDeviceMaxConnections(32), 32);
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "many", 1);
+  EXPECT_EQ(ExportCudaDeviceMaxConnections(32), 8);  // what CUDA falls back to
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  EXPECT_EQ(ExportCudaDeviceMaxConnections(32), 32);
+  EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "32");
 }
 
 TEST_F(ConfigTest, LauncherVariablesThroughGetInt) {

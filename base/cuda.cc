@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "base/config.h"
+
 #if __has_include(<cuda_runtime_api.h>)
 #include <cuda_runtime_api.h>
 #define RINGO_HAVE_CUDART 1
@@ -36,12 +38,18 @@ Status CudaCallStatus(int error, const char* call, const char* file, int line) {
 }
 
 StatusOr<int> CurrentDevice() { return NoCuda("cudaGetDevice"); }
+Status PciBusId(int, char*, int) { return NoCuda("cudaDeviceGetPCIBusId"); }
+StatusOr<StreamFacts> GetStreamFacts(void*) { return NoCuda("cudaStreamGetFlags"); }
+Status CudaEvent::MakeStreamWait(void*) { return NoCuda("cudaStreamWaitEvent"); }
 StatusOr<ScopedDevice> ScopedDevice::Enter(int) { return NoCuda("cudaSetDevice"); }
 ScopedDevice::ScopedDevice(ScopedDevice&& other) noexcept : previous_(std::exchange(other.previous_, -1)) {}
 ScopedDevice::~ScopedDevice() = default;
 
 StatusOr<MappedHostMemory> MappedHostMemory::Allocate(size_t) { return NoCuda("cudaHostAlloc"); }
 void MappedHostMemory::Reset() { host_ = device_ = nullptr; }
+
+StatusOr<DeviceCopy> DeviceCopy::Of(int, const void*, size_t) { return NoCuda("cudaMalloc"); }
+void DeviceCopy::Reset() { ptr_ = nullptr; }
 
 StatusOr<CudaEvent> CudaEvent::Create(int) { return NoCuda("cudaEventCreate"); }
 Status CudaEvent::Record(void*) { return NoCuda("cudaEventRecord"); }
@@ -50,9 +58,48 @@ void CudaEvent::Reset() { event_ = nullptr; }
 
 #else
 
+namespace {
+
+// Whether any device's primary context is active already (created by the
+// application before Ringo's first CUDA call), asked through the driver's
+// entry points so that nothing links libcuda. False when it cannot tell.
+bool AnyPrimaryContextActive(int device_count) {
+  using DeviceGetFn = int (*)(int* device, int ordinal);
+  using PrimaryCtxGetStateFn = int (*)(int device, unsigned int* flags, int* active);
+  void* get = nullptr;
+  void* state = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess ||
+      cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 12000,
+                                       cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  for (int ordinal = 0; ordinal < device_count; ++ordinal) {
+    int device = 0;
+    unsigned int flags = 0;
+    int active = 0;
+    if (reinterpret_cast<DeviceGetFn>(get)(&device, ordinal) == 0 &&
+        reinterpret_cast<PrimaryCtxGetStateFn>(state)(device, &flags, &active) == 0 &&
+        active != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 const CudaProbe& ProbeCuda() {
   static const CudaProbe* const kProbe = [] {
     auto* p = new CudaProbe();
+    // What the environment held (read before the export below changes it).
+    const int64_t before = GetConfig().cuda_device_max_connections;
+    // Before the first CUDA call: a context created from now on gets 32 queues.
+    const int queues = ExportCudaDeviceMaxConnections(32);
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {
@@ -63,6 +110,12 @@ const CudaProbe& ProbeCuda() {
     } else {
       p->device_count = count;
     }
+    p->context_before_probe = count > 0 && AnyPrimaryContextActive(count);
+    // A context that predates the probe has the queues the environment held
+    // before it, CUDA's 8 when unset.
+    p->work_queues = !p->context_before_probe ? queues
+                     : before > 0             ? static_cast<int>(before > 32 ? 32 : before)
+                                              : 8;
     return p;
   }();
   return *kProbe;
@@ -97,6 +150,24 @@ StatusOr<int> CurrentDevice() {
   return device;
 }
 
+Status PciBusId(int device, char* out, int size) {
+  if (size > 0) out[0] = '\0';
+  RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceGetPCIBusId(out, size, device));
+  if (size > 0) out[size - 1] = '\0';
+  return Status();
+}
+
+StatusOr<StreamFacts> GetStreamFacts(void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  StreamFacts f;
+  f.legacy = s == nullptr || s == cudaStreamLegacy;
+  if (f.legacy) return f;
+  unsigned int flags = 0;
+  RINGO_CUDA_RETURN_IF_ERROR(cudaStreamGetFlags(s, &flags));
+  f.non_blocking = (flags & cudaStreamNonBlocking) != 0;
+  return f;
+}
+
 StatusOr<ScopedDevice> ScopedDevice::Enter(int device) {
   int previous = -1;
   RINGO_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous));
@@ -125,6 +196,30 @@ void MappedHostMemory::Reset() {
   host_ = device_ = nullptr;
 }
 
+StatusOr<DeviceCopy> DeviceCopy::Of(int device, const void* host, size_t bytes) {
+  ASSIGN_OR_RETURN(ScopedDevice scope, ScopedDevice::Enter(device));
+  DeviceCopy c;
+  c.device_ = device;
+  RINGO_CUDA_RETURN_IF_ERROR(cudaMalloc(&c.ptr_, bytes > 0 ? bytes : 1));
+  if (bytes == 0) return c;
+  cudaStream_t stream = nullptr;
+  RINGO_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaError_t err = cudaMemcpyAsync(c.ptr_, host, bytes, cudaMemcpyHostToDevice, stream);
+  const cudaError_t synced = cudaStreamSynchronize(stream);
+  cudaStreamDestroy(stream);
+  if (err == cudaSuccess) err = synced;
+  RINGO_CUDA_RETURN_IF_ERROR(err);
+  return c;
+}
+
+void DeviceCopy::Reset() {
+  if (ptr_ != nullptr) {
+    auto scope = ScopedDevice::Enter(device_);
+    cudaFree(ptr_);
+  }
+  ptr_ = nullptr;
+}
+
 StatusOr<CudaEvent> CudaEvent::Create(int device) {
   ASSIGN_OR_RETURN(ScopedDevice scope, ScopedDevice::Enter(device));
   CudaEvent e;
@@ -139,6 +234,13 @@ Status CudaEvent::Record(void* stream) {
   ASSIGN_OR_RETURN(ScopedDevice scope, ScopedDevice::Enter(device_));
   RINGO_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(event_), static_cast<cudaStream_t>(stream)));
   recorded_ = true;
+  return Status();
+}
+
+Status CudaEvent::MakeStreamWait(void* stream) {
+  if (event_ == nullptr || !recorded_) return Status();
+  RINGO_CUDA_RETURN_IF_ERROR(
+      cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event_), 0));
   return Status();
 }
 
@@ -168,6 +270,20 @@ MappedHostMemory& MappedHostMemory::operator=(MappedHostMemory&& other) noexcept
 }
 
 MappedHostMemory::~MappedHostMemory() { Reset(); }
+
+DeviceCopy::DeviceCopy(DeviceCopy&& other) noexcept
+    : ptr_(std::exchange(other.ptr_, nullptr)), device_(std::exchange(other.device_, -1)) {}
+
+DeviceCopy& DeviceCopy::operator=(DeviceCopy&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    ptr_ = std::exchange(other.ptr_, nullptr);
+    device_ = std::exchange(other.device_, -1);
+  }
+  return *this;
+}
+
+DeviceCopy::~DeviceCopy() { Reset(); }
 
 CudaEvent::CudaEvent(CudaEvent&& other) noexcept
     : event_(std::exchange(other.event_, nullptr)),

@@ -18,9 +18,19 @@ namespace ringo::base {
 struct CudaProbe {
   int device_count = 0;  // 0 when there is no usable GPU
   std::string reason;    // why there is none (driver missing, no device, ...)
+  // Hardware work queues of this process's device contexts
+  // (CUDA_DEVICE_MAX_CONNECTIONS when the driver creates them): streams beyond
+  // it share queues, and kernels in one queue wait for each other. The probe
+  // sets the variable to 32 when it is unset, before its first CUDA call; a
+  // context already active then keeps what the variable held before (CUDA's
+  // default 8 when unset).
+  int work_queues = 8;
+  bool context_before_probe = false;  // some device's primary context was already active
 };
 
-// Thread-safe; the answer is computed once per process.
+// Thread-safe; the answer is computed once per process. The first call sets
+// CUDA_DEVICE_MAX_CONNECTIONS (see CudaProbe::work_queues) and initialises
+// the CUDA driver, but creates no context.
 const CudaProbe& ProbeCuda();
 
 // Whether this build links the CUDA runtime at all.
@@ -35,6 +45,18 @@ int PointerDevice(const void* ptr);
 
 // The calling thread's current CUDA device.
 StatusOr<int> CurrentDevice();
+
+// Device `device`'s PCI bus id ("0000:07:00.0"), NUL-terminated, into out[0..size).
+Status PciBusId(int device, char* out, int size);
+
+// What a stream (a cudaStream_t) is: the legacy default stream (NULL or
+// cudaStreamLegacy), and whether it was made with cudaStreamNonBlocking
+// (false for the legacy and the per-thread default streams).
+struct StreamFacts {
+  bool legacy = false;
+  bool non_blocking = false;
+};
+StatusOr<StreamFacts> GetStreamFacts(void* stream);
 
 // OK for error 0 (cudaSuccess); otherwise kCudaError naming the call, where
 // it was made and CUDA's name and text for the error. Clears the runtime's
@@ -81,6 +103,28 @@ class MappedHostMemory {
   void* device_ = nullptr;
 };
 
+// Device memory on one device holding a copy of some host data, uploaded
+// once (a kernel's constant table). Owns the memory; freed on destruction
+// (cudaFree, which waits for the device's outstanding work).
+class DeviceCopy {
+ public:
+  // Allocates `bytes` on `device` and copies host[0..bytes) there; the copy
+  // is complete on return (a private non-blocking stream, synchronised, so
+  // no other work of the device is waited for). Blocking.
+  static StatusOr<DeviceCopy> Of(int device, const void* host, size_t bytes);
+  DeviceCopy() = default;
+  DeviceCopy(DeviceCopy&& other) noexcept;
+  DeviceCopy& operator=(DeviceCopy&& other) noexcept;
+  ~DeviceCopy();
+
+  void* get() const { return ptr_; }
+
+ private:
+  void Reset();
+  void* ptr_ = nullptr;
+  int device_ = -1;
+};
+
 // A timing-free CUDA event on one device: Record() marks the work enqueued so
 // far on a stream; Synchronize() blocks the calling thread until it is done.
 class CudaEvent {
@@ -93,6 +137,9 @@ class CudaEvent {
 
   // `stream` is a cudaStream_t (null: the legacy default stream).
   Status Record(void* stream);
+  // Makes `stream`'s later work wait for the work Record() marked (nothing
+  // when nothing was recorded). Does not block the calling thread.
+  Status MakeStreamWait(void* stream);
   // Blocks until the recorded work completes; OK when nothing was recorded.
   Status Synchronize();
 

@@ -4,12 +4,16 @@ nvcc runs in a genrule (Bazel 4 has no CUDA rules); each .cu becomes one
 position-independent object, so nvcc builds files in parallel. Objects target
 sm_90 (H100/H200) and sm_80 with PTX for newer chips.
 
-Development flags (both read through config_settings the macro declares in
-the calling package):
+Flags (read through config_settings the macro declares in the calling
+package):
   --define=ringo_cuda_archs=sm_90   sm_90 only (.bazelrc: --config=cudadev)
   --define=ringo_cuda_kernels=dev   defines RINGO_CUDA_DEV_KERNELS=1, which the
                                     kernels read to instantiate only a few
                                     (datatype, op) pairs
+  --define=ringo_cuda_bundle=1      no line info, fatbins compressed
+                                    (--compress-mode=size: about a tenth of
+                                    the size); .bazelrc's --config=gpubundle,
+                                    which scripts/gpu_bundle.sh builds
 """
 
 load("@rules_cc//cc:defs.bzl", "cc_library")
@@ -50,6 +54,10 @@ def cuda_library(name, srcs, hdrs = [], device_hdrs = [], deps = [], copts = [],
         ":_ringo_cuda_kernels_dev": "-DRINGO_CUDA_DEV_KERNELS=1",
         "//conditions:default": "",
     })
+    size_flags = select({
+        ":_ringo_cuda_bundle": "--compress-mode=size",
+        "//conditions:default": "-lineinfo",
+    })
     for src in srcs:
         obj = name + "_" + src.replace("/", "_").replace(".cu", ".o")
         native.genrule(
@@ -60,14 +68,13 @@ def cuda_library(name, srcs, hdrs = [], device_hdrs = [], deps = [], copts = [],
                 NVCC,
                 "-std=c++17",
                 "-O3",
-                "-lineinfo",
                 "--expt-relaxed-constexpr",
                 "-Xcompiler=-fPIC,-fvisibility=hidden",
                 "-I.",
                 "-I$(GENDIR)",
                 "-isystem " + CUDA_PATH + "/include",
                 "",
-            ]) + arch_flags + " " + dev_flags + " " + " ".join(copts + [
+            ]) + arch_flags + " " + dev_flags + " " + size_flags + " " + " ".join(copts + [
                 "-c $(location " + src + ")",
                 "-o $@",
             ]),
@@ -94,4 +101,9 @@ def _declare_dev_settings():
         native.config_setting(
             name = "_ringo_cuda_kernels_dev",
             define_values = {"ringo_cuda_kernels": "dev"},
+        )
+    if native.existing_rule("_ringo_cuda_bundle") == None:
+        native.config_setting(
+            name = "_ringo_cuda_bundle",
+            define_values = {"ringo_cuda_bundle": "1"},
         )

@@ -16,6 +16,7 @@
 #include "collectives/device_choice.h"
 #include "collectives/internal/direct_post.h"
 #include "collectives/internal/gpu_comm.h"
+#include "collectives/internal/gpu_placement.h"
 #include "collectives/ring_choice.h"
 #include "transport/p2p.h"
 #include "transport/p2p_ipc.h"
@@ -212,7 +213,12 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAllCuda(
   std::vector<topology::RankInfo> places(nranks);
   for (auto& p : places) p.numa = LocalNumaNode(config);
   ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(config, places));
-  const DeviceGeometry geometry = ChooseDeviceGeometry(config, nranks);
+  // Loads every kernel on every device, then channels from what they hold.
+  ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus, internal::LocalPlaces(cuda_devices));
+  const internal::GpuLayout layout = internal::LayoutOf(gpus);
+  const DeviceGeometry geometry =
+      ChooseDeviceGeometry(config, nranks, layout.residency, layout.max_ranks_per_gpu);
+  RETURN_IF_ERROR(internal::CheckPlaces(gpus, geometry.nchannels));
   std::shared_ptr<transport::P2pRing> p2p;
   if (nranks > 1) {
     transport::P2pRingSpec spec;
@@ -236,8 +242,9 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAllCuda(
   for (int r = 0; r < nranks; ++r) {
     std::unique_ptr<Communicator> comm(new Communicator(r, nranks, config, options));
     const uint64_t timeout_ns = static_cast<uint64_t>(comm->timeout_ms_) * 1000000ull;
-    ASSIGN_OR_RETURN(comm->gpu_, internal::GpuComm::Create(r, nranks, cuda_devices[r], ring.order, ends_of(r),
-                                                           geometry, timeout_ns));
+    ASSIGN_OR_RETURN(comm->gpu_, internal::GpuComm::Create(
+                                     r, nranks, cuda_devices[r], ring.order, ends_of(r), geometry,
+                                     timeout_ns, internal::RanksSharingGpuInProcess(gpus, r)));
     comm->order_ = ring.order;
     for (int p = 0; p < nranks; ++p) {
       if (comm->order_[p] == r) comm->pos_ = p;
@@ -253,7 +260,14 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAllCuda(
 
 Status Communicator::ConnectGpu(transport::Bootstrap& bootstrap, const base::Config& shared,
                                 const std::vector<int>& order, int device) {
-  const DeviceGeometry geometry = ChooseDeviceGeometry(shared, nranks_);
+  // Every rank loads its kernels and sees every rank's GPU: the same channels
+  // and the same verdict on every rank.
+  ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus,
+                   internal::ExchangePlaces(bootstrap, device));
+  const internal::GpuLayout layout = internal::LayoutOf(gpus);
+  const DeviceGeometry geometry =
+      ChooseDeviceGeometry(shared, nranks_, layout.residency, layout.max_ranks_per_gpu);
+  RETURN_IF_ERROR(internal::CheckPlaces(gpus, geometry.nchannels));
   std::unique_ptr<transport::P2pEnds> ends;
   if (nranks_ > 1) {
     transport::P2pIpcSpec spec;
@@ -273,7 +287,9 @@ Status Communicator::ConnectGpu(transport::Bootstrap& bootstrap, const base::Con
     if (order_[p] == rank_) pos_ = p;
   }
   const uint64_t timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
-  auto made = internal::GpuComm::Create(rank_, nranks_, device, order, std::move(ends), geometry, timeout_ns);
+  auto made =
+      internal::GpuComm::Create(rank_, nranks_, device, order, std::move(ends), geometry,
+                                timeout_ns, internal::RanksSharingGpuInProcess(gpus, rank_));
   // A rank that failed here would leave the others' first collective waiting.
   RETURN_IF_ERROR(transport::AgreeOk(bootstrap, made.status(), "set up its GPU communicator"));
   gpu_ = std::move(made).value();

@@ -31,9 +31,11 @@ constexpr int64_t kStreamOutputBytes = 8 << 20;
 // costs more than the line it saves).
 constexpr int64_t kOneShotLLBytes = 64;
 
-// GPU rings (unmeasured starting points, NCCL-like): 8 x 512 KiB Simple slots
-// and 8 x 16 KiB of LL data per connector; a channel per MiB up to 4 (several
-// ranks share one GPU's SMs).
+// GPU rings (unmeasured starting points, NCCL-like): 8 x 512 KiB Simple
+// slices (each slot 16 bytes more, for the shift of unaligned buffers) and 8
+// x 16 KiB of LL data per connector; a channel per MiB, up to one block per
+// multiprocessor shared among the ranks on a GPU (kernels/cuda/residency.h),
+// or 4 where the GPU is not known (the tests' chunk arithmetic).
 constexpr int64_t kDeviceSlotBytes = 512 * 1024;
 constexpr int64_t kDeviceLLSliceBytes = 16 * 1024;
 constexpr int kDeviceChannels = 4;
@@ -176,17 +178,27 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
 }
 
 DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks) {
+  return ChooseDeviceGeometry(config, nranks, kernels::gpu::RingResidency{}, 1);
+}
+
+DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks,
+                                    const kernels::gpu::RingResidency& residency,
+                                    int ranks_per_gpu) {
   DeviceGeometry g;
-  g.slot_bytes = config.slot_bytes > 0 ? config.slot_bytes : kDeviceSlotBytes;
+  const int64_t slice = config.slot_bytes > 0 ? config.slot_bytes : kDeviceSlotBytes;
+  g.slot_bytes = slice + kernels::gpu::kSlotShiftPad;  // a Simple slot carries `slice` at any shift
   g.fixed_slot = config.slot_bytes > 0;
-  // LL slices never exceed the Simple slot, so RINGO_SLOT_BYTES shrinks both
+  // LL slices never exceed the Simple slice, so RINGO_SLOT_BYTES shrinks both
   // (the tests reach multi-chunk LL paths with small counts that way).
-  const int64_t ll_slice = std::min(kDeviceLLSliceBytes, g.slot_bytes) / kernels::gpu::kLLDataBytesPerLine *
-                           kernels::gpu::kLLDataBytesPerLine;
+  const int64_t ll_slice = std::min(kDeviceLLSliceBytes, slice) /
+                           kernels::gpu::kLLDataBytesPerLine * kernels::gpu::kLLDataBytesPerLine;
   g.ll_slot_bytes = kernels::gpu::LLSlotBytesFor(ll_slice);
   if (config.nchannels > 0) {
     g.nchannels = static_cast<int>(std::min<int64_t>(config.nchannels, kernels::gpu::kMaxChannels));
     g.fixed_channels = true;
+  } else if (residency.sms > 0) {
+    g.nchannels =
+        kernels::gpu::ChannelsPerRank(residency, ranks_per_gpu, kernels::gpu::kMaxChannels);
   } else {
     g.nchannels = kDeviceChannels;
   }

@@ -10,6 +10,7 @@
 
 #include "base/config.h"
 #include "kernels/cuda/device_types.h"
+#include "kernels/cuda/residency.h"
 #include "kernels/host_executor.h"
 
 namespace ringo::collectives {
@@ -80,14 +81,21 @@ ProtoChoice ParseProto(const std::string& name);
 // FIFO geometry of a GPU ring, chosen at init.
 struct DeviceGeometry {
   int nchannels = 1;            // channels connected (one CUDA block each)
-  int64_t slot_bytes = 0;       // Simple slot
+  int64_t slot_bytes = 0;       // Simple slot: the slice plus kernels::gpu::kSlotShiftPad
   int64_t ll_slot_bytes = 0;    // LL slot (16-byte lines, half of it data)
   bool fixed_channels = false;  // RINGO_NCHANNELS set
   bool fixed_slot = false;      // RINGO_SLOT_BYTES set
   ProtoChoice proto = ProtoChoice::kAuto;  // RINGO_PROTO
 };
 
+// With the GPU unknown (4 channels); for the slice arithmetic alone.
 DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks);
+// For a ring whose GPUs hold `residency` of the ring kernel (the smallest
+// GPU's) and carry up to `ranks_per_gpu` ranks each: channels per rank
+// kernels::gpu::ChannelsPerRank, unless RINGO_NCHANNELS says.
+DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks,
+                                    const kernels::gpu::RingResidency& residency,
+                                    int ranks_per_gpu);
 
 struct DevicePlan {
   kernels::gpu::Proto proto = kernels::gpu::Proto::kSimple;

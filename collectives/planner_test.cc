@@ -501,17 +501,24 @@ int64_t LLSlice(const DeviceGeometry& g) {
   return g.ll_slot_bytes / kernels::gpu::kLLLineBytes * kernels::gpu::kLLDataBytesPerLine;
 }
 
+// The largest Simple slice: the slot less the room for the shift.
+int64_t SimpleSlice(const DeviceGeometry& g) { return g.slot_bytes - kernels::gpu::kSlotShiftPad; }
+
 DevicePlan Plan(const DeviceGeometry& g, Coll coll, DataType dt, int64_t count, int nranks) {
   CollArgs a;
   a.coll = coll;
   a.dtype = dt;
   a.count = count;
-  return PlanDeviceCollective(a, nranks, g, g.slot_bytes, LLSlice(g));
+  const DeviceSlices slices = MaxDeviceSlices(g);
+  EXPECT_EQ(slices.simple, SimpleSlice(g));
+  EXPECT_EQ(slices.ll, LLSlice(g));
+  return PlanDeviceCollective(a, nranks, g, slices.simple, slices.ll);
 }
 
 TEST(DeviceGeometryTest, Defaults) {
   const DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 4);
-  EXPECT_EQ(g.slot_bytes, 512 * 1024);
+  EXPECT_EQ(SimpleSlice(g), 512 * 1024);
+  EXPECT_EQ(g.slot_bytes % 16, 0);
   EXPECT_EQ(LLSlice(g), 16 * 1024);
   EXPECT_EQ(g.ll_slot_bytes, 32 * 1024);
   EXPECT_GE(g.nchannels, 1);
@@ -524,7 +531,7 @@ TEST(DeviceGeometryTest, SmallSlotsShrinkBothProtocols) {
   c.slot_bytes = 1024;
   c.nchannels = 100;
   const DeviceGeometry g = ChooseDeviceGeometry(c, 3);
-  EXPECT_EQ(g.slot_bytes, 1024);
+  EXPECT_EQ(SimpleSlice(g), 1024);
   EXPECT_EQ(LLSlice(g), 1024);
   EXPECT_TRUE(g.fixed_slot);
   EXPECT_TRUE(g.fixed_channels);
@@ -550,7 +557,7 @@ TEST(DevicePlanTest, SlicesFitTheProtocolAndChannelsGrowWithSize) {
     for (DataType dt : {DataType::kInt8, DataType::kFloat16, DataType::kFloat32, DataType::kFloat64}) {
       for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{4097}, int64_t{1} << 20, int64_t{1} << 26}) {
         const DevicePlan p = Plan(g, coll, dt, count, 8);
-        const int64_t limit = p.proto == Proto::kLL ? LLSlice(g) : g.slot_bytes;
+        const int64_t limit = p.proto == Proto::kLL ? LLSlice(g) : SimpleSlice(g);
         EXPECT_LE(p.slice_bytes, limit);
         EXPECT_GE(p.slice_bytes, static_cast<int64_t>(base::DataTypeSize(dt)));
         EXPECT_GE(p.nchannels, 1);
@@ -559,7 +566,31 @@ TEST(DevicePlanTest, SlicesFitTheProtocolAndChannelsGrowWithSize) {
     }
   }
   EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1 << 20, 8).nchannels, g.nchannels);  // 4 MiB
-  EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1 << 26, 8).slice_bytes, g.slot_bytes);
+  EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1 << 26, 8).slice_bytes, SimpleSlice(g));
+}
+
+// Channels from the GPU: one block per multiprocessor shared among the ranks
+// on a GPU (an H100's 132), capped; RINGO_NCHANNELS still wins; what is chosen
+// fits the GPU.
+TEST(DeviceGeometryTest, ChannelsFromTheMultiprocessorsAndTheRanksPerGpu) {
+  const kernels::gpu::RingResidency h100{132, 1};
+  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 2, h100, 2).nchannels,
+            kernels::gpu::kMaxChannels);
+  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 4, h100, 4).nchannels, 33);
+  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 8, h100, 8).nchannels, 16);
+  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 8, h100, 1).nchannels,
+            kernels::gpu::kMaxChannels);  // 8 GPUs
+  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 1, h100, 1).nchannels, 1);
+  for (int n = 2; n <= 16; ++n) {
+    const int c = ChooseDeviceGeometry(DefaultConfig(), n, h100, n).nchannels;
+    EXPECT_TRUE(kernels::gpu::CheckResidency(h100, n, c, "GPU").ok()) << n;
+  }
+  Config forced = DefaultConfig();
+  forced.nchannels = 3;
+  EXPECT_EQ(ChooseDeviceGeometry(forced, 8, h100, 8).nchannels, 3);
+  // A 256 MiB all-reduce on 2 ranks of one H100 uses them all.
+  const DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 2, h100, 2);
+  EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1 << 26, 2).nchannels, g.nchannels);
 }
 
 TEST(DevicePlanTest, RingoProtoForcesOne) {

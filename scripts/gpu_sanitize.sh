@@ -4,12 +4,17 @@
 # 8 B to 256 KiB (the LL and Simple protocols), every result verified.
 #
 # Usage: scripts/gpu_sanitize.sh [path to ringo-perf]   (default bazel-bin/tools/ringo-perf)
-# Exit status: 0 clean (or no GPU: prints SKIPPED), 1 a tool reported an error
-# or a run failed. Set COMPUTE_SANITIZER to use another compute-sanitizer.
+# Exit status: 0 clean (or no GPU: prints SKIPPED; with RINGO_REQUIRE_GPU=1
+# no GPU is a failure), 1 a tool reported an error or a run failed (each run
+# has 150 s). Set COMPUTE_SANITIZER to use another compute-sanitizer.
 set -u
 perf=${1:-bazel-bin/tools/ringo-perf}
 cs=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  if [[ ${RINGO_REQUIRE_GPU:-0} == 1 ]]; then
+    echo "FAIL: RINGO_REQUIRE_GPU=1, but no GPU is visible (nvidia-smi -L failed)"
+    exit 1
+  fi
   echo "SKIPPED: no GPU visible (nvidia-smi -L failed)"
   exit 0
 fi
@@ -21,7 +26,7 @@ fail=0
 for tool in memcheck racecheck; do
   for coll in allreduce reducescatter allgather broadcast reduce; do
     log=$(mktemp)
-    "$cs" --tool "$tool" --error-exitcode 9 --target-processes all \
+    timeout -k 10 150 "$cs" --tool "$tool" --error-exitcode 9 --target-processes all \
       "$perf" "$coll" -np 2 --ranks-per-gpu 2 -b 8 -e 256K -f 32 -n 2 -w 1 -c 1 >"$log" 2>&1
     rc=$?
     summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | sort | uniq -c | tr -s ' ' | paste -sd';')

@@ -21,6 +21,7 @@
 
 #include "base/config.h"
 #include "base/cuda.h"
+#include "base/gpu_test.h"
 #include "collectives/planner.h"
 #include "ringo/ringo.h"
 #include "tests/collective_case.h"
@@ -45,8 +46,7 @@ std::string SkipMessage() {
          "): GPU communicator tests skipped";
 }
 
-#define SKIP_WITHOUT_GPU() \
-  if (!GpuVisible()) GTEST_SKIP() << SkipMessage()
+#define SKIP_WITHOUT_GPU() RINGO_SKIP_WITHOUT_GPU(GpuVisible(), SkipMessage())
 
 // ringoCommInitRankConfig with RINGO_DEVICE_CUDA and `nranks` ranks fails
 // with ringoInvalidUsage and a message containing `why`.
@@ -84,7 +84,7 @@ TEST(GpuComm, InitAllWithoutGpuStaysOnHost) {
 #if !RINGO_TEST_HAVE_CUDART
 
 TEST(GpuConformance, Skipped) {
-  GTEST_SKIP() << SkipMessage() << " (built without the CUDA toolkit)";
+  RINGO_SKIP_WITHOUT_GPU(false, SkipMessage() << " (built without the CUDA toolkit)");
 }
 
 #else
@@ -188,6 +188,10 @@ std::string RunGpuCase(const GpuRanks& ranks, const DeviceBuffers& buf, const Ca
     send_ptr[r] = sp;
     recv_ptr[r] = rp;
   }
+  // The memsets and copies ran on the legacy stream (a copy from pageable
+  // memory may still be in flight when cudaMemcpy returns), which the ranks'
+  // non-blocking streams do not wait for.
+  if (cudaDeviceSynchronize() != cudaSuccess) return "synchronising after the setup";
   for (int r = 0; r < n; ++r) {
     const ringoResult_t rc = CallCollective(c, send_ptr[r], recv_ptr[r], ranks.comm(r), ranks.stream(r));
     if (rc != ringoSuccess) {
@@ -377,6 +381,81 @@ TEST(GpuComm, SingleRankFromInitRankUsesTheCurrentDevice) {
   EXPECT_EQ(out, in);
   EXPECT_EQ(ringoCommDestroy(comm), ringoSuccess);
   CUDA(cudaFree(d));
+}
+
+// Ranks of one process on one GPU refuse the legacy default stream and
+// blocking streams (their kernels would synchronise through the legacy
+// stream), with a message, and stay usable.
+TEST(GpuComm, RanksSharingAGpuRefuseLegacyAndBlockingStreams) {
+  SKIP_WITHOUT_GPU();
+  GpuRanks ranks(2);
+  ASSERT_TRUE(ranks.ok()) << ranks.error();
+  void* dev = nullptr;
+  CUDA(cudaMalloc(&dev, 64));
+  cudaStream_t blocking = nullptr;
+  CUDA(cudaStreamCreate(&blocking));
+  for (cudaStream_t s :
+       {static_cast<cudaStream_t>(nullptr), cudaStreamLegacy, cudaStreamPerThread, blocking}) {
+    EXPECT_EQ(ringoAllReduce(dev, dev, 16, ringoFloat32, ringoSum, ranks.comm(0), s),
+              ringoInvalidUsage);
+    const std::string msg = ringoGetLastError(ranks.comm(0));
+    EXPECT_NE(msg.find("cudaStreamNonBlocking"), std::string::npos) << msg;
+  }
+  ringoResult_t async = ringoInternalError;
+  EXPECT_EQ(ringoCommGetAsyncError(ranks.comm(0), &async), ringoSuccess);
+  EXPECT_EQ(async, ringoSuccess);
+  CUDA(cudaStreamDestroy(blocking));
+  CUDA(cudaFree(dev));
+}
+
+// Collectives of one communicator on different streams run in call order:
+// each rank alternates two streams without any synchronisation between the
+// calls, and each in-place all-reduce reads the previous one's output (x,
+// then 2x, 4x, ... on 2 ranks). Two ring kernels of one rank running at once
+// would corrupt the FIFO counters (a hang or a timeout) or read stale data.
+TEST(GpuComm, CallsOnDifferentStreamsRunInCallOrder) {
+  SKIP_WITHOUT_GPU();
+  ScopedEnv env({{"RINGO_TIMEOUT_MS", std::string("20000")}});
+  constexpr int kRanks = 2;
+  constexpr int kCalls = 8;
+  constexpr size_t kCount = (4 << 20) / sizeof(float);  // Simple, several channels
+  GpuRanks ranks(kRanks);
+  ASSERT_TRUE(ranks.ok()) << ranks.error();
+  std::vector<cudaStream_t> other(kRanks, nullptr);
+  std::vector<float*> buf(kRanks, nullptr);
+  std::vector<float> init(kCount);
+  for (size_t i = 0; i < kCount; ++i) init[i] = static_cast<float>(i % 97) - 48.0f;
+  for (int r = 0; r < kRanks; ++r) {
+    CUDA(cudaStreamCreateWithFlags(&other[r], cudaStreamNonBlocking));
+    CUDA(cudaMalloc(reinterpret_cast<void**>(&buf[r]), kCount * sizeof(float)));
+    CUDA(cudaMemcpy(buf[r], init.data(), kCount * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  CUDA(cudaDeviceSynchronize());
+  for (int call = 0; call < kCalls; ++call) {
+    for (int r = 0; r < kRanks; ++r) {
+      const cudaStream_t s = call % 2 == 0 ? ranks.stream(r) : other[r];
+      ASSERT_EQ(ringoAllReduce(buf[r], buf[r], kCount, ringoFloat32, ringoSum, ranks.comm(r), s),
+                ringoSuccess)
+          << ringoGetLastError(ranks.comm(r));
+    }
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    CUDA(cudaStreamSynchronize(ranks.stream(r)));
+    CUDA(cudaStreamSynchronize(other[r]));
+    ringoResult_t async = ringoInternalError;
+    ringoCommGetAsyncError(ranks.comm(r), &async);
+    ASSERT_EQ(async, ringoSuccess) << ringoGetLastError(ranks.comm(r));
+  }
+  std::vector<float> got(kCount);
+  for (int r = 0; r < kRanks; ++r) {
+    CUDA(cudaMemcpy(got.data(), buf[r], kCount * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < kCount; ++i) {
+      ASSERT_EQ(got[i], init[i] * static_cast<float>(1 << kCalls))
+          << "rank " << r << " element " << i;
+    }
+    CUDA(cudaStreamDestroy(other[r]));
+    CUDA(cudaFree(buf[r]));
+  }
 }
 
 // Rank 0 enqueues an all-reduce its peer never joins; aborting it stops the

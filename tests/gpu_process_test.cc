@@ -29,6 +29,7 @@
 
 #include "base/config.h"
 #include "base/cuda.h"
+#include "base/gpu_test.h"
 #include "collectives/planner.h"
 #include "ringo/ringo.h"
 #include "tests/collective_case.h"
@@ -92,15 +93,16 @@ const GpuProbe& ProbeInChild() {
   return probe;
 }
 
-#define SKIP_WITHOUT_GPU()                                            \
-  if (ProbeInChild().device_count == 0)                               \
-  GTEST_SKIP() << "no CUDA device visible (" << ProbeInChild().reason \
-               << "): GPU communicators across processes (CUDA IPC) not tested"
+#define SKIP_WITHOUT_GPU()                                                                      \
+  RINGO_SKIP_WITHOUT_GPU(ProbeInChild().device_count > 0,                                       \
+                         "no CUDA device visible (" << ProbeInChild().reason                    \
+                                                    << "): GPU communicators across processes " \
+                                                       "(CUDA IPC) not tested")
 
 #if !RINGO_TEST_HAVE_CUDART
 
 TEST(GpuProcesses, Skipped) {
-  GTEST_SKIP() << "built without the CUDA toolkit: CUDA IPC not tested";
+  RINGO_SKIP_WITHOUT_GPU(false, "built without the CUDA toolkit: CUDA IPC not tested");
 }
 
 #else
@@ -185,6 +187,9 @@ std::string RunCaseOnGpuRank(const RankGpu& g, const Case& c, const Expected& ex
   const bool copy_input = !(c.in_place && c.collective == Collective::kBroadcast && r != c.root);
   if (copy_input && send_bytes > 0)
     CHILD_CUDA(cudaMemcpy(sp, input.data(), send_bytes, cudaMemcpyHostToDevice));
+  // Legacy-stream setup (a pageable copy may still be in flight when
+  // cudaMemcpy returns) before the rank's non-blocking stream reads it.
+  CHILD_CUDA(cudaDeviceSynchronize());
   const ringoResult_t rc = CallCollective(c, sp, rp, g.comm(), g.stream());
   if (rc != ringoSuccess) {
     *call_failed = true;

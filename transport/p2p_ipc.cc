@@ -5,12 +5,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include "base/logging.h"
 #include "transport/internal/p2p_ipc_wire.h"
+#include "transport/internal/shared_connectors.h"
 
 #if RINGO_P2P_CUDA
 #include <cuda_runtime_api.h>
@@ -49,6 +52,22 @@ int PositionOf(const std::vector<int>& order, int rank) {
     if (order[p] == rank) return p;
   }
   return -1;
+}
+
+// The process's SharedConnectors, freeing with cudaFree.
+[[maybe_unused]] internal::SharedConnectors& Shared() {
+  static internal::SharedConnectors* const shared =
+      new internal::SharedConnectors([](void* ptr, int device) {
+#if RINGO_P2P_CUDA
+        auto scope = base::ScopedDevice::Enter(device);
+        (void)cudaFree(ptr);  // waits for the device's outstanding work
+        cudaGetLastError();
+#else
+        (void)ptr;
+        (void)device;
+#endif
+      });
+  return *shared;
 }
 
 // The connector of `channel` in an allocation at `base` (either end's view).
@@ -132,6 +151,7 @@ Status P2pIpcRing::AllocateOwn() {
   stream_ = stream;
   const uint64_t bytes = P2pIpcStride(spec_.slot_bytes, spec_.ll_slot_bytes) * spec_.nchannels;
   RINGO_CUDA_RETURN_IF_ERROR(cudaMalloc(&own_, bytes));
+  Shared().Register(own_, spec_.device);
   // Zeroed and visible before any peer can open it (the exchange follows).
   RINGO_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(own_, 0, bytes, stream));
   RINGO_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
@@ -170,7 +190,13 @@ Status P2pIpcRing::OpenSuccessor(const IpcRecord& next, const IpcRecord& mine) {
       return base::Internal("rank " + std::to_string(next.rank) + "'s GPU " + bus +
                             " is not visible in its own process");
     RETURN_IF_ERROR(EnablePeerAccess(spec_.device, their_device));
-    peer_ = reinterpret_cast<void*>(next.device_pointer);
+    void* theirs = reinterpret_cast<void*>(next.device_pointer);
+    if (!Shared().Retain(theirs)) {
+      return base::Internal("rank " + std::to_string(next.rank) +
+                            "'s GPU connectors are not known in this process");
+    }
+    peer_ = theirs;
+    peer_retained_ = true;
   } else {
     if (their_device >= 0 && their_device != spec_.device) {
       int can = 0;
@@ -224,9 +250,16 @@ void P2pIpcRing::ReleaseAndFree() {
                           sizeof(uint32_t), cudaMemcpyDefault, stream);
     (void)cudaStreamSynchronize(stream);
     if (peer_opened_) (void)cudaIpcCloseMemHandle(peer_);
+    if (peer_retained_) Shared().Release(peer_);
     peer_ = nullptr;
   }
-  // 2. Free this rank's memory once the predecessor no longer maps it.
+  // 2. Free this rank's memory once the predecessor no longer maps it. A
+  // predecessor in this process shares it through SharedConnectors: no wait,
+  // whichever of the two lets go last frees it.
+  if (own_ != nullptr && pred_same_process_ && pred_opened_ >= 0) {
+    Shared().Release(own_);
+    own_ = nullptr;
+  }
   if (own_ != nullptr) {
     bool released = pred_opened_ == 0;
     if (pred_opened_ < 0) {
@@ -257,7 +290,7 @@ void P2pIpcRing::ReleaseAndFree() {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (released) {
-      (void)cudaFree(own_);
+      Shared().Release(own_);
     } else if (own_ != nullptr) {
       RINGO_LOG(WARN)
           << "rank " << spec_.rank << ": the ring predecessor did not release this rank's GPU "

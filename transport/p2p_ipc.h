@@ -24,7 +24,10 @@
 // the same, its process is gone, or the timeout passes (then the memory is
 // left allocated, with a warning, rather than freed under a live mapping).
 // So destroying a cross-process GPU communicator waits for its ring
-// predecessor to destroy (or abort) its own.
+// predecessor to destroy (or abort) its own. A predecessor that is a thread
+// of this process is not waited for (one thread may destroy both, one after
+// the other): the two share the allocation through a process-wide count of
+// its users, and whichever lets go last frees it.
 //
 // All of this depends on the GPU, the driver and the IPC support of the
 // machine; it compiles everywhere but has not been run on a GPU yet.
@@ -95,6 +98,8 @@ class P2pIpcRing : public P2pEnds {
   void* own_ = nullptr;        // cudaMalloc'd on spec_.device: the connectors this rank receives on
   void* peer_ = nullptr;       // the successor's allocation as this process addresses it
   bool peer_opened_ = false;   // peer_ came from cudaIpcOpenMemHandle (close it)
+  bool peer_retained_ =
+      false;  // peer_ is this process's successor's allocation, retained (release it)
   void* stream_ = nullptr;     // cudaStream_t, non-blocking: abort and release writes
   base::MappedHostMemory words_;  // uint32 [0] = 1 (source of writes), [1] read-back target
   int pred_pid_ = -1;             // the ring predecessor's process

@@ -2,7 +2,9 @@
 // (what a rank accepts from its neighbours), the same-process test that picks
 // plain pointers over IPC handles, the connector stride, argument checks, and
 // that ranks with no usable GPU all fail promptly instead of waiting on each
-// other. The IPC path itself needs a GPU: tests/gpu_process_test.cc.
+// other; the count of users that lets ranks of one process share a
+// connector allocation without waiting for each other at destruction. The
+// IPC path itself needs a GPU: tests/gpu_process_test.cc.
 #include "transport/p2p_ipc.h"
 
 #include <gtest/gtest.h>
@@ -11,16 +13,60 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/cuda.h"
 #include "transport/bootstrap.h"
 #include "transport/internal/p2p_ipc_wire.h"
+#include "transport/internal/shared_connectors.h"
 
 namespace ringo::transport {
 namespace {
 
 using internal::IpcRecord;
+
+// Two ranks that are threads of one process, each the other's ring
+// predecessor: each registers its own allocation and retains the other's.
+// Destroying them one after the other (either order) frees each allocation
+// exactly once, when its last user lets go, and nobody waits.
+TEST(SharedConnectors, TheLastUserFreesWithoutWaiting) {
+  for (bool a_first : {true, false}) {
+    std::vector<std::pair<void*, int>> freed;
+    internal::SharedConnectors shared([&](void* p, int device) { freed.emplace_back(p, device); });
+    int a_mem = 0, b_mem = 0;
+    shared.Register(&a_mem, 0);
+    shared.Register(&b_mem, 1);
+    EXPECT_TRUE(shared.Retain(&b_mem));   // rank A sends into B's connectors
+    EXPECT_TRUE(shared.Retain(&a_mem));   // and B into A's
+    EXPECT_FALSE(shared.Retain(&freed));  // not a registered allocation
+    auto destroy = [&](void* own, void* peer) {
+      shared.Release(peer);  // done writing the successor's memory
+      shared.Release(own);   // no wait for the predecessor
+    };
+    if (a_first) {
+      destroy(&a_mem, &b_mem);
+      EXPECT_TRUE(freed.empty());  // each still has its other user
+      destroy(&b_mem, &a_mem);
+    } else {
+      destroy(&b_mem, &a_mem);
+      EXPECT_TRUE(freed.empty());
+      destroy(&a_mem, &b_mem);
+    }
+    ASSERT_EQ(freed.size(), 2u);
+    EXPECT_NE(freed[0].first, freed[1].first);
+    for (const auto& [p, device] : freed) EXPECT_EQ(device, p == &a_mem ? 0 : 1);
+    EXPECT_EQ(shared.size(), 0u);
+    EXPECT_FALSE(shared.Release(&a_mem));  // gone: a second release does nothing
+  }
+  // An allocation nobody else took is freed by its owner at once.
+  int own = 0;
+  int frees = 0;
+  internal::SharedConnectors alone([&](void*, int) { ++frees; });
+  alone.Register(&own, 0);
+  EXPECT_TRUE(alone.Release(&own));
+  EXPECT_EQ(frees, 1);
+}
 
 IpcRecord GoodRecord(int rank) {
   IpcRecord r = internal::FailedIpcRecord(rank);

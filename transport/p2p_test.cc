@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "base/cuda.h"
+#include "base/gpu_test.h"
 
 namespace ringo::transport {
 namespace {
@@ -43,10 +44,9 @@ TEST(P2pRing, WithoutCudaToolkitSaysSo) {
 }
 
 TEST(P2pRing, AllocatesZeroedConnectorsOnOneGpu) {
-  if (base::ProbeCuda().device_count == 0) {
-    GTEST_SKIP() << "no CUDA device visible (" << base::ProbeCuda().reason
-                 << "): p2p allocation not tested";
-  }
+  RINGO_SKIP_WITHOUT_GPU(base::ProbeCuda().device_count > 0, "no CUDA device visible ("
+                                                                 << base::ProbeCuda().reason
+                                                                 << "): p2p allocation not tested");
   auto made = P2pRing::Create(Spec(3));
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   P2pRing& ring = **made;

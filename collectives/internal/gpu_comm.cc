@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "collectives/internal/gpu_placement.h"
 #include "kernels/cuda/launch.h"
 
 namespace ringo::collectives::internal {
@@ -30,13 +31,24 @@ DeviceFifo ToDeviceFifo(const transport::P2pFifo& f, int peer_rank) {
   return d;
 }
 
+// The communicator's completion event as LaunchOrder sees it.
+class DoneEvent final : public LaunchEvent {
+ public:
+  explicit DoneEvent(base::CudaEvent* event) : event_(event) {}
+  Status MakeStreamWait(void* stream) override { return event_->MakeStreamWait(stream); }
+  Status Record(void* stream) override { return event_->Record(stream); }
+
+ private:
+  base::CudaEvent* event_;
+};
+
 }  // namespace
 
 StatusOr<std::unique_ptr<GpuComm>> GpuComm::Create(int rank, int nranks, int device,
                                                    const std::vector<int>& order,
                                                    std::unique_ptr<transport::P2pEnds> ends,
                                                    const DeviceGeometry& geometry,
-                                                   uint64_t timeout_ns) {
+                                                   uint64_t timeout_ns, int ranks_sharing_gpu) {
   if (nranks > kernels::gpu::kMaxInlineRanks) {
     return base::InvalidUsage("GPU communicators take at most " +
                               std::to_string(kernels::gpu::kMaxInlineRanks) + " ranks");
@@ -53,6 +65,7 @@ StatusOr<std::unique_ptr<GpuComm>> GpuComm::Create(int rank, int nranks, int dev
   }
   g->geometry_ = geometry;
   g->timeout_ns_ = timeout_ns;
+  g->ranks_sharing_gpu_ = ranks_sharing_gpu;
   g->ends_ = std::move(ends);
   g->channels_.resize(geometry.nchannels);
   if (nranks > 1) {
@@ -66,6 +79,11 @@ StatusOr<std::unique_ptr<GpuComm>> GpuComm::Create(int rank, int nranks, int dev
   const DeviceSlices slices = MaxDeviceSlices(geometry);  // for the protocol choice
   g->max_simple_slice_ = slices.simple;
   g->max_ll_slice_ = slices.ll;
+  if (nranks > 1) {
+    ASSIGN_OR_RETURN(g->device_channels_, base::DeviceCopy::Of(device, g->channels_.data(),
+                                                               sizeof(kernels::gpu::DeviceChannel) *
+                                                                   g->channels_.size()));
+  }
   ASSIGN_OR_RETURN(g->error_, base::MappedHostMemory::Allocate(sizeof(ErrorRecord)));
   ASSIGN_OR_RETURN(g->abort_, base::MappedHostMemory::Allocate(sizeof(int)));
   ASSIGN_OR_RETURN(g->done_, base::CudaEvent::Create(device));
@@ -101,10 +119,17 @@ Status GpuComm::Enqueue(const kernels::CollArgs& args, void* stream) {
   a.slice_bytes = plan.slice_bytes;
   a.proto = plan.proto;
   ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device_));
+  if (ranks_sharing_gpu_ > 1) {
+    ASSIGN_OR_RETURN(const base::StreamFacts facts, base::GetStreamFacts(stream));
+    RETURN_IF_ERROR(GpuStreamRule(facts.non_blocking, facts.legacy, ranks_sharing_gpu_));
+  }
+  DoneEvent done(&done_);
+  RETURN_IF_ERROR(order_launches_.Before(stream, done));
   RETURN_IF_ERROR(kernels::gpu::LaunchRingKernel(
-      a, channels_.data(), plan.nchannels, stream, static_cast<ErrorRecord*>(error_.device()),
+      a, channels_.data(), static_cast<const kernels::gpu::DeviceChannel*>(device_channels_.get()),
+      plan.nchannels, stream, static_cast<ErrorRecord*>(error_.device()),
       static_cast<const int*>(abort_.device()), timeout_ns_));
-  return done_.Record(stream);
+  return order_launches_.After(stream, done);
 }
 
 Status GpuComm::Synchronize() { return done_.Synchronize(); }

@@ -1,7 +1,14 @@
 // The GPU half of a communicator: one rank's channels over a p2p ring (its
 // two ends of each channel, from an in-process P2pRing or a cross-process
-// P2pIpcRing), its mapped abort flag and error record, and the enqueueing of
-// ring kernels on the caller's stream. Owned by a Communicator of kind kCuda.
+// P2pIpcRing) and their table in device memory, its mapped abort flag and
+// error record, and the enqueueing of ring kernels on the caller's stream.
+// Owned by a Communicator of kind kCuda.
+//
+// Ordering: every collective of the communicator waits for the previous
+// one's completion event, whatever stream each was enqueued on
+// (gpu_order.h). Where other ranks of this process share the GPU, streams
+// must be non-blocking (gpu_placement.h's GpuStreamRule). A one-rank
+// communicator copies on the device (kernels::gpu::LaunchRingKernel).
 //
 // Thread safety: Enqueue, Synchronize and the destructor are called by the
 // communicator's one user thread at a time; RaiseAbort and KernelError from
@@ -16,6 +23,7 @@
 
 #include "base/cuda.h"
 #include "base/status.h"
+#include "collectives/internal/gpu_order.h"
 #include "collectives/planner.h"
 #include "kernels/cuda/device_types.h"
 #include "kernels/host_executor.h"
@@ -26,13 +34,16 @@ namespace ringo::collectives::internal {
 class GpuComm {
  public:
   // `ends` are this rank's connectors (null for one rank; owned from now
-  // on); `order` maps ring position to rank. Blocking: allocates mapped host
-  // memory and an event on `device`.
+  // on); `order` maps ring position to rank; `ranks_sharing_gpu` counts the
+  // ranks of this process on this GPU, itself included (the stream rule).
+  // Blocking: allocates mapped host memory, the channel table and an event on
+  // `device`.
   static base::StatusOr<std::unique_ptr<GpuComm>> Create(int rank, int nranks, int device,
                                                          const std::vector<int>& order,
                                                          std::unique_ptr<transport::P2pEnds> ends,
                                                          const DeviceGeometry& geometry,
-                                                         uint64_t timeout_ns);
+                                                         uint64_t timeout_ns,
+                                                         int ranks_sharing_gpu);
   // Waits for the work this rank enqueued, then frees its memory and its
   // ends (an in-process ring's memory goes with the last rank that holds it;
   // a cross-process ring's waits for the predecessor's release, see
@@ -44,8 +55,9 @@ class GpuComm {
   // The plan Enqueue would use for `args`.
   DevicePlan Plan(const kernels::CollArgs& args) const;
   // Enqueues `args` on `stream` (a cudaStream_t; null: the legacy default
-  // stream) and returns at once. Every rank must enqueue the same collective,
-  // on streams whose kernels can run at the same time.
+  // stream, refused where other ranks of this process share the GPU, as are
+  // blocking streams) after the previous collective's completion, and returns
+  // at once. Every rank must enqueue the same collective.
   base::Status Enqueue(const kernels::CollArgs& args, void* stream);
   // Blocks until everything enqueued so far has completed.
   base::Status Synchronize();
@@ -67,11 +79,14 @@ class GpuComm {
   uint64_t timeout_ns_ = 0;
   int64_t max_simple_slice_ = 0;
   int64_t max_ll_slice_ = 0;
+  int ranks_sharing_gpu_ = 1;                          // ranks of this process on this GPU
   std::vector<kernels::gpu::DeviceChannel> channels_;  // one per connected channel
   std::unique_ptr<transport::P2pEnds> ends_;
+  base::DeviceCopy device_channels_;  // channels_ in device memory, read by the kernels
   base::MappedHostMemory error_;  // a kernels::gpu::ErrorRecord
   base::MappedHostMemory abort_;  // an int, non-zero: stop
   base::CudaEvent done_;          // recorded after each enqueued collective
+  LaunchOrder order_launches_;
 };
 
 }  // namespace ringo::collectives::internal

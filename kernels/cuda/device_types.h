@@ -19,13 +19,20 @@ namespace ringo::kernels::gpu {
 
 // Slots per connector; equals transport::kSlots (transport/fifo.h).
 inline constexpr int kFifoSlots = 8;
-// Channels one launch runs (one CUDA block each).
-inline constexpr int kMaxChannels = 32;
+// Channels one launch runs (one CUDA block each). The channel table lives in
+// device memory (its owner uploads it once, see LaunchRingKernel), so the
+// kernel's parameters stay small whatever the count.
+inline constexpr int kMaxChannels = 64;
 // Ring orders up to this many ranks travel inside the kernel parameters;
 // larger rings pass DeviceCollArgs::device_order.
 inline constexpr int kMaxInlineRanks = 64;
 // Threads per block of the ring kernel (both protocols).
 inline constexpr int kRingThreads = 512;
+// A Simple slot carries at most slot_bytes - kSlotShiftPad bytes of data: the
+// data starts at the sender's user-buffer offset modulo 16
+// (internal/slot_shift.h), so that unaligned buffers still move in 16-byte
+// vectors.
+inline constexpr int kSlotShiftPad = 16;
 // An LL line: two (4 data bytes, 4 flag bytes) pairs stored with one 16-byte store.
 inline constexpr int kLLLineBytes = 16;
 inline constexpr int kLLDataBytesPerLine = 8;
@@ -47,10 +54,11 @@ enum class Proto : int {
 // stream), so connections persist across launches and protocol changes.
 struct DeviceFifo {
   void* slots = nullptr;            // kFifoSlots * slot_bytes (Simple)
-  uint64_t slot_bytes = 0;
+  uint64_t slot_bytes = 0;  // a slice of up to slot_bytes - kSlotShiftPad, at a shift of 0..15
   uint64_t* tail = nullptr;         // steps the sender has posted (system-scope atomic)
   uint64_t* head = nullptr;         // steps the receiver has consumed (system-scope atomic)
-  uint64_t* sizes = nullptr;        // bytes in each Simple slot; may be null (no size check)
+  uint64_t* sizes = nullptr;  // each Simple slot's bytes and shift (slot_shift.h); may be null (no
+                              // size check, shift 0)
   const uint32_t* aborted = nullptr;  // the connector's abort flag (either side sets it); may be null
   void* ll_slots = nullptr;         // kFifoSlots * ll_slot_bytes of 16-byte LL lines; 16-byte aligned
   uint64_t ll_slot_bytes = 0;
@@ -82,7 +90,8 @@ struct DeviceCollArgs {
   int pos = 0;     // this rank's ring position
   int order[kMaxInlineRanks] = {};   // ring position -> rank, when nranks <= kMaxInlineRanks
   const int* device_order = nullptr; // device array of nranks entries, used when nranks > kMaxInlineRanks
-  int64_t slice_bytes = 0;  // chunk bytes: <= slot_bytes (Simple), <= ll_slot_bytes / 2 (LL)
+  int64_t slice_bytes =
+      0;  // chunk bytes: <= slot_bytes - kSlotShiftPad (Simple), <= ll_slot_bytes / 2 (LL)
   Proto proto = Proto::kSimple;
 };
 

@@ -5,12 +5,15 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 
+#include "base/cuda.h"
 #include "kernels/cuda/internal/kernel_params.h"
-#include "kernels/internal/dispatch.h"
 #include "kernels/cuda/internal/ring_params.h"
+#include "kernels/internal/dispatch.h"
 
 #if RINGO_CUDA_KERNELS
 #include <cuda_runtime_api.h>
@@ -22,6 +25,7 @@ namespace {
 using base::DataType;
 using base::RedOp;
 using base::Status;
+using base::StatusOr;
 using internal::RingKernelParams;
 
 // Fn<T, kOp>::Run(args...) returns a cudaError_t value or kNotBuilt; the
@@ -38,6 +42,17 @@ struct RingFn {
   static int Run(const RingKernelParams& p, Proto proto, void* stream) {
 #if RINGO_CUDA_KERNELS
     return internal::LaunchRingTyped<T, kOp>(p, proto, stream);
+#else
+    return internal::kNotBuilt;
+#endif
+  }
+};
+
+template <typename T, RedOp kOp>
+struct LoadFn {
+  static int Run(int* blocks_per_sm) {
+#if RINGO_CUDA_KERNELS
+    return internal::LoadRingTyped<T, kOp>(blocks_per_sm);
 #else
     return internal::kNotBuilt;
 #endif
@@ -98,7 +113,8 @@ Status CheckFifo(const DeviceFifo& f, const char* which, int c, int64_t slice_by
   return base::OkStatus();
 }
 
-Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels, int nchannels) {
+Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels,
+                 const DeviceChannel* device_channels, int nchannels) {
   if (!base::IsValidDataType(static_cast<int>(a.dtype))) return base::InvalidArgument("unknown datatype");
   if (!base::IsValidRedOp(static_cast<int>(a.op))) return base::InvalidArgument("unknown reduction op");
   if (static_cast<int>(a.coll) < 0 || static_cast<int>(a.coll) > static_cast<int>(Coll::kReduce)) {
@@ -112,16 +128,18 @@ Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels, int nch
     return base::InvalidArgument("more than " + std::to_string(kMaxInlineRanks) + " ranks need device_order");
   }
   if (a.count < 0) return base::InvalidArgument("negative count");
-  if (nchannels < 1 || nchannels > kMaxChannels || channels == nullptr) {
-    return base::InvalidArgument("between 1 and " + std::to_string(kMaxChannels) + " channels");
-  }
   const size_t esize = base::DataTypeSize(a.dtype);
   if (a.count > 0 && (a.send == nullptr || a.recv == nullptr)) return base::InvalidArgument("null buffer");
   if (!Aligned(a.send, esize) || !Aligned(a.recv, esize)) {
     return base::InvalidArgument("buffers must be aligned to the datatype's size");
   }
   if (a.proto != Proto::kSimple && a.proto != Proto::kLL) return base::InvalidArgument("unknown protocol");
-  if (a.nranks == 1) return base::OkStatus();
+  if (a.nranks == 1) return base::OkStatus();  // a device copy: no channel
+  if (nchannels < 1 || nchannels > kMaxChannels || channels == nullptr ||
+      device_channels == nullptr) {
+    return base::InvalidArgument("between 1 and " + std::to_string(kMaxChannels) +
+                                 " channels, in host and in device memory");
+  }
   // Every chunk must hold at least one element of the kernel's type.
   if (a.slice_bytes < static_cast<int64_t>(esize)) {
     return base::InvalidArgument("slice_bytes " + std::to_string(a.slice_bytes) + " below one element");
@@ -133,15 +151,72 @@ Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels, int nch
   return base::OkStatus();
 }
 
+// A collective of one rank: its output is its input (every op of one
+// operand is the identity, float avg included: x * 1), so a device copy.
+Status CopyOneRank(const DeviceCollArgs& a, void* stream) {
+  const int64_t bytes = a.count * static_cast<int64_t>(base::DataTypeSize(a.dtype));
+  if (bytes == 0 || a.send == a.recv) return base::OkStatus();
+#if RINGO_CUDA_KERNELS
+  return LaunchResult(static_cast<int>(cudaMemcpyAsync(a.recv, a.send, static_cast<size_t>(bytes),
+                                                       cudaMemcpyDeviceToDevice,
+                                                       static_cast<cudaStream_t>(stream))),
+                      "one-rank collective (device copy)");
+#else
+  (void)stream;
+  return NotBuilt();
+#endif
+}
+
+#if RINGO_CUDA_KERNELS
+StatusOr<RingResidency> LoadOnDevice(int device) {
+  ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device));
+  RingResidency r;
+  RINGO_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&r.sms, cudaDevAttrMultiProcessorCount, device));
+  int blocks = 1 << 30;
+  for (int d = 0; d < base::kNumDataTypes; ++d) {
+    for (int o = 0; o < base::kNumRedOps; ++o) {
+      const auto dtype = static_cast<DataType>(d);
+      const auto op = static_cast<RedOp>(o);
+      const int err = Dispatch<LoadFn>(dtype, op, &blocks);
+      if (err == internal::kNotBuilt) continue;  // the development build leaves it out
+      RETURN_IF_ERROR(LaunchResult(err, "loading the ring kernel " + Where(dtype, op) +
+                                            " on CUDA device " + std::to_string(device)));
+    }
+  }
+  RETURN_IF_ERROR(LaunchResult(internal::LoadCopyKernel(), "loading the copy kernel"));
+  if (blocks == (1 << 30)) return base::Internal("no ring kernel was loaded");
+  r.blocks_per_sm = blocks;
+  return r;
+}
+#endif
+
 }  // namespace
 
 bool KernelsBuilt() { return RINGO_CUDA_KERNELS != 0; }
+
+StatusOr<RingResidency> LoadRingKernels(int device) {
+  if (!KernelsBuilt()) return NotBuilt();
+#if RINGO_CUDA_KERNELS
+  static std::mutex* const mu = new std::mutex();
+  static auto* const loaded = new std::map<int, StatusOr<RingResidency>>();
+  std::lock_guard<std::mutex> lock(*mu);
+  auto it = loaded->find(device);
+  if (it == loaded->end()) it = loaded->emplace(device, LoadOnDevice(device)).first;
+  return it->second;
+#else
+  (void)device;
+  return NotBuilt();
+#endif
+}
 
 int64_t MaxSliceBytes(const DeviceFifo& fifo, Proto proto) {
   if (proto == Proto::kLL) {
     return static_cast<int64_t>(fifo.ll_slot_bytes / kLLLineBytes * kLLDataBytesPerLine);
   }
-  return static_cast<int64_t>(fifo.slot_bytes);
+  return fifo.slot_bytes > static_cast<uint64_t>(kSlotShiftPad)
+             ? static_cast<int64_t>(fifo.slot_bytes) - kSlotShiftPad
+             : 0;
 }
 
 namespace internal {
@@ -150,7 +225,7 @@ Status BuildRingParams(const DeviceCollArgs& args, const DeviceChannel* channels
                        ErrorRecord* mapped_error, const int* mapped_abort, uint64_t timeout_ns, RingKernelParams* p,
                        DataType* kernel_dtype, RedOp* kernel_op) {
   *p = RingKernelParams{};
-  std::memcpy(p->channels, channels, sizeof(DeviceChannel) * nchannels);
+  p->channels = channels;
   std::memcpy(p->order, args.order, sizeof(p->order));
   p->device_order = args.device_order;
   p->send = args.send;
@@ -187,15 +262,17 @@ Status BuildRingParams(const DeviceCollArgs& args, const DeviceChannel* channels
 
 }  // namespace internal
 
-Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* channels, int nchannels, void* cuda_stream,
+Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* host_channels,
+                        const DeviceChannel* device_channels, int nchannels, void* cuda_stream,
                         ErrorRecord* mapped_error, const int* mapped_abort, uint64_t timeout_ns) {
   if (!KernelsBuilt()) return NotBuilt();
-  RETURN_IF_ERROR(CheckArgs(args, channels, nchannels));
-  RingKernelParams p;  // about 5 KB: the channels travel inline in the kernel's parameters
+  RETURN_IF_ERROR(CheckArgs(args, host_channels, device_channels, nchannels));
+  if (args.nranks == 1) return CopyOneRank(args, cuda_stream);
+  RingKernelParams p;
   DataType dtype;
   RedOp op;
-  RETURN_IF_ERROR(
-      internal::BuildRingParams(args, channels, nchannels, mapped_error, mapped_abort, timeout_ns, &p, &dtype, &op));
+  RETURN_IF_ERROR(internal::BuildRingParams(args, device_channels, nchannels, mapped_error,
+                                            mapped_abort, timeout_ns, &p, &dtype, &op));
   return LaunchResult(Dispatch<RingFn>(dtype, op, p, args.proto, cuda_stream),
                       std::string("ring kernel ") + Where(args.dtype, args.op));
 }

@@ -15,6 +15,7 @@
 #include "base/device/dtype.h"
 #include "base/status.h"
 #include "kernels/cuda/device_types.h"
+#include "kernels/cuda/residency.h"
 
 namespace ringo::kernels::gpu {
 
@@ -22,11 +23,19 @@ namespace ringo::kernels::gpu {
 bool KernelsBuilt();
 
 // Enqueues this rank's part of the ring collective `args` on `cuda_stream`:
-// one block of kRingThreads threads per channel, channel c over channels[c]
-// (a host array, read during the call). Every rank of the ring must launch the
-// same collective (coll, count, dtype, op, root, slice_bytes, proto,
-// nchannels); the kernels of all ranks must be able to run at the same time
-// (they wait on each other: separate streams, enough free SMs).
+// one block of kRingThreads threads per channel, channel c over channel c of
+// the table. `host_channels` is the table as the host reads it (checked
+// during the call); `device_channels` the same nchannels entries in device
+// memory, which the kernel reads and which must outlive it (a communicator
+// uploads its table once). Every rank of the ring must launch the same
+// collective (coll, count, dtype, op, root, slice_bytes, proto, nchannels);
+// the kernels of all ranks must be able to run at the same time (they wait
+// on each other: separate non-blocking streams, every block resident, see
+// residency.h and LoadRingKernels).
+//
+// One rank (args.nranks == 1) is a device-to-device copy of the input into
+// the output (nothing when they are the same buffer); no channel is used and
+// the channel arguments may be null.
 //
 // Waits give up after `timeout_ns` without progress (0: never) or when
 // `*mapped_abort` becomes non-zero (null: not checked); the kernel then records
@@ -36,10 +45,20 @@ bool KernelsBuilt();
 // poll `code` while it runs): ErrorRecordStatus turns it into a Status.
 //
 // Returns an error for invalid arguments (sizes, counts, a slice that does not
-// fit a slot, too many channels, unaligned buffers) or a failed launch.
-base::Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* channels, int nchannels,
+// fit a slot, too many channels, unaligned buffers) or a failed launch; the
+// launch error is the launch call's own result.
+base::Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* host_channels,
+                              const DeviceChannel* device_channels, int nchannels,
                               void* cuda_stream, ErrorRecord* mapped_error, const int* mapped_abort,
                               uint64_t timeout_ns);
+
+// Loads every ring, reduction and copy kernel on `device` now (CUDA loads
+// modules lazily by default, and loading a kernel at its first launch may
+// synchronise the context, which would wait for ring kernels that wait for
+// the one being launched) and reports what the device holds of the ring
+// kernel at once. The first call per device does the work; later calls
+// return the same answer. Blocking; changes no current device.
+base::StatusOr<RingResidency> LoadRingKernels(int device);
 
 // OK when the record holds no error; otherwise Timeout (timeout), RemoteError
 // (an abort) or InvalidUsage (mismatched collectives), naming rank, peer,
@@ -56,8 +75,9 @@ base::Status LaunchReduceKernel(base::DataType dtype, base::RedOp op, const void
 // alignment); buffers must not overlap.
 base::Status LaunchCopyKernel(const void* src, void* dst, int64_t bytes, void* cuda_stream);
 
-// The largest slice a channel can carry with `proto`: the slot size for
-// Simple, half the LL slot (rounded down to whole lines) for LL.
+// The largest slice a channel can carry with `proto`: the slot size less
+// kSlotShiftPad for Simple, half the LL slot (rounded down to whole lines)
+// for LL.
 int64_t MaxSliceBytes(const DeviceFifo& fifo, Proto proto);
 
 // Bytes of LL buffer per slot needed for slices of `slice_bytes`.

@@ -1,22 +1,29 @@
-// Reduction bandwidth: the ring's reduce loop (LaunchReduceKernel, dst = a (+) b)
-// against a device-to-device cudaMemcpy of the same 256 MiB, float32 and
-// bfloat16, timed with CUDA events, median of many iterations after warm-up,
-// result verified. Prints the time ratio and the bandwidth ratio (a reduce
-// moves 3 x 256 MiB: two reads, one write; a copy 2 x 256 MiB), which is how
-// close the reduction runs to the device's copy bandwidth.
+// Reduction bandwidth: the ring's reduce loop (LaunchReduceKernel, dst = a (+) b,
+// sum) on 256 MiB of float32 and of bfloat16, beside a device-to-device
+// cudaMemcpyAsync of the same 256 MiB, each timed with CUDA events on one
+// stream: warm-up, then the median (and 10th/90th percentiles) of many
+// iterations. Inputs are small integers (exact sums, never all zeros) and
+// the result is verified on the host before timing. A reduce moves 3 x 256
+// MiB (two reads, one write), a copy 2 x 256 MiB; each line gives the bytes
+// moved and GB/s, so a caller computes the ratio (scripts/gpu_check.sh).
 //
-//   bazel run //kernels/cuda:reduce_bench [-- --benchmark_repetitions=...]
-#include <benchmark/benchmark.h>
-
+//   reduce_bench [--iters N]
+//
+// Output: a "# device ..." line, then per measurement
+//   RESULT <name> bytes=<moved> median_us=<t> p10_us=<t> p90_us=<t> GBps=<moved / median>
+// Exit status: 0 measured and verified; 1 a failure or a wrong result; with
+// no usable GPU it says so and exits 0 (1 under RINGO_REQUIRE_GPU=1).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "base/config.h"
+#include "base/cuda.h"
 #include "base/device/dtype.h"
 #include "kernels/cuda/launch.h"
 
@@ -27,11 +34,17 @@
 #define RINGO_BENCH_HAVE_CUDART 0
 #endif
 
-#if !RINGO_BENCH_HAVE_CUDART
-int main() {
-  std::printf("no CUDA device visible: built without the CUDA toolkit, nothing to measure\n");
-  return 0;
+namespace {
+
+int NoGpu(const std::string& why) {
+  std::printf("no CUDA device visible (%s): reduction benchmark skipped\n", why.c_str());
+  return ringo::base::GetConfig().require_gpu ? 1 : 0;
 }
+
+}  // namespace
+
+#if !RINGO_BENCH_HAVE_CUDART
+int main() { return NoGpu("built without the CUDA toolkit"); }
 #else
 
 namespace {
@@ -51,7 +64,6 @@ struct Device {
   cudaEvent_t stop = nullptr;
 };
 Device g;
-std::map<std::string, std::vector<double>> g_ms;  // per-iteration times by benchmark
 
 bool Ok(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return true;
@@ -59,52 +71,58 @@ bool Ok(cudaError_t err, const char* what) {
   return false;
 }
 
-// Times one enqueue with events on the benchmark stream; -1 on failure.
-template <typename Fn>
-double TimeMs(Fn enqueue) {
-  cudaEventRecord(g.start, g.stream);
-  if (!enqueue()) return -1;
-  cudaEventRecord(g.stop, g.stream);
-  if (!Ok(cudaEventSynchronize(g.stop), "cudaEventSynchronize")) return -1;
-  float ms = 0;
-  cudaEventElapsedTime(&ms, g.start, g.stop);
-  return ms;
+bool Memcpy() {
+  return Ok(cudaMemcpyAsync(g.dst, g.a, kBytes, cudaMemcpyDeviceToDevice, g.stream),
+            "cudaMemcpyAsync");
 }
-
-bool Memcpy() { return Ok(cudaMemcpyAsync(g.dst, g.a, kBytes, cudaMemcpyDeviceToDevice, g.stream), "cudaMemcpyAsync"); }
 
 bool Reduce(DataType dtype) {
   const int64_t count = static_cast<int64_t>(kBytes / ringo::base::DataTypeSize(dtype));
-  const ringo::base::Status st = ringo::kernels::gpu::LaunchReduceKernel(dtype, RedOp::kSum, g.a, g.b, g.dst, count, g.stream);
+  const ringo::base::Status st =
+      ringo::kernels::gpu::LaunchReduceKernel(dtype, RedOp::kSum, g.a, g.b, g.dst, count, g.stream);
   if (!st.ok()) std::fprintf(stderr, "%s\n", st.ToString().c_str());
   return st.ok();
 }
 
+// Times one enqueue with events on the stream, in ms; -1 on failure.
 template <typename Fn>
-void Run(benchmark::State& state, const std::string& name, double bytes_moved, Fn enqueue) {
-  for (auto _ : state) {
-    const double ms = TimeMs(enqueue);
-    if (ms < 0) {
-      state.SkipWithError("CUDA failed");
-      return;
-    }
-    state.SetIterationTime(ms / 1e3);
-    g_ms[name].push_back(ms);
+double TimeMs(Fn enqueue) {
+  if (!Ok(cudaEventRecord(g.start, g.stream), "cudaEventRecord") || !enqueue() ||
+      !Ok(cudaEventRecord(g.stop, g.stream), "cudaEventRecord") ||
+      !Ok(cudaEventSynchronize(g.stop), "cudaEventSynchronize")) {
+    return -1;
   }
-  state.SetBytesProcessed(static_cast<int64_t>(bytes_moved * state.iterations()));
+  float ms = 0;
+  if (!Ok(cudaEventElapsedTime(&ms, g.start, g.stop), "cudaEventElapsedTime")) return -1;
+  return ms;
 }
 
-void BM_MemcpyD2D(benchmark::State& state) { Run(state, "memcpy", 2.0 * kBytes, Memcpy); }
-
-void BM_Reduce(benchmark::State& state, DataType dtype) {
-  Run(state, ringo::base::DataTypeName(dtype), 3.0 * kBytes, [dtype] { return Reduce(dtype); });
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
-BENCHMARK(BM_MemcpyD2D)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(200);
-BENCHMARK_CAPTURE(BM_Reduce, float32, DataType::kFloat32)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(200);
-BENCHMARK_CAPTURE(BM_Reduce, bfloat16, DataType::kBFloat16)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(200);
+// Warm-up, then `iters` timings; prints the RESULT line. False on failure.
+template <typename Fn>
+bool Measure(const char* name, double bytes_moved, int iters, Fn enqueue) {
+  for (int i = 0; i < 5; ++i) {
+    if (TimeMs(enqueue) < 0) return false;
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    const double t = TimeMs(enqueue);
+    if (t < 0) return false;
+    ms.push_back(t);
+  }
+  const double median = Quantile(ms, 0.5);
+  std::printf("RESULT %s bytes=%.0f median_us=%.1f p10_us=%.1f p90_us=%.1f GBps=%.1f\n", name,
+              bytes_moved, median * 1e3, Quantile(ms, 0.1) * 1e3, Quantile(ms, 0.9) * 1e3,
+              bytes_moved / (median * 1e6));
+  std::fflush(stdout);
+  return true;
+}
 
-// Fills a and b with small integers (exact sums) and checks dst = a + b everywhere.
+// a = (i % 17) - 8, b = i % 5 (exact in bfloat16 and float), then dst = a + b checked everywhere.
 template <typename T>
 bool Verify(DataType dtype) {
   const size_t n = kBytes / sizeof(T);
@@ -119,10 +137,12 @@ bool Verify(DataType dtype) {
       b[i] = y;
     }
   }
-  if (!Ok(cudaMemcpy(g.a, a.data(), kBytes, cudaMemcpyHostToDevice), "upload") ||
-      !Ok(cudaMemcpy(g.b, b.data(), kBytes, cudaMemcpyHostToDevice), "upload") || !Reduce(dtype) ||
-      !Ok(cudaStreamSynchronize(g.stream), "reduce") ||
-      !Ok(cudaMemcpy(got.data(), g.dst, kBytes, cudaMemcpyDeviceToHost), "download")) {
+  if (!Ok(cudaMemcpyAsync(g.a, a.data(), kBytes, cudaMemcpyHostToDevice, g.stream), "upload") ||
+      !Ok(cudaMemcpyAsync(g.b, b.data(), kBytes, cudaMemcpyHostToDevice, g.stream), "upload") ||
+      !Ok(cudaMemsetAsync(g.dst, 0xFF, kBytes, g.stream), "poison") || !Reduce(dtype) ||
+      !Ok(cudaMemcpyAsync(got.data(), g.dst, kBytes, cudaMemcpyDeviceToHost, g.stream),
+          "download") ||
+      !Ok(cudaStreamSynchronize(g.stream), "reduce")) {
     return false;
   }
   for (size_t i = 0; i < n; ++i) {
@@ -142,72 +162,52 @@ bool Verify(DataType dtype) {
   return true;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-double Quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[static_cast<size_t>(q * (v.size() - 1))];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("no CUDA device visible: reduction benchmark skipped\n");
-    return 0;
+  int iters = 100;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
+      iters = std::max(1, std::atoi(argv[++i]));
+    } else {
+      std::fprintf(stderr, "usage: %s [--iters N]\n", argv[0]);
+      return 2;
+    }
   }
+  const ringo::base::CudaProbe& probe = ringo::base::ProbeCuda();
+  if (probe.device_count == 0) return NoGpu(probe.reason);
   cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
   int runtime = 0;
-  cudaRuntimeGetVersion(&runtime);
-#ifdef NDEBUG
-  const char* mode = "opt";
-#else
-  const char* mode = "debug asserts on";
-#endif
-  std::printf("device: %s (sm_%d%d, %d SMs), CUDA runtime %d, host build %s, buffers %zu MiB\n", prop.name,
-              prop.major, prop.minor, prop.multiProcessorCount, runtime, mode, kBytes >> 20);
+  if (!Ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties") ||
+      !Ok(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion")) {
+    return 1;
+  }
+  std::printf(
+      "# device 0: %s (sm_%d%d, %d SMs, %.0f MiB), CUDA runtime %d, buffers %zu MiB, %d "
+      "iterations\n",
+      prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+      static_cast<double>(prop.totalGlobalMem) / (1 << 20), runtime, kBytes >> 20, iters);
   if (!Ok(cudaMalloc(&g.a, kBytes), "cudaMalloc") || !Ok(cudaMalloc(&g.b, kBytes), "cudaMalloc") ||
-      !Ok(cudaMalloc(&g.dst, kBytes), "cudaMalloc") || !Ok(cudaStreamCreate(&g.stream), "stream") ||
+      !Ok(cudaMalloc(&g.dst, kBytes), "cudaMalloc") ||
+      !Ok(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "stream") ||
       !Ok(cudaEventCreate(&g.start), "event") || !Ok(cudaEventCreate(&g.stop), "event")) {
     return 1;
   }
-  if (!Verify<float>(DataType::kFloat32) || !Verify<BFloat16>(DataType::kBFloat16)) return 1;
-  std::printf("verified: dst = a + b for float32 and bfloat16\n");
-  for (int i = 0; i < 20; ++i) {  // warm-up: clocks, caches, lazy module loading
-    TimeMs(Memcpy);
-    TimeMs([] { return Reduce(DataType::kFloat32); });
-    TimeMs([] { return Reduce(DataType::kBFloat16); });
-  }
-
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-
-  const double copy = Median(g_ms["memcpy"]);
-  std::printf("\n%-10s %12s %12s %12s %12s %14s\n", "kernel", "median_us", "p10_us", "p90_us", "GB/s", "vs_memcpy");
-  std::printf("%-10s %12.1f %12.1f %12.1f %12.1f %14s\n", "memcpy", copy * 1e3, Quantile(g_ms["memcpy"], 0.1) * 1e3,
-              Quantile(g_ms["memcpy"], 0.9) * 1e3, 2.0 * kBytes / (copy * 1e6), "1.00");
-  for (const char* name : {"float", "bfloat16"}) {
-    const auto& v = g_ms[name];
-    const double t = Median(v);
-    if (t <= 0 || copy <= 0) continue;
-    const double bw = 3.0 * kBytes / (t * 1e6);
-    char ratio[64];
-    std::snprintf(ratio, sizeof(ratio), "t %.2fx, bw %.2f", t / copy, bw / (2.0 * kBytes / (copy * 1e6)));
-    std::printf("%-10s %12.1f %12.1f %12.1f %12.1f %14s\n", name, t * 1e3, Quantile(v, 0.1) * 1e3,
-                Quantile(v, 0.9) * 1e3, bw, ratio);
-  }
-  std::printf("(t: reduce time / memcpy time for the same 256 MiB; bw: (3 x 256 MiB / t_reduce) / (2 x 256 MiB / "
-              "t_memcpy))\n");
+  if (!Verify<float>(DataType::kFloat32)) return 1;
+  if (!Verify<BFloat16>(DataType::kBFloat16)) return 1;
+  std::printf(
+      "# verified: dst = a + b for float32 and bfloat16 (inputs: small integers, not zeros)\n");
+  bool ok = Measure("memcpy_d2d", 2.0 * kBytes, iters, Memcpy);
+  ok = ok &&
+       Measure("reduce_float32", 3.0 * kBytes, iters, [] { return Reduce(DataType::kFloat32); });
+  ok = ok &&
+       Measure("reduce_bfloat16", 3.0 * kBytes, iters, [] { return Reduce(DataType::kBFloat16); });
+  ok =
+      ok && Measure("memcpy_d2d_again", 2.0 * kBytes, iters, Memcpy);  // the spread of the baseline
   cudaFree(g.a);
   cudaFree(g.b);
   cudaFree(g.dst);
-  return 0;
+  return ok ? 0 : 1;
 }
 
 #endif  // RINGO_BENCH_HAVE_CUDART

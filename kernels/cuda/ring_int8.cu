@@ -24,9 +24,13 @@ int LaunchCopyBytes(const void* src, void* dst, int64_t bytes, void* stream) {
   int blocks = 0;
   const int err = GridFor(CopyKernel, bytes, 1, &blocks);
   if (err != 0) return err;
-  CopyKernel<<<blocks, kReduceThreads, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<const uint8_t*>(src),
-                                                                                 static_cast<uint8_t*>(dst), bytes);
-  return static_cast<int>(cudaGetLastError());
+  const uint8_t* s = static_cast<const uint8_t*>(src);
+  uint8_t* d = static_cast<uint8_t*>(dst);
+  void* args[] = {&s, &d, &bytes};
+  return static_cast<int>(cudaLaunchKernel(CopyKernel, dim3(blocks), dim3(kReduceThreads), args, 0,
+                                           static_cast<cudaStream_t>(stream)));
 }
+
+int LoadCopyKernel() { return LoadKernel(CopyKernel, kReduceThreads, nullptr); }
 
 }  // namespace ringo::kernels::gpu::internal

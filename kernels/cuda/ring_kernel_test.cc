@@ -1,9 +1,13 @@
 // The CUDA ring kernels without any transport: N ranks on one GPU in this
 // process, one stream each, FIFOs in device memory, every collective x
 // datatype x op x protocol on small, odd and misaligned cases, compared with a
-// host reference folded with the same ReduceFunc. Also the reduction and copy
-// kernels, and the failure paths (timeout, abort, mismatched collectives).
-// Without a visible GPU the GPU tests skip; the argument checks still run.
+// host reference folded with the same ReduceFunc, and the failure paths
+// (timeout, abort, mismatched collectives). The reduction and copy kernels,
+// kernel loading and launch errors: reduce_kernel_test.cc (the same test).
+// Without a visible GPU the GPU tests skip (fail under RINGO_REQUIRE_GPU=1);
+// the argument checks still run. Inputs are written with cudaMemset and
+// cudaMemcpy on the legacy stream, which the ranks' non-blocking streams do
+// not wait for: every case synchronises the device before it launches.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,7 +22,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/cuda.h"
 #include "base/device/dtype.h"
+#include "base/gpu_test.h"
 #include "kernels/cuda/internal/test_reference.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/reduce_op.h"
@@ -41,6 +47,12 @@ using base::RedOp;
 
 constexpr char kSkipMessage[] = "no CUDA device visible: GPU kernel tests skipped";
 
+std::string NoGpuReason() {
+  return std::string(kSkipMessage) + " (" + base::ProbeCuda().reason + ")";
+}
+
+#define SKIP_WITHOUT_GPU() RINGO_SKIP_WITHOUT_GPU(base::ProbeCuda().device_count > 0, NoGpuReason())
+
 // ---- Host-only checks: run everywhere. ----
 
 TEST(RingKernelArgs, RejectsBadArgumentsBeforeTouchingCuda) {
@@ -51,20 +63,29 @@ TEST(RingKernelArgs, RejectsBadArgumentsBeforeTouchingCuda) {
   a.count = 16;
   a.slice_bytes = 256;
   DeviceChannel ch;  // null FIFOs
+  const DeviceChannel* table = &ch;  // never read: the checks refuse first
   if (!KernelsBuilt()) {
-    EXPECT_FALSE(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).ok());
+    EXPECT_FALSE(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).ok());
     return;
   }
   float buf[16];
   a.send = buf;
   a.recv = buf;
-  EXPECT_EQ(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
-  EXPECT_EQ(LaunchRingKernel(a, &ch, 0, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 0, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, kMaxChannels + 1, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, nullptr, 1, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
   a.root = 5;
-  EXPECT_EQ(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
   a.root = 0;
   a.send = reinterpret_cast<const char*>(buf) + 1;  // not float-aligned
-  EXPECT_EQ(LaunchRingKernel(a, &ch, 1, nullptr, nullptr, nullptr, 0).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(),
+            base::Code::kInvalidArgument);
   EXPECT_EQ(LaunchReduceKernel(DataType::kFloat32, static_cast<RedOp>(9), buf, buf, buf, 1, nullptr).code(),
             base::Code::kInvalidArgument);
 }
@@ -73,7 +94,9 @@ TEST(RingKernelArgs, SliceLimits) {
   DeviceFifo f;
   f.slot_bytes = 4096;
   f.ll_slot_bytes = 4096;
-  EXPECT_EQ(MaxSliceBytes(f, Proto::kSimple), 4096);
+  EXPECT_EQ(MaxSliceBytes(f, Proto::kSimple), 4096 - kSlotShiftPad);  // room for the shift
+  f.slot_bytes = 16;
+  EXPECT_EQ(MaxSliceBytes(f, Proto::kSimple), 0);
   EXPECT_EQ(MaxSliceBytes(f, Proto::kLL), 2048);
   EXPECT_EQ(LLSlotBytesFor(2048), 4096);
   EXPECT_EQ(LLSlotBytesFor(1), 16);
@@ -101,7 +124,9 @@ TEST(RingKernelArgs, ErrorRecordStatusNamesPeerAndStep) {
 
 #if !RINGO_TEST_HAVE_CUDART
 
-TEST(RingKernelGpu, Skipped) { GTEST_SKIP() << kSkipMessage << " (built without the CUDA toolkit)"; }
+TEST(RingKernelGpu, Skipped) {
+  RINGO_SKIP_WITHOUT_GPU(false, NoGpuReason() << " (built without the CUDA toolkit)");
+}
 
 #else
 
@@ -112,30 +137,22 @@ void Cuda(cudaError_t err, const char* what) {
 }
 #define CUDA(call) Cuda((call), #call)
 
-bool GpuVisible() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
-
-#define SKIP_WITHOUT_GPU() \
-  if (!GpuVisible()) GTEST_SKIP() << kSkipMessage
-
 // FIFO memory of one connector, laid out like transport/fifo.h: counters and
 // sizes first, slots from byte 4096, then the LL slots.
 constexpr size_t kTailAt = 0, kHeadAt = 64, kSizesAt = 128, kAbortedAt = 192, kSlotsAt = 4096;
 
 // N ranks on one GPU: FIFOs for every ring edge and channel, a stream, an
-// error record per ring position, one abort flag. Ring position q holds rank
-// order[q], a permutation unlike the identity.
+// error record per ring position, one abort flag, and each position's
+// channel table in device memory. Ring position q holds rank order[q], a
+// permutation unlike the identity.
 class GpuRing {
  public:
   GpuRing(int nranks, int nchannels, int64_t slot_bytes, int64_t ll_slot_bytes)
       : n_(nranks), nch_(nchannels), slot_bytes_(slot_bytes), ll_slot_bytes_(ll_slot_bytes) {
     CUDA(cudaSetDevice(0));
+    // Every kernel loaded before the ranks launch (as a communicator's init does).
+    const base::StatusOr<RingResidency> loaded = LoadRingKernels(0);
+    if (!loaded.ok()) throw std::runtime_error(loaded.status().ToString());
     for (int q = 0; q < n_; ++q) order_.push_back(n_ - 1 - q);
     const size_t bytes = kSlotsAt + kFifoSlots * (slot_bytes_ + ll_slot_bytes_);
     if (n_ > 1) {
@@ -154,10 +171,18 @@ class GpuRing {
     *abort_ = 0;
     CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&errors_dev_), errors_, 0));
     CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abort_dev_), abort_, 0));
+    for (int q = 0; q < n_ && n_ > 1; ++q) {
+      const std::vector<DeviceChannel> ch = Channels(q);
+      void* t = nullptr;
+      CUDA(cudaMalloc(&t, sizeof(DeviceChannel) * ch.size()));
+      CUDA(cudaMemcpy(t, ch.data(), sizeof(DeviceChannel) * ch.size(), cudaMemcpyHostToDevice));
+      tables_.push_back(static_cast<DeviceChannel*>(t));
+    }
     CUDA(cudaDeviceSynchronize());
   }
   ~GpuRing() {
     cudaDeviceSynchronize();
+    for (DeviceChannel* t : tables_) cudaFree(t);
     for (char* m : edges_) cudaFree(m);
     for (auto s : streams_) cudaStreamDestroy(s);
     cudaFreeHost(errors_);
@@ -175,6 +200,9 @@ class GpuRing {
   ErrorRecord* error_dev(int pos) { return errors_dev_ + pos; }
   const int* abort_dev() const { return abort_dev_; }
   void SetAbort(int v) { *reinterpret_cast<volatile int*>(abort_) = v; }
+
+  // Position `pos`'s channel table in device memory (null for one rank).
+  const DeviceChannel* table(int pos) const { return n_ > 1 ? tables_[pos] : nullptr; }
 
   // The channels position `pos` runs: edge pos-1 -> pos in, edge pos -> pos+1 out.
   std::vector<DeviceChannel> Channels(int pos) const {
@@ -211,6 +239,7 @@ class GpuRing {
   int64_t ll_slot_bytes_;
   std::vector<int> order_;
   std::vector<char*> edges_;
+  std::vector<DeviceChannel*> tables_;
   std::vector<cudaStream_t> streams_;
   ErrorRecord* errors_ = nullptr;
   ErrorRecord* errors_dev_ = nullptr;
@@ -297,6 +326,9 @@ void RunCase(GpuRing& ring, Buffers& buf, const Case& c) {
     CUDA(cudaMemset(buf.recv(r), kCanary, span));
     CUDA(cudaMemcpy(send_dev[r], in[r].data(), send_elems * es, cudaMemcpyHostToDevice));
   }
+  // The legacy stream's memset and copy (whose DMA may still run after
+  // cudaMemcpy returns) must land before the ranks' non-blocking streams read.
+  CUDA(cudaDeviceSynchronize());
 
   for (int q = 0; q < n; ++q) {
     const int rank = ring.rank_at(q);
@@ -315,8 +347,9 @@ void RunCase(GpuRing& ring, Buffers& buf, const Case& c) {
     a.slice_bytes = c.slice_bytes;
     a.proto = c.proto;
     const std::vector<DeviceChannel> ch = ring.Channels(q);
-    const base::Status st = LaunchRingKernel(a, ch.data(), ring.nchannels(), ring.stream(q), ring.error_dev(q),
-                                             ring.abort_dev(), 20'000'000'000ull);
+    const base::Status st =
+        LaunchRingKernel(a, ch.data(), ring.table(q), ring.nchannels(), ring.stream(q),
+                         ring.error_dev(q), ring.abort_dev(), 20'000'000'000ull);
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   for (int q = 0; q < n; ++q) CUDA(cudaStreamSynchronize(ring.stream(q)));
@@ -377,7 +410,7 @@ TEST_P(RingSweep, EveryCollectiveDatatypeOpProtocol) {
   const int n = GetParam();
   // One ring for all cases, protocols alternating: the counters must carry
   // over from launch to launch and from Simple to LL.
-  GpuRing ring(n, 2, kSlotBytes, kLLSlotBytes);
+  GpuRing ring(n, 2, kSlotBytes + kSlotShiftPad, kLLSlotBytes);
   Buffers buf(n, static_cast<size_t>(kMaxCount) * n * 8);
   const Coll colls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce};
   const int64_t counts[] = {0, 1, 7, 33, 1000, 4099};
@@ -440,8 +473,10 @@ void LaunchAlone(GpuRing& ring, Buffers& buf, int pos, int64_t count, uint64_t t
   for (int p = 0; p < ring.nranks(); ++p) a.order[p] = ring.order()[p];
   a.slice_bytes = 1024;
   const std::vector<DeviceChannel> ch = ring.Channels(pos);
+  CUDA(cudaDeviceSynchronize());  // the buffers' setup (legacy stream) before a non-blocking stream
   const base::Status st =
-      LaunchRingKernel(a, ch.data(), ring.nchannels(), ring.stream(pos), ring.error_dev(pos), ring.abort_dev(), timeout_ns);
+      LaunchRingKernel(a, ch.data(), ring.table(pos), ring.nchannels(), ring.stream(pos),
+                       ring.error_dev(pos), ring.abort_dev(), timeout_ns);
   ASSERT_TRUE(st.ok()) << st.ToString();
 }
 
@@ -489,113 +524,15 @@ TEST(RingKernelFailure, MismatchedCountsAreReported) {
     for (int p = 0; p < 2; ++p) a.order[p] = ring.order()[p];
     a.slice_bytes = 256;
     const std::vector<DeviceChannel> ch = ring.Channels(q);
-    ASSERT_TRUE(LaunchRingKernel(a, ch.data(), 1, ring.stream(q), ring.error_dev(q), ring.abort_dev(), 500'000'000ull).ok());
+    ASSERT_TRUE(LaunchRingKernel(a, ch.data(), ring.table(q), 1, ring.stream(q), ring.error_dev(q),
+                                 ring.abort_dev(), 500'000'000ull)
+                    .ok());
   }
   for (int q = 0; q < 2; ++q) CUDA(cudaStreamSynchronize(ring.stream(q)));
   const bool mismatch = ring.error(0).code == static_cast<int32_t>(KernelError::kSizeMismatch) ||
                         ring.error(1).code == static_cast<int32_t>(KernelError::kSizeMismatch);
   EXPECT_TRUE(mismatch) << ErrorRecordStatus(ring.error(0)).ToString() << " / "
                         << ErrorRecordStatus(ring.error(1)).ToString();
-}
-
-// ---- Reduction and copy kernels. ----
-
-template <typename T, RedOp kOp>
-T ReduceOne(T a, T b) {
-  const auto f = ReduceFunc<T, kOp>::Make(1);
-  return f.Partial(f.Apply(ToAcc(a), f.Pre(b)));
-}
-
-template <typename T>
-T ReduceOneOp(RedOp op, T a, T b) {
-  switch (op) {
-    case RedOp::kSum: return ReduceOne<T, RedOp::kSum>(a, b);
-    case RedOp::kProd: return ReduceOne<T, RedOp::kProd>(a, b);
-    case RedOp::kMax: return ReduceOne<T, RedOp::kMax>(a, b);
-    case RedOp::kMin: return ReduceOne<T, RedOp::kMin>(a, b);
-    case RedOp::kAvg: return ReduceOne<T, RedOp::kAvg>(a, b);
-  }
-  return T{};
-}
-
-// A device allocation freed on scope exit.
-struct DeviceBuffer {
-  explicit DeviceBuffer(size_t bytes) { CUDA(cudaMalloc(&p, bytes)); }
-  ~DeviceBuffer() { cudaFree(p); }
-  char* get() const { return static_cast<char*>(p); }
-  void* p = nullptr;
-};
-
-template <typename T>
-void CheckReduce(DataType dtype, RedOp op, int64_t count, int off_a, int off_b, int off_d) {
-  SCOPED_TRACE(std::string(base::DataTypeName(dtype)) + " " + base::RedOpName(op) + " count " +
-               std::to_string(count) + " offsets " + std::to_string(off_a) + "/" + std::to_string(off_b) + "/" +
-               std::to_string(off_d));
-  std::vector<T> a(count), b(count), got(count);
-  for (int64_t i = 0; i < count; ++i) {
-    a[i] = Value<T>(Hash(1, static_cast<uint32_t>(i), 7), op);
-    b[i] = Value<T>(Hash(2, static_cast<uint32_t>(i), 7), op);
-  }
-  const size_t bytes = count * sizeof(T) + 64;
-  DeviceBuffer da(bytes), db(bytes), dd(bytes);
-  T* pa = reinterpret_cast<T*>(da.get()) + off_a;
-  T* pb = reinterpret_cast<T*>(db.get()) + off_b;
-  T* pd = reinterpret_cast<T*>(dd.get()) + off_d;
-  CUDA(cudaMemcpy(pa, a.data(), count * sizeof(T), cudaMemcpyHostToDevice));
-  CUDA(cudaMemcpy(pb, b.data(), count * sizeof(T), cudaMemcpyHostToDevice));
-  const base::Status st = LaunchReduceKernel(dtype, op, pa, pb, pd, count, nullptr);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  CUDA(cudaDeviceSynchronize());
-  CUDA(cudaMemcpy(got.data(), pd, count * sizeof(T), cudaMemcpyDeviceToHost));
-  for (int64_t i = 0; i < count; ++i) {
-    const T want = ReduceOneOp<T>(op, a[i], b[i]);
-    ASSERT_TRUE(Same(got[i], want, RedOp::kSum)) << "element " << i << ": got " << AsDouble(got[i]) << ", want "
-                                                 << AsDouble(want);
-  }
-}
-
-template <typename T>
-void CheckReduceAllOps(DataType dtype) {
-  for (int o = 0; o < base::kNumRedOps; ++o) {
-    for (int64_t count : {0, 1, 15, 1000, 65537}) {
-      for (auto [x, y, z] : {std::tuple<int, int, int>{0, 0, 0}, {1, 1, 1}, {0, 1, 2}}) {
-        CheckReduce<T>(dtype, static_cast<RedOp>(o), count, x, y, z);
-        if (testing::Test::HasFatalFailure()) return;
-      }
-    }
-  }
-}
-
-TEST(ReduceKernel, MatchesHostForEveryTypeAndOp) {
-  SKIP_WITHOUT_GPU();
-  CheckReduceAllOps<int8_t>(DataType::kInt8);
-  CheckReduceAllOps<uint8_t>(DataType::kUint8);
-  CheckReduceAllOps<int32_t>(DataType::kInt32);
-  CheckReduceAllOps<uint32_t>(DataType::kUint32);
-  CheckReduceAllOps<int64_t>(DataType::kInt64);
-  CheckReduceAllOps<uint64_t>(DataType::kUint64);
-  CheckReduceAllOps<Half>(DataType::kFloat16);
-  CheckReduceAllOps<float>(DataType::kFloat32);
-  CheckReduceAllOps<double>(DataType::kFloat64);
-  CheckReduceAllOps<BFloat16>(DataType::kBFloat16);
-}
-
-TEST(CopyKernel, CopiesAnyAlignmentAndSize) {
-  SKIP_WITHOUT_GPU();
-  for (int64_t bytes : {0, 1, 15, 4097, (1 << 20) + 3}) {
-    for (auto [so, doff] : {std::pair<int, int>{0, 0}, {3, 3}, {1, 6}}) {
-      SCOPED_TRACE(std::to_string(bytes) + " bytes, offsets " + std::to_string(so) + "/" + std::to_string(doff));
-      std::vector<uint8_t> src(bytes), got(bytes);
-      for (int64_t i = 0; i < bytes; ++i) src[i] = static_cast<uint8_t>(Hash(3, static_cast<uint32_t>(i), 1));
-      DeviceBuffer ds(bytes + 16), dd(bytes + 16);
-      CUDA(cudaMemcpy(ds.get() + so, src.data(), bytes, cudaMemcpyHostToDevice));
-      const base::Status st = LaunchCopyKernel(ds.get() + so, dd.get() + doff, bytes, nullptr);
-      ASSERT_TRUE(st.ok()) << st.ToString();
-      CUDA(cudaDeviceSynchronize());
-      CUDA(cudaMemcpy(got.data(), dd.get() + doff, bytes, cudaMemcpyDeviceToHost));
-      ASSERT_TRUE(src == got);
-    }
-  }
 }
 
 #endif  // RINGO_TEST_HAVE_CUDART

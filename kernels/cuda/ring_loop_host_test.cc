@@ -3,10 +3,14 @@
 // run on the CPU: ranks are threads, the primitives move chunks through host
 // queues and compute with the kernels' own ReduceCopy, run once per emulated
 // GPU thread. Every collective x datatype x op against the host reference.
+// Chunks sit in 16-byte aligned messages at the Simple protocol's shift
+// (internal/slot_shift.h), so buffers that are not 16-byte aligned are
+// checked to take the vector path, as on the GPU.
 // What this cannot see (the FIFO counters, LL flags, barriers, memory
 // ordering) is ring_kernel_test's, on a GPU.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -24,6 +28,7 @@
 #include "kernels/cuda/internal/reduce_copy.h"
 #include "kernels/cuda/internal/ring_loop.h"
 #include "kernels/cuda/internal/ring_params.h"
+#include "kernels/cuda/internal/slot_shift.h"
 #include "kernels/cuda/internal/test_reference.h"
 #include "kernels/reduce_op.h"
 
@@ -38,12 +43,36 @@ using base::RedOp;
 // Emulated threads per block: few, so strides, heads and tails all show.
 constexpr int kThreads = 3;
 
+// A chunk in flight: 16-byte aligned storage holding `bytes` at `shift`,
+// as a Simple slot does.
+struct alignas(16) Line16 {
+  unsigned char b[16];
+};
+struct Message {
+  std::vector<Line16> storage;
+  uint32_t shift = 0;
+  size_t bytes = 0;
+  unsigned char* data() { return reinterpret_cast<unsigned char*>(storage.data()) + shift; }
+};
+
+Message MakeMessage(size_t bytes, uint32_t shift) {
+  Message m;
+  m.storage.resize((bytes + shift) / 16 + 1);
+  m.shift = shift;
+  m.bytes = bytes;
+  return m;
+}
+
 // One ring edge of one channel: the chunks in flight, in order.
 struct Edge {
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::vector<uint8_t>> chunks;
+  std::deque<Message> chunks;
 };
+
+// Element-loop calls that touched a message, by path taken (all tests).
+std::atomic<int64_t> g_vector_steps{0};
+std::atomic<int64_t> g_scalar_steps{0};
 
 // The primitives over host queues, with primitives.cuh's semantics.
 template <typename T, RedOp kOp>
@@ -53,40 +82,40 @@ class QueuePrims {
   bool failed() const { return failed_; }
 
   void Copy(const T* src, T* dst, int64_t n) {
-    if (dst != nullptr) Loop<Mode::kCopy>(src, nullptr, dst, nullptr, n);
+    if (dst != nullptr) Loop<Mode::kCopy>(src, nullptr, dst, nullptr, n, false);
   }
   void Send(const T* src, int64_t n, int64_t) {
-    std::vector<T> m(n);
-    Loop<kSendMode<T, kOp>>(src, nullptr, m.data(), nullptr, n);
-    Push(m);
+    Message m = Out(src, nullptr, n);
+    Loop<kSendMode<T, kOp>>(src, nullptr, At(m), nullptr, n, true);
+    Push(std::move(m));
   }
   void CopySend(const T* src, T* dst, int64_t n, int64_t) {
-    std::vector<T> m(n);
-    Loop<Mode::kCopy>(src, nullptr, m.data(), dst, n);
-    Push(m);
+    Message m = Out(src, dst, n);
+    Loop<Mode::kCopy>(src, nullptr, At(m), dst, n, true);
+    Push(std::move(m));
   }
   void RecvReduceSend(const T* src, int64_t n, int64_t step) {
-    std::vector<T> in = Pop(n, step), m(n);
-    Loop<Mode::kReduce>(in.data(), src, m.data(), nullptr, n);
-    Push(m);
+    Message in = Pop(n, step), m = Out(src, nullptr, n);
+    Loop<Mode::kReduce>(At(in), src, At(m), nullptr, n, true);
+    Push(std::move(m));
   }
   void RecvReduceCopySend(const T* src, T* dst, int64_t n, int64_t step) {
-    std::vector<T> in = Pop(n, step), m(n);
-    Loop<Mode::kReduceFinal>(in.data(), src, m.data(), dst, n);
-    Push(m);
+    Message in = Pop(n, step), m = Out(src, dst, n);
+    Loop<Mode::kReduceFinal>(At(in), src, At(m), dst, n, true);
+    Push(std::move(m));
   }
   void RecvReduceCopy(const T* src, T* dst, int64_t n, int64_t step) {
-    std::vector<T> in = Pop(n, step);
-    Loop<Mode::kReduceFinal>(in.data(), src, dst, nullptr, n);
+    Message in = Pop(n, step);
+    Loop<Mode::kReduceFinal>(At(in), src, dst, nullptr, n, true);
   }
   void RecvCopySend(T* dst, int64_t n, int64_t step) {
-    std::vector<T> in = Pop(n, step), m(n);
-    Loop<Mode::kCopy>(in.data(), nullptr, m.data(), dst, n);
-    Push(m);
+    Message in = Pop(n, step), m = Out(nullptr, dst, n);
+    Loop<Mode::kCopy>(At(in), nullptr, At(m), dst, n, true);
+    Push(std::move(m));
   }
   void Recv(T* dst, int64_t n, int64_t step) {
-    std::vector<T> in = Pop(n, step);
-    Loop<Mode::kCopy>(in.data(), nullptr, dst, nullptr, n);
+    Message in = Pop(n, step);
+    Loop<Mode::kCopy>(At(in), nullptr, dst, nullptr, n, true);
   }
 
   std::string error;
@@ -95,34 +124,38 @@ class QueuePrims {
   // Each emulated thread's share in turn: a thread touches only its own
   // elements, so running them one after another equals running them at once.
   template <Mode kMode>
-  void Loop(const T* a, const T* b, T* d0, T* d1, int64_t n) {
+  void Loop(const T* a, const T* b, T* d0, T* d1, int64_t n, bool slot) {
     if (failed_) return;
+    if (slot && n > 0)
+      (VectorPath(a, b, d0, d1, kModeReads2<kMode>) ? g_vector_steps : g_scalar_steps)++;
     for (int tid = 0; tid < kThreads; ++tid) ReduceCopy<T, kOp, kMode>(f_, tid, kThreads, a, b, d0, d1, n);
   }
-  void Push(const std::vector<T>& m) {
+  static T* At(Message& m) { return reinterpret_cast<T*>(m.data()); }
+  // The outgoing slot of a step, at the shift the GPU's Simple protocol uses.
+  static Message Out(const T* src, const T* dst, int64_t n) {
+    return MakeMessage(static_cast<size_t>(n) * sizeof(T), SendShift(src, dst));
+  }
+  void Push(Message m) {
     if (failed_) return;
-    std::vector<uint8_t> bytes(m.size() * sizeof(T));
-    if (!bytes.empty()) std::memcpy(bytes.data(), m.data(), bytes.size());
     std::lock_guard<std::mutex> lock(out_->mu);
-    out_->chunks.push_back(std::move(bytes));
+    out_->chunks.push_back(std::move(m));
     out_->cv.notify_all();
   }
-  std::vector<T> Pop(int64_t n, int64_t step) {
-    std::vector<T> m(n);
-    if (failed_) return m;
+  Message Pop(int64_t n, int64_t step) {
+    const size_t want = static_cast<size_t>(n) * sizeof(T);
+    if (failed_) return MakeMessage(want, 0);
     std::unique_lock<std::mutex> lock(in_->mu);
     if (!in_->cv.wait_for(lock, std::chrono::seconds(20), [&] { return !in_->chunks.empty(); })) {
       Fail("timed out at step " + std::to_string(step));
-      return m;
+      return MakeMessage(want, 0);
     }
-    std::vector<uint8_t> bytes = std::move(in_->chunks.front());
+    Message m = std::move(in_->chunks.front());
     in_->chunks.pop_front();
-    if (bytes.size() != m.size() * sizeof(T)) {
-      Fail("step " + std::to_string(step) + ": got " + std::to_string(bytes.size()) + " bytes, want " +
-           std::to_string(m.size() * sizeof(T)));
-      return m;
+    if (m.bytes != want) {
+      Fail("step " + std::to_string(step) + ": got " + std::to_string(m.bytes) + " bytes, want " +
+           std::to_string(want));
+      return MakeMessage(want, 0);
     }
-    if (!bytes.empty()) std::memcpy(m.data(), bytes.data(), bytes.size());
     return m;
   }
   void Fail(const std::string& why) {
@@ -220,12 +253,11 @@ void RunCase(const Case& c) {
     a.pos = q;
     for (int p = 0; p < n; ++p) a.order[p] = order[p];
     a.slice_bytes = c.slice_bytes;
-    std::vector<DeviceChannel> channels(c.nchannels);
     params.push_back(std::make_unique<RingKernelParams>());
     RedOp kop;
-    ASSERT_TRUE(
-        BuildRingParams(a, channels.data(), c.nchannels, nullptr, nullptr, 0, params[q].get(), &kernel_dtype[q], &kop)
-            .ok());
+    ASSERT_TRUE(BuildRingParams(a, nullptr, c.nchannels, nullptr, nullptr, 0, params[q].get(),
+                                &kernel_dtype[q], &kop)
+                    .ok());
   }
   for (int q = 0; q < n; ++q) {
     threads.emplace_back([&, q] { errors[q] = RunRankTyped<T, kOp>(*params[q], kernel_dtype[q], edges); });
@@ -303,6 +335,33 @@ TEST_P(RingLoopHost, EveryCollectiveDatatypeOp) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RingLoopHost, testing::Values(1, 2, 3, 5),
                          [](const testing::TestParamInfo<int>& i) { return std::to_string(i.param) + "ranks"; });
+
+// Buffers 1, 2 or 3 elements past a 16-byte boundary on every rank: with
+// the slots shifted to the buffers' offset every step moves 16-byte vectors
+// (with 16-byte aligned slots and no shift, every one of them was scalar).
+TEST(RingLoopHost, UnalignedBuffersTakeTheVectorPath) {
+  for (int offset : {0, 1, 2, 3}) {
+    for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast,
+                      Coll::kReduce}) {
+      g_vector_steps = 0;
+      g_scalar_steps = 0;
+      RunAny(Case{coll, DataType::kFloat32, RedOp::kSum, 3, 2, 5000, 1024, offset, false});
+      if (HasFatalFailure()) return;
+      EXPECT_GT(g_vector_steps.load(), 0)
+          << "offset " << offset << " coll " << static_cast<int>(coll);
+      EXPECT_EQ(g_scalar_steps.load(), 0)
+          << "offset " << offset << " coll " << static_cast<int>(coll);
+    }
+  }
+  // In place too: an AllGather's rank r reads its input r * 7 floats into
+  // its output, so every block starts at its own offset modulo 16, and the
+  // shift follows each block around the ring.
+  g_vector_steps = 0;
+  g_scalar_steps = 0;
+  RunAny(Case{Coll::kAllGather, DataType::kFloat32, RedOp::kSum, 3, 1, 7, 1024, 1, true});
+  EXPECT_GT(g_vector_steps.load(), 0);
+  EXPECT_EQ(g_scalar_steps.load(), 0);
+}
 
 // ReduceCopy alone: every alignment combination of sources and destinations,
 // against the element function, including in place.

@@ -87,6 +87,7 @@ Status CudaBackend::Init() {
   RINGO_CUDA_RETURN_IF_ERROR(cudaEventCreate(&start_));
   RINGO_CUDA_RETURN_IF_ERROR(cudaEventCreate(&stop_));
   RINGO_CUDA_RETURN_IF_ERROR(cudaMalloc(reinterpret_cast<void**>(&wrong_), sizeof(*wrong_)));
+  RINGO_CUDA_RETURN_IF_ERROR(static_cast<cudaError_t>(gpu::LoadVerifyKernels()));
   char bus_id[32] = {};
   RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device_));
   cudaDeviceProp prop;

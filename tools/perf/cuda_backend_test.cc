@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/cuda.h"
+#include "base/gpu_test.h"
 #include "tools/perf/collective.h"
 #include "tools/perf/verify.h"
 
@@ -22,10 +23,11 @@ namespace {
 using base::DataType;
 using base::RedOp;
 
-#define SKIP_WITHOUT_GPU()                                               \
-  if (base::ProbeCuda().device_count == 0)                               \
-  GTEST_SKIP() << "no CUDA device visible (" << base::ProbeCuda().reason \
-               << "): ringo-perf's CUDA backend and device verification not tested"
+#define SKIP_WITHOUT_GPU()                                                                        \
+  RINGO_SKIP_WITHOUT_GPU(base::ProbeCuda().device_count > 0,                                      \
+                         "no CUDA device visible (" << base::ProbeCuda().reason                   \
+                                                    << "): ringo-perf's CUDA backend and device " \
+                                                       "verification not tested")
 
 TEST(CudaBackend, HostForNoDevice) {
   auto backend = MakeCudaOrHostBackend(-1, nullptr);

@@ -1,12 +1,16 @@
 // ringo-perf: Ringo's all_reduce_perf. Parses nccl-tests' flags, finds the
-// ranks (-np fork, or a launcher's environment), puts each on its GPU
-// (--ranks-per-gpu) or on host memory (--host, or no GPU), creates the
-// communicator and runs the benchmark. Exit status: 0 all right, 1 wrong results or a failure,
-// 2 bad usage.
+// ranks (-np fork, -np with --threads for threads of this process, or a
+// launcher's environment), puts each on its GPU (--ranks-per-gpu) or on host
+// memory (--host, or no GPU), creates the communicator and runs the
+// benchmark. Under RINGO_REQUIRE_GPU=1 a rank that would measure host memory
+// fails instead. Exit status: 0 all right, 1 wrong results or a failure, 2
+// bad usage.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/config.h"
@@ -24,6 +28,29 @@ namespace {
 
 constexpr char kProgram[] = "ringo-perf";
 constexpr std::chrono::seconds kIdFileDeadline{60};
+
+// A rank's benchmark on its communicator, which it finalizes and destroys.
+int RunCommunicator(const Options& o, int rank, ringoComm_t comm, std::FILE* csv) {
+  RingoCommunicator communicator(comm);
+  base::Status queried = communicator.Query();
+  if (queried.ok() && base::GetConfig().require_gpu && communicator.CudaDevice() < 0) {
+    queried = base::InvalidUsage(
+        "RINGO_REQUIRE_GPU=1, but this rank's communicator uses host memory (no usable GPU, "
+        "--host, or "
+        "RINGO_DEVICE=host)");
+  }
+  if (!queried.ok()) {
+    std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, rank, queried.message().c_str());
+    communicator.Abort();
+    return kExitFailure;
+  }
+  const int rc = BenchmarkRank(kProgram, o, &communicator, csv, MakeCudaOrHostBackend);
+  if (!communicator.aborted()) {  // a failure has aborted (and released) it
+    ringoCommFinalize(comm);
+    ringoCommDestroy(comm);
+  }
+  return rc;
+}
 
 // Everything one rank does after it has the unique id, on CUDA device
 // `cuda_device` (-1: host memory). `after_init` runs once
@@ -53,19 +80,7 @@ int RunRank(const Options& o, int rank, int nranks, const ringoUniqueId& id, std
                  RingoStatus(init, "ringoCommInitRankConfig", nullptr).message().c_str());
     return kExitFailure;
   }
-  RingoCommunicator communicator(comm);
-  const base::Status queried = communicator.Query();
-  if (!queried.ok()) {
-    std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, rank, queried.message().c_str());
-    communicator.Abort();
-    return kExitFailure;
-  }
-  const int rc = BenchmarkRank(kProgram, o, &communicator, csv, MakeCudaOrHostBackend);
-  if (!communicator.aborted()) {  // a failure has aborted (and released) it
-    ringoCommFinalize(comm);
-    ringoCommDestroy(comm);
-  }
-  return rc;
+  return RunCommunicator(o, rank, comm, csv);
 }
 
 // Where GPUs are visible and --host is not given: whether `nranks` ranks fit
@@ -82,6 +97,64 @@ base::Status CheckGpuUse(const Options& o, int nranks, int devices) {
   return base::Status();
 }
 
+// RINGO_REQUIRE_GPU=1 where no GPU would be used: the usage error, else "".
+std::string GpuRequiredButUnused(const Options& o, int devices, const std::string& why_none) {
+  if (!base::GetConfig().require_gpu) return "";
+  if (o.host_memory) return "RINGO_REQUIRE_GPU=1 contradicts --host";
+  if (devices == 0) return "RINGO_REQUIRE_GPU=1, but no GPU is usable: " + why_none;
+  return "";
+}
+
+// -np N --threads: the N ranks are threads of this process, made by one
+// ringoCommInitAll (rank r on GPU RankDevice(r), or all on host memory where
+// no GPU is visible), each benchmarking on its own thread and stream.
+int RunThreadRanks(const Options& o) {
+  const base::CudaProbe& probe = base::ProbeCuda();  // no fork follows: this process may use CUDA
+  const int devices = probe.device_count;
+  if (o.host_memory && devices > 0) {
+    return UsageError(
+        kProgram,
+        "--threads takes the GPUs where they are visible (ringoCommInitAll); for host memory "
+        "there, leave --threads out");
+  }
+  const std::string required = GpuRequiredButUnused(o, devices, probe.reason);
+  if (!required.empty()) return UsageError(kProgram, required);
+  if (devices > 0) {
+    const base::Status fits = CheckGpuUse(o, o.num_procs, devices);
+    if (!fits.ok()) return UsageError(kProgram, fits.message());
+  }
+  auto csv = OpenCsv(o.csv_path);
+  if (!csv.ok()) return UsageError(kProgram, csv.status().message());
+  const int n = o.num_procs;
+  std::vector<int> devlist(n, -1);
+  for (int r = 0; r < n && devices > 0; ++r) devlist[r] = RankDevice(r, o.ranks_per_gpu, devices);
+  std::vector<ringoComm_t> comms(n, nullptr);
+  const ringoResult_t init =
+      ringoCommInitAll(comms.data(), n, devices > 0 ? devlist.data() : nullptr);
+  if (init != ringoSuccess) {
+    std::fprintf(stderr, "%s: %s\n", kProgram,
+                 RingoStatus(init, "ringoCommInitAll", nullptr).message().c_str());
+    return kExitFailure;
+  }
+  std::vector<int> results(n, kExitFailure);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      if (devlist[r] >= 0) {
+        const base::Status used = UseCudaDevice(devlist[r]);
+        if (!used.ok()) {
+          std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, r, used.message().c_str());
+          ringoCommAbort(comms[r]);  // its peers wait for it otherwise
+          return;
+        }
+      }
+      results[r] = RunCommunicator(o, r, comms[r], csv->get());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return *std::max_element(results.begin(), results.end());
+}
+
 int RunLocalRanks(const Options& o) {
   // Forking under a launcher would start N ranks per launched process.
   auto env = DetectRanks(base::GetConfig());
@@ -95,7 +168,11 @@ int RunLocalRanks(const Options& o) {
     return UsageError(kProgram, "-r " + std::to_string(o.root) + " is not a rank of " +
                                     std::to_string(o.num_procs));
   }
-  const int devices = o.host_memory ? 0 : ProbeGpusInChild().devices;
+  if (o.threads) return RunThreadRanks(o);
+  const GpuCount probe = o.host_memory ? GpuCount{} : ProbeGpusInChild();
+  const int devices = probe.devices;
+  const std::string required = GpuRequiredButUnused(o, devices, probe.reason);
+  if (!required.empty()) return UsageError(kProgram, required);
   if (devices > 0) {
     const base::Status fits = CheckGpuUse(o, o.num_procs, devices);
     if (!fits.ok()) return UsageError(kProgram, fits.message());
@@ -117,6 +194,8 @@ int RunLaunchedRank(const Options& o) {
   }
   // No fork follows, so this process may initialise CUDA itself.
   const int devices = o.host_memory ? 0 : base::ProbeCuda().device_count;
+  const std::string required = GpuRequiredButUnused(o, devices, base::ProbeCuda().reason);
+  if (!required.empty()) return UsageError(kProgram, required);
   if (devices > 0) {
     const base::Status fits = CheckGpuUse(o, env->size, devices);
     if (!fits.ok()) return UsageError(kProgram, fits.message());

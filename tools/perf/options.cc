@@ -179,6 +179,11 @@ const Flag kFlags[] = {
        ASSIGN_OR_RETURN(o->local_register, ParseSmallInt(f, v, 0, 1));
        return Status();
      }},
+    {nullptr, "--threads", false,
+     [](const std::string&, const std::string&, Options* o) -> Status {
+       o->threads = true;
+       return Status();
+     }},
     {nullptr, "--host", false,
      [](const std::string&, const std::string&, Options* o) -> Status {
        o->host_memory = true;
@@ -244,6 +249,8 @@ Status Validate(const Options& o, bool have_collective) {
     return InvalidArgument(
         "missing the collective (allreduce, reducescatter, allgather, broadcast or reduce)");
   }
+  if (o.threads && o.num_procs == 0)
+    return InvalidArgument("--threads needs -np N (the ranks to start)");
   if (o.min_bytes > o.max_bytes) {
     return InvalidArgument("-b " + std::to_string(o.min_bytes) + " is larger than -e " +
                            std::to_string(o.max_bytes));
@@ -366,6 +373,8 @@ std::string FlagsUsage(const std::string& program) {
          "  -a, --average 0|1|2|3    time reported: rank 0, mean, min or max over ranks\n"
          "                           (default 1)\n"
          "  -np N                    fork N ranks on this host (no launcher needed)\n"
+         "  --threads                with -np N: the N ranks are threads of this process\n"
+         "                           (one communicator each from the library's init-all)\n"
          "  --host                   use host memory even where a GPU is usable\n"
          "  --ranks-per-gpu K        K ranks share each GPU: rank r uses GPU\n"
          "                           (r / K) % visible GPUs (default 1)\n"

@@ -1,6 +1,6 @@
 // ringo-perf's command line: nccl-tests' flags (-b -e -f -i -n -w -c -o -d -r -a)
-// plus -np, --host, --ranks-per-gpu, --median, --no-inplace and --csv, parsed into an Options
-// value. Pure functions; no I/O. The peers of bench/peers take the same flags.
+// plus -np, --threads, --host, --ranks-per-gpu, --median, --no-inplace and --csv, parsed into an
+// Options value. Pure functions; no I/O. The peers of bench/peers take the same flags.
 #ifndef RINGO_TOOLS_PERF_OPTIONS_H_
 #define RINGO_TOOLS_PERF_OPTIONS_H_
 
@@ -34,6 +34,7 @@ struct Options {
   int root = 0;
   Average average = Average::kMean;
   int num_procs = 0;  // -np: ranks to fork on this host; 0 when not given
+  bool threads = false;  // --threads: the -np ranks are threads of this process (ringoCommInitAll)
   bool host_memory = false;  // --host: host memory even where a GPU is visible
   int ranks_per_gpu = 1;     // --ranks-per-gpu K: rank r on GPU (r / K) % visible GPUs
   bool median = false;    // --median: time each iteration, report the median

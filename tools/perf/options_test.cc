@@ -131,6 +131,22 @@ TEST(ParseOptions, RanksPerGpu) {
   EXPECT_NE(Usage("ringo-perf").find("--ranks-per-gpu K"), std::string::npos);
 }
 
+TEST(ParseOptions, ThreadsNeedRanksToStart) {
+  auto d = Parse({"allreduce"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->threads);
+  auto o = Parse({"allreduce", "-np", "4", "--threads"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_TRUE(o->threads);
+  EXPECT_EQ(o->num_procs, 4);
+  auto alone = Parse({"allreduce", "--threads"});
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.status().message().find("--threads needs -np"), std::string::npos)
+      << alone.status().message();
+  EXPECT_FALSE(Parse({"allreduce", "-np", "2", "--threads=1"}).ok());  // takes no value
+  EXPECT_NE(Usage("ringo-perf").find("--threads"), std::string::npos);
+}
+
 TEST(ParseOptions, LongAndAttachedSpellings) {
   auto o = Parse({"--minbytes=1K", "allgather", "--maxbytes", "2K", "-n8", "--warmup_iters=2",
                   "--datatype=half", "--op", "all"});

@@ -60,23 +60,44 @@ __global__ void __launch_bounds__(kThreads)
 int LaunchFillInput(const PatternSpec& spec, uint64_t first, uint64_t count, void* dst,
                     void* stream) {
   if (count == 0) return 0;
+  cudaError_t err = cudaSuccess;
   WithDataType(spec.type, [&](auto zero) {
     using T = decltype(zero);
-    FillInputKernel<T><<<BlocksFor(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        spec, first, count, static_cast<T*>(dst));
+    PatternSpec s = spec;
+    T* d = static_cast<T*>(dst);
+    void* args[] = {&s, &first, &count, &d};
+    err = cudaLaunchKernel(FillInputKernel<T>, dim3(BlocksFor(count)), dim3(kThreads), args, 0,
+                           static_cast<cudaStream_t>(stream));
   });
-  return static_cast<int>(cudaGetLastError());
+  return static_cast<int>(err);
 }
 
 int LaunchCountWrong(const PatternSpec& spec, uint64_t first, uint64_t count, const void* got,
                      unsigned long long* wrong, void* stream) {
   if (count == 0) return 0;
+  cudaError_t err = cudaSuccess;
   WithDataType(spec.type, [&](auto zero) {
     using T = decltype(zero);
-    CountWrongKernel<T><<<BlocksFor(count), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        spec, first, count, static_cast<const T*>(got), wrong);
+    PatternSpec s = spec;
+    const T* g = static_cast<const T*>(got);
+    void* args[] = {&s, &first, &count, &g, &wrong};
+    err = cudaLaunchKernel(CountWrongKernel<T>, dim3(BlocksFor(count)), dim3(kThreads), args, 0,
+                           static_cast<cudaStream_t>(stream));
   });
-  return static_cast<int>(cudaGetLastError());
+  return static_cast<int>(err);
+}
+
+int LoadVerifyKernels() {
+  cudaError_t err = cudaSuccess;
+  for (int t = 0; t < base::kNumDataTypes && err == cudaSuccess; ++t) {
+    WithDataType(static_cast<base::DataType>(t), [&](auto zero) {
+      using T = decltype(zero);
+      cudaFuncAttributes attr;
+      err = cudaFuncGetAttributes(&attr, FillInputKernel<T>);
+      if (err == cudaSuccess) err = cudaFuncGetAttributes(&attr, CountWrongKernel<T>);
+    });
+  }
+  return static_cast<int>(err);
 }
 
 }  // namespace ringo::perf::gpu

@@ -29,6 +29,12 @@ int LaunchFillInput(const PatternSpec& spec, uint64_t first, uint64_t count, voi
 int LaunchCountWrong(const PatternSpec& spec, uint64_t first, uint64_t count, const void* got,
                      unsigned long long* wrong, void* stream);
 
+// Loads every verification kernel on the current device now. CUDA loads
+// kernels lazily by default, and a first launch may synchronise the context,
+// which would wait for ring kernels of other ranks of this process that wait
+// for this rank (ringo-perf --threads). Returns a cudaError_t.
+int LoadVerifyKernels();
+
 }  // namespace ringo::perf::gpu
 
 #endif  // RINGO_TOOLS_PERF_VERIFY_CUDA_H_

@@ -3,17 +3,30 @@
 // record. Waits and posts are made by one thread of a block (thread 0) for
 // the whole block; the block's barriers carry the ordering to the others.
 //
-// Memory ordering, per method:
+// Memory ordering, per method (PTX memory model; every counter access is a
+// system-scope atomic, since the peer may be another process or GPU):
 // - WaitCounter: relaxed system-scope polls, then one system-scope acquire
-//   fence once the value is reached: everything the peer wrote before its
-//   release post is visible to this thread, and to the rest of the block after
+//   fence once the value is reached. Guarantees: everything the peer wrote
+//   (or read) before its release of that value is visible to (ordered
+//   before) this thread's later accesses, and to the rest of the block after
 //   the next __syncthreads().
-// - PostCounter: __threadfence_system() then a system-scope release store:
-//   everything this block wrote or read before the barrier that precedes the
-//   call (slot data, sizes[]) happens before the peer's acquire of the value.
+// - PostCounter: one system-scope release store, no fence before it.
+//   Guarantees: every access this thread made before it, and every access
+//   another thread of the block made before a __syncthreads() that this
+//   thread passed before it (barriers order a CTA's threads, and a release
+//   is cumulative over what precedes it in causality order), happens before
+//   any access that follows the peer's acquire of the value. The callers
+//   always post after such a barrier, so slot data written and slot data read
+//   by the whole block are covered. (A __threadfence_system() before the
+//   release store added nothing: the release already carries it.)
+// - LoadOwnCounter: a relaxed load of a counter only this end writes; the
+//   previous kernel on the same stream wrote it, and stream order makes that
+//   write visible.
 // - Watchdog reads the abort flags with volatile (uncached) loads and the
-//   clock from %globaltimer (ns); it claims the error record with a
-//   system-scope CAS and writes `code` last, after a system fence.
+//   clock from %globaltimer (ns); Fail claims the error record with a
+//   system-scope CAS, fills it with plain stores and writes `code` last with
+//   a system-scope release store, so a host that reads code != 0 and then
+//   fences (acquire) sees every field.
 #ifndef RINGO_KERNELS_CUDA_INTERNAL_DEVICE_FIFO_CUH_
 #define RINGO_KERNELS_CUDA_INTERNAL_DEVICE_FIFO_CUH_
 
@@ -88,7 +101,6 @@ class Watchdog {
     e->expected = site.expected;
     e->observed = observed;
     e->waited_ns = waited_ns;
-    __threadfence_system();
     ::cuda::atomic_ref<int32_t, ::cuda::thread_scope_system>(e->code)
         .store(static_cast<int32_t>(code), ::cuda::memory_order_release);
   }
@@ -120,9 +132,8 @@ __device__ __forceinline__ bool WaitCounter(uint64_t* counter, uint64_t target, 
   }
 }
 
-// Publishes `value`: release, after a system fence over what the block did.
+// Publishes `value` with a system-scope release (see the ordering above).
 __device__ __forceinline__ void PostCounter(uint64_t* counter, uint64_t value) {
-  __threadfence_system();
   SystemCounter(*counter).store(value, ::cuda::memory_order_release);
 }
 

@@ -13,12 +13,13 @@
 
 namespace ringo::kernels::gpu::internal {
 
-// The ring kernel's only parameter (__grid_constant__: blocks index
-// channels[] in parameter memory, no copy). Counts are in elements of the
-// kernel's T: bytes for AllGather and Broadcast, which move bytes whatever the
-// datatype, as the host executor does.
+// The ring kernel's only parameter (__grid_constant__, about 400 bytes, so a
+// launch carries little). Block c copies channels[c] from device memory into
+// shared memory once. Counts are in elements of the kernel's T: bytes for
+// AllGather and Broadcast, which move bytes whatever the datatype, as the host
+// executor does.
 struct RingKernelParams {
-  DeviceChannel channels[kMaxChannels];
+  const DeviceChannel* channels;  // device memory, nchannels entries
   int order[kMaxInlineRanks];
   const int* device_order;  // used when nranks > kMaxInlineRanks
   const void* send;
@@ -55,15 +56,26 @@ constexpr bool KernelBuilt() {
 }
 
 // Each returns a cudaError_t value (0 on success) or kNotBuilt. Instantiated
-// for every (T, op) in the datatype family's .cu file.
+// for every (T, op) in the datatype family's .cu file. Launches return the
+// launch call's own result (cudaLaunchKernel), never cudaGetLastError(),
+// which may hold an error another call left.
 template <typename T, base::RedOp kOp>
 int LaunchRingTyped(const RingKernelParams& params, Proto proto, void* stream);
 
 template <typename T, base::RedOp kOp>
 int LaunchReduceTyped(const void* a, const void* b, void* dst, int64_t count, void* stream);
 
-// Byte copy through the same loop (ring_int8.cu).
+// Loads the (T, op) ring kernels (both protocols) and its reduction kernel
+// on the current device now, rather than at their first launch (CUDA's lazy
+// loading may synchronise the context then, which would wait for ring
+// kernels that wait for this one), and lowers *blocks_per_sm to the fewest
+// ring blocks of kRingThreads one multiprocessor holds at once.
+template <typename T, base::RedOp kOp>
+int LoadRingTyped(int* blocks_per_sm);
+
+// Byte copy through the same loop (ring_int8.cu), and its loading.
 int LaunchCopyBytes(const void* src, void* dst, int64_t bytes, void* stream);
+int LoadCopyKernel();
 
 }  // namespace ringo::kernels::gpu::internal
 

@@ -24,6 +24,7 @@
 #include "kernels/cuda/internal/device_fifo.cuh"
 #include "kernels/cuda/internal/kernel_params.h"
 #include "kernels/cuda/internal/reduce_copy.h"
+#include "kernels/cuda/internal/slot_shift.h"
 #include "kernels/reduce_op.h"
 
 namespace ringo::kernels::gpu::internal {
@@ -36,6 +37,7 @@ struct BlockState {
   uint64_t recv_step;
   uint64_t send_step;
   int failed;
+  uint32_t recv_shift;  // Simple: where the slot being received starts (slot_shift.h)
 };
 
 // What both protocols share: the connectors, the step counters, the functor.
@@ -50,13 +52,18 @@ class PrimsBase {
 
  protected:
   // Reads this end's counters (thread 0) and shares them with the block.
-  __device__ PrimsBase(const RingKernelParams& p, const DeviceChannel& ch, BlockState* state, int channel)
-      : recv_(ch.recv), send_(ch.send), watchdog_(p, channel, &state->failed),
+  __device__ PrimsBase(const RingKernelParams& p, const DeviceChannel& ch, BlockState* state,
+                       int channel)
+      : recv_(ch.recv),
+        send_(ch.send),
+        state_(state),
+        watchdog_(p, channel, &state->failed),
         f_(ReduceFunc<T, kOp>::Make(p.nranks)) {
     if (threadIdx.x == 0) {
       state->recv_step = LoadOwnCounter(recv_.head);
       state->send_step = LoadOwnCounter(send_.tail);
       state->failed = 0;
+      state->recv_shift = 0;
     }
     __syncthreads();
     recv_step_ = state->recv_step;
@@ -78,9 +85,11 @@ class PrimsBase {
     return failed_;
   }
 
-  // In the kernel's __grid_constant__ parameters: referenced, not copied to registers.
+  // In the block's shared copy of its channel (ring.cuh's LoadChannel):
+  // referenced, not copied to registers.
   const DeviceFifo& recv_;
   const DeviceFifo& send_;
+  BlockState* state_;
   Watchdog watchdog_;
   ReduceFunc<T, kOp> f_;
   uint64_t recv_step_ = 0;  // steps consumed from the predecessor (head)
@@ -116,10 +125,14 @@ class Primitives;
   __device__ void Recv(T* dst, int64_t n, int64_t step) { this->template Run<true, false, Mode::kCopy>(nullptr, dst, n, step); }
 
 // Simple: a slot is written by the whole block, then (barrier) thread 0
-// writes sizes[slot], fences at system scope and release-stores tail + 1.
-// The receiver's thread 0 waits for tail (acquire), checks sizes[slot], then
-// (barrier) the block reads the slot with L1-bypassing loads; after a second
-// barrier thread 0 release-stores head + 1, which lets the sender reuse it.
+// writes sizes[slot] (the chunk's bytes and the shift it starts at,
+// slot_shift.h) and release-stores tail + 1 at system scope. The receiver's
+// thread 0 waits for tail (acquire), checks sizes[slot] and takes the shift,
+// then (barrier) the block reads the slot with L1-bypassing loads; after a
+// second barrier thread 0 release-stores head + 1, which lets the sender
+// reuse it. The data of a step starts at its shift in the slot, so that
+// buffers which are not 16-byte aligned still move in 16-byte vectors when
+// every rank's buffers share their offset modulo 16.
 template <typename T, base::RedOp kOp>
 class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
  public:
@@ -144,8 +157,9 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
     __syncthreads();
     if (this->CheckFailed()) return;
 
-    const T* in = kRecv ? SlotAt(this->recv_, this->recv_step_) : nullptr;
-    T* out = kSend ? SlotAt(this->send_, this->send_step_) : nullptr;
+    const uint32_t out_shift = this->send_.sizes != nullptr ? SendShift(src, dst) : 0;
+    const T* in = kRecv ? SlotAt(this->recv_, this->recv_step_, this->state_->recv_shift) : nullptr;
+    T* out = kSend ? SlotAt(this->send_, this->send_step_, out_shift) : nullptr;
     const T* a = kRecv ? in : src;
     const T* b = kRecv ? src : nullptr;
     T* d0 = kSend ? out : dst;
@@ -155,7 +169,9 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
 
     if (threadIdx.x == 0) {
       if constexpr (kSend) {
-        if (this->send_.sizes != nullptr) this->send_.sizes[this->send_step_ % kFifoSlots] = bytes;
+        if (this->send_.sizes != nullptr) {
+          this->send_.sizes[this->send_step_ % kFifoSlots] = EncodeSlotSize(bytes, out_shift);
+        }
         PostCounter(this->send_.tail, this->send_step_ + 1);
       }
       if constexpr (kRecv) PostCounter(this->recv_.head, this->recv_step_ + 1);
@@ -165,12 +181,15 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
   }
 
  private:
-  __device__ static T* SlotAt(const DeviceFifo& fifo, uint64_t step) {
-    return reinterpret_cast<T*>(static_cast<char*>(fifo.slots) + (step % kFifoSlots) * fifo.slot_bytes);
+  // The slot of `step`, `shift` bytes in (a multiple of sizeof(T): buffers
+  // are aligned to their element size).
+  __device__ static T* SlotAt(const DeviceFifo& fifo, uint64_t step, uint32_t shift) {
+    return reinterpret_cast<T*>(static_cast<char*>(fifo.slots) +
+                                (step % kFifoSlots) * fifo.slot_bytes + shift);
   }
 
-  // Thread 0: waits until the predecessor has posted slot recv_step_ and
-  // checks that it holds `bytes`.
+  // Thread 0: waits until the predecessor has posted slot recv_step_, checks
+  // that it holds `bytes` and shares its shift with the block (state_).
   __device__ bool WaitRecvSlot(uint64_t bytes, int64_t step) {
     const DeviceFifo& r = this->recv_;
     const uint64_t target = this->recv_step_ + 1;
@@ -178,13 +197,18 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
     if (this->tail_seen_ < target && !WaitCounter(r.tail, target, r.aborted, this->watchdog_, site, &this->tail_seen_)) {
       return false;
     }
+    uint32_t shift = 0;
     if (r.sizes != nullptr) {
-      const uint64_t got = *static_cast<volatile uint64_t*>(r.sizes + this->recv_step_ % kFifoSlots);
-      if (got != bytes) {
-        this->watchdog_.Fail(KernelError::kSizeMismatch, WaitSite{r.peer_rank, 1, step, bytes}, got, 0);
+      const uint64_t word =
+          *static_cast<volatile uint64_t*>(r.sizes + this->recv_step_ % kFifoSlots);
+      if (SlotSizeBytes(word) != bytes) {
+        this->watchdog_.Fail(KernelError::kSizeMismatch, WaitSite{r.peer_rank, 1, step, bytes},
+                             SlotSizeBytes(word), 0);
         return false;
       }
+      shift = SlotSizeShift(word);
     }
+    this->state_->recv_shift = shift;
     return true;
   }
 };

@@ -3,7 +3,9 @@
 // host executor does (host_executor.cc's Send and Combine), write one or two
 // destinations. 16-byte vectors when all pointers share their offset modulo
 // 16, after a scalar head that brings them to a 16-byte boundary; a scalar
-// tail; everything scalar when the pointers disagree modulo 16.
+// tail; everything scalar when the pointers disagree modulo 16 (the ring's
+// Simple slots are shifted to the user buffers' offset so that they agree:
+// slot_shift.h).
 //
 // Called by `nthreads` threads (thread `tid` of them) with the same
 // arguments. Loads bypass L1 (ld.global.cg): a slot is rewritten by a peer
@@ -80,6 +82,17 @@ union Pack16 {
   T e[16 / sizeof(T)];
 };
 
+// Whether ReduceCopy moves the bulk of a step in 16-byte vectors: every
+// pointer it touches (b only when the mode reads two sources, d1 only when
+// set) shares its offset modulo 16.
+__device__ __forceinline__ bool VectorPath(const void* a, const void* b, const void* d0,
+                                           const void* d1, bool two_sources) {
+  const uintptr_t mis = reinterpret_cast<uintptr_t>(d0) & 15u;
+  return (reinterpret_cast<uintptr_t>(a) & 15u) == mis &&
+         (!two_sources || (reinterpret_cast<uintptr_t>(b) & 15u) == mis) &&
+         (d1 == nullptr || (reinterpret_cast<uintptr_t>(d1) & 15u) == mis);
+}
+
 template <typename T, base::RedOp kOp, Mode kMode, int kUnroll = 4>
 __device__ __forceinline__ void ReduceCopy(const ReduceFunc<T, kOp>& f, int64_t tid, int64_t nthreads, const T* a,
                                            const T* b, T* d0, T* d1, int64_t n) {
@@ -92,9 +105,7 @@ __device__ __forceinline__ void ReduceCopy(const ReduceFunc<T, kOp>& f, int64_t 
   };
 
   const uintptr_t mis = reinterpret_cast<uintptr_t>(d0) & 15u;
-  const bool vec = (reinterpret_cast<uintptr_t>(a) & 15u) == mis &&
-                   (!kTwo || (reinterpret_cast<uintptr_t>(b) & 15u) == mis) &&
-                   (d1 == nullptr || (reinterpret_cast<uintptr_t>(d1) & 15u) == mis);
+  const bool vec = VectorPath(a, b, d0, d1, kTwo);
   const int64_t lead = static_cast<int64_t>(((16u - mis) & 15u) / sizeof(T));
   const int64_t head = vec ? (lead < n ? lead : n) : n;
   for (int64_t i = tid; i < head; i += nthreads) one(i);

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Builds what a GPU machine needs to verify Ringo's GPU path and packs it into
+# one archive: the GPU tests, ringo-perf, reduce_bench, nccl-perf and
+# libringo.so built with --config=gpubundle (sm_90 only, no line info,
+# compressed fatbins, stripped), the shared libraries they need beyond the C
+# and C++ runtimes (libhwloc.so.15 and its own, which a bare GPU machine may
+# lack; the C++ runtime goes in lib/compat/, used only where the machine's is
+# too old), the runner (gpu_check.sh, gpu_sanitize.sh) and a MANIFEST.
+#
+# Usage: scripts/gpu_bundle.sh [--out DIR] [--no-build]
+#   --out DIR    where the archive goes (default: .gpubundle/ in the checkout)
+#   --no-build   pack what the last --config=gpubundle build left
+# The last line of output is the archive's path. Unpack and run on the GPU
+# machine with scripts/gpu_check.sh ARCHIVE (or ./gpu_check.sh inside it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+out_dir="$root/.gpubundle"
+build=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --out) out_dir=$2; shift 2 ;;
+    --no-build) build=0; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
+    *) echo "gpu_bundle.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+
+# Bazel target -> path under bazel-bin, and the name in the bundle's bin/.
+targets=(
+  //kernels/cuda:ring_kernel_test
+  //kernels/cuda:reduce_bench
+  //transport:p2p_test
+  //tests:gpu_conformance_test
+  //tests:gpu_process_test
+  //tools:perf_gpu_test
+  //tools:ringo-perf
+  //bench/peers:nccl-perf
+  //:libringo.so
+)
+source scripts/bazel_flags.sh
+if ! [[ -x /usr/local/cuda/bin/nvcc || -n "${CUDA_PATH:-}" ]]; then
+  echo "gpu_bundle.sh: no CUDA toolkit (/usr/local/cuda or CUDA_PATH): the kernels would not be built" >&2
+  exit 1
+fi
+if [[ $build -eq 1 ]]; then
+  echo "+ bazel build --config=gpubundle ${targets[*]}" >&2
+  bazel build "${RINGO_BAZEL_FLAGS[@]}" --config=gpubundle "${targets[@]}" >&2
+fi
+bin_root=$(bazel info "${RINGO_BAZEL_FLAGS[@]}" --config=gpubundle bazel-bin 2>/dev/null)
+
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+dirty=$(git status --porcelain 2>/dev/null | grep -qv '^??' && echo "+changes" || true)
+name="ringo-gpu-${commit}${dirty}"
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+b="$stage/$name"
+mkdir -p "$b/bin" "$b/lib/compat"
+
+for t in "${targets[@]}"; do
+  rel=${t#//}
+  rel=${rel/://}
+  rel=${rel#/}
+  src="$bin_root/$rel"
+  [[ -f $src ]] || { echo "gpu_bundle.sh: $src was not built" >&2; exit 1; }
+  case "$(basename "$src")" in
+    *.so) cp "$src" "$b/lib/" ;;
+    *) cp "$src" "$b/bin/" ;;
+  esac
+done
+chmod u+w "$b"/bin/* "$b"/lib/*.so
+
+# Shared libraries beyond the C runtime, which every machine has. The C++
+# runtime goes to lib/compat/, which the runner adds only when the machine's
+# own is missing or too old.
+system_re='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libresolv|libutil)\.so'
+compat_re='^(libstdc\+\+|libgcc_s)\.so'
+declare -A copied=()
+for f in "$b"/bin/* "$b"/lib/*.so; do
+  while read -r soname _ path _; do
+    [[ -n ${path:-} && -f $path ]] || continue
+    [[ $soname =~ $system_re ]] && continue
+    [[ -n ${copied[$soname]:-} ]] && continue
+    copied[$soname]=1
+    if [[ $soname =~ $compat_re ]]; then
+      cp -L "$path" "$b/lib/compat/$soname"
+    else
+      cp -L "$path" "$b/lib/$soname"
+    fi
+  done < <(ldd "$f" | awk '$2 == "=>" {print $1, $2, $3, $4}')
+done
+chmod u+w "$b"/lib/*.so* "$b"/lib/compat/* 2>/dev/null || true
+
+cp scripts/gpu_check.sh scripts/gpu_sanitize.sh "$b/"
+chmod +x "$b/gpu_check.sh" "$b/gpu_sanitize.sh"
+{
+  echo "Ringo GPU bundle $name"
+  echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) with --config=gpubundle (sm_90, no line info, --compress-mode=size, stripped)"
+  echo "nvcc: $(/usr/local/cuda/bin/nvcc --version 2>/dev/null | tail -1)"
+  echo "host: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME"), glibc $(ldd --version | head -1 | awk '{print $NF}')"
+  echo "files:"
+  (cd "$b" && find . -type f ! -name MANIFEST | sort | while read -r f; do
+    printf '  %10d  %s  %s\n' "$(stat -c %s "$f")" "$(sha256sum "$f" | cut -c1-16)" "${f#./}"
+  done)
+} >"$b/MANIFEST"
+cat "$b/MANIFEST" >&2
+
+mkdir -p "$out_dir"
+archive="$out_dir/$name.tar.gz"
+tar -C "$stage" -czf "$archive" "$name"
+size=$(stat -c %s "$archive")
+echo "archive: $size bytes ($((size / 1048576)) MiB; the limit carried to a GPU machine is 64 MiB)" >&2
+if [[ $size -ge $((48 << 20)) ]]; then
+  echo "gpu_bundle.sh: the archive is not well under 64 MiB" >&2
+  exit 1
+fi
+echo "$archive"

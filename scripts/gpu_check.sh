@@ -1,0 +1,554 @@
+#!/usr/bin/env bash
+# Verifies Ringo's GPU path on a GPU machine from the archive of
+# scripts/gpu_bundle.sh: unpacks it and runs the steps below in order, each
+# under a time limit, printing one summary line per step (PASS, FAIL, MISS
+# = verified but a performance target missed, SKIP with the reason, NOTRUN
+# when the time budget ran out or the GPU is unusable). Every Ringo run sets
+# RINGO_REQUIRE_GPU=1 (a GPU test cannot skip, ringo-perf cannot measure host
+# memory) and ringo-perf runs also RINGO_DEVICE=cuda; a run whose header says
+# host memory fails.
+#
+# Usage: gpu_check.sh [--steps LIST | --group check|perf|all] [--out DIR]
+#                     [--budget SECONDS] [ARCHIVE.tar.gz | BUNDLE_DIR]
+#   without ARCHIVE/BUNDLE_DIR: the bundle this script sits in
+#   --out DIR     write gpu_check_summary.txt and gpu_check_logs.tar.gz there
+#                 (without it the logs stay in the work folder it names)
+#   --budget S    start no step once S seconds have passed; a step is cut at
+#                 the budget (default 570: one command of at most 10 minutes)
+#   --nccl-lib P  the libnccl.so.2 of the nccl step (default: found in PyTorch's
+#                 packages, ldconfig's cache, /opt or /usr)
+#   --list        list the steps and their time limits
+# Groups: check = the correctness steps, perf = the performance steps (each
+# fits one 10-minute command in the usual case); all = both (the default).
+# Exit status: 0 every step passed; 4 only performance targets missed (or
+# MPS-only steps skipped for want of nvidia-cuda-mps-control); 1 otherwise,
+# including where no GPU is visible.
+set -uo pipefail
+
+# ---- steps: name, time limit (s), group ----
+STEPS=(
+  "bundle 60 check,perf"
+  "facts 30 check,perf"
+  "kernel_tests 240 check"
+  "conformance_2 150 check"
+  "conformance_all 300 check"
+  "perf_procs 90 check"
+  "perf_procs_mps 90 check"
+  "process_suite 300 check"
+  "sanitize 300 check"
+  "perf_reduce 120 perf"
+  "perf_allreduce_threads 180 perf"
+  "perf_allreduce_mps 240 perf"
+  "perf_small 120 perf"
+  "nccl 180 perf"
+)
+
+usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
+
+group=all
+only=""
+out=""
+budget=570
+nccl_lib=""
+src=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --steps) only=$2; shift 2 ;;
+    --group) group=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
+    --nccl-lib) nccl_lib=$2; shift 2 ;;
+    --list) for s in "${STEPS[@]}"; do echo "$s"; done; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
+    -*) echo "gpu_check.sh: unknown option '$1'" >&2; exit 2 ;;
+    *) src=$1; shift ;;
+  esac
+done
+
+# ---- the steps to run ----
+selected=()
+for s in "${STEPS[@]}"; do
+  read -r name limit groups <<<"$s"
+  if [[ -n $only ]]; then
+    [[ ",$only," == *",$name,"* ]] && selected+=("$s")
+  elif [[ $group == all || ",$groups," == *",$group,"* ]]; then
+    selected+=("$s")
+  fi
+done
+if [[ ${#selected[@]} -eq 0 ]]; then echo "gpu_check.sh: no step selected" >&2; exit 2; fi
+
+# ---- the bundle ----
+here=$(cd "$(dirname "$0")" && pwd)
+if [[ -z $src ]]; then
+  if [[ -x $here/bin/ringo-perf ]]; then
+    B=$here
+  else
+    echo "gpu_check.sh: give the archive of scripts/gpu_bundle.sh (or an unpacked bundle)" >&2
+    exit 2
+  fi
+elif [[ -d $src ]]; then
+  B=$(cd "$src" && pwd)
+elif [[ -f $src ]]; then
+  unpack=$(mktemp -d "${TMPDIR:-/tmp}/ringo-gpu.XXXXXX")
+  trap 'rm -rf "$unpack"' EXIT
+  tar -xzf "$src" -C "$unpack" || { echo "gpu_check.sh: cannot unpack $src" >&2; exit 1; }
+  B=$(find "$unpack" -mindepth 1 -maxdepth 1 -type d | head -1)
+else
+  echo "gpu_check.sh: $src is neither an archive nor a folder" >&2
+  exit 2
+fi
+[[ -x $B/bin/ringo-perf ]] || { echo "gpu_check.sh: $B holds no bin/ringo-perf" >&2; exit 1; }
+W=$(mktemp -d "${TMPDIR:-/tmp}/ringo-gpu-check.XXXXXX")
+mkdir -p "$W/logs"
+LIBPATH="$B/lib"
+
+export RINGO_REQUIRE_GPU=1
+export CUDA_DEVICE_MAX_CONNECTIONS=32
+export RINGO_TIMEOUT_MS=${RINGO_TIMEOUT_MS:-60000}
+export PYTHONUNBUFFERED=1
+
+start_time=$(date +%s)
+summary=()
+status_words=()
+no_gpu=""
+
+elapsed() { echo $(($(date +%s) - start_time)); }
+# Runs a Ringo binary with the bundle's libraries.
+rb() { LD_LIBRARY_PATH="$LIBPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+# A gtest binary: prints its counts; its exit status.
+gtest_counts() {
+  local log=$1
+  local passed failed skipped
+  passed=$(grep -oE '\[  PASSED  \] [0-9]+' "$log" | awk '{s+=$NF} END {print s+0}')
+  failed=$(grep -oE '\[  FAILED  \] [0-9]+ tests?, listed below' "$log" | awk '{s+=$4} END {print s+0}')
+  skipped=$(grep -oE '\[  SKIPPED \] [0-9]+ test' "$log" | awk '{s+=$(NF-1)} END {print s+0}')
+  echo "$passed passed, $failed failed, $skipped skipped"
+}
+run_gtest() {  # name binary args...
+  local name=$1; shift
+  local log="$W/logs/$STEP.$name.log"
+  echo "+ $* (log $log)"
+  rb "$@" >"$log" 2>&1
+  local rc=$?
+  tail -5 "$log"
+  DETAIL+="$name: $(gtest_counts "$log")$([[ $rc -ne 0 ]] && echo " (exit $rc)"); "
+  return $rc
+}
+# ringo-perf/nccl-perf rows: size time_us busbw wrong (out of place).
+perf_rows() { awk '$1 ~ /^[0-9]+$/ && $0 !~ /^#/ {print $1, $6, $8, $9}' "$1"; }
+# Checks a ringo-perf log: device memory, every row's #wrong 0 (both halves when measured).
+perf_ok() {
+  local log=$1
+  if ! grep -q "device memory" "$log"; then echo "ran on host memory"; return 1; fi
+  if ! grep -q "Out of bounds values : 0 OK" "$log"; then echo "no 'Out of bounds values : 0 OK'"; return 1; fi
+  local bad
+  bad=$(awk '$1 ~ /^[0-9]+$/ && $0 !~ /^#/ && ($9 != "0" || ($13 != "0" && $13 != "N/A"))' "$log")
+  if [[ -n $bad ]]; then echo "wrong results: $bad"; return 1; fi
+  if [[ -z $(perf_rows "$log") ]]; then echo "no result rows"; return 1; fi
+  return 0
+}
+
+# ---- MPS ----
+MPS_CTL=$(command -v nvidia-cuda-mps-control 2>/dev/null || true)
+for d in /usr/local/nvidia/bin /usr/bin /usr/local/bin; do
+  [[ -z $MPS_CTL && -x $d/nvidia-cuda-mps-control ]] && MPS_CTL=$d/nvidia-cuda-mps-control
+done
+mps_on=0
+mps_start() {
+  [[ -n $MPS_CTL ]] || return 2
+  export CUDA_MPS_PIPE_DIRECTORY="$W/mps/pipe" CUDA_MPS_LOG_DIRECTORY="$W/mps/log"
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  "$MPS_CTL" -d || { unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; return 1; }
+  mps_on=1
+  sleep 1
+  echo "MPS control daemon started ($MPS_CTL, pipes in $CUDA_MPS_PIPE_DIRECTORY)"
+}
+mps_stop() {
+  [[ $mps_on -eq 1 ]] || return 0
+  echo get_server_list | "$MPS_CTL" 2>&1 | sed 's/^/MPS servers: /'
+  echo quit | "$MPS_CTL" >/dev/null 2>&1
+  for _ in $(seq 50); do pgrep -f nvidia-cuda-mps >/dev/null || break; sleep 0.2; done
+  cat "$CUDA_MPS_LOG_DIRECTORY"/control.log 2>/dev/null | tail -5 | sed 's/^/MPS log: /'
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  mps_on=0
+}
+
+# ---- the steps ----
+# Each sets DETAIL and returns 0 (PASS), 1 (FAIL), 3 (SKIP) or 4 (MISS).
+
+step_bundle() {
+  local missing
+  missing=$(for f in "$B"/bin/* "$B"/lib/*.so; do rb ldd "$f" 2>&1 | grep -E "not found" | sed "s|^|$(basename "$f"): |"; done)
+  if [[ -n $missing ]]; then
+    echo "with the machine's C++ runtime: $missing"
+    LIBPATH="$B/lib:$B/lib/compat"
+    missing=$(for f in "$B"/bin/* "$B"/lib/*.so; do rb ldd "$f" 2>&1 | grep -E "not found" | sed "s|^|$(basename "$f"): |"; done)
+  fi
+  cat "$B/MANIFEST"
+  if [[ -n $missing ]]; then DETAIL="unresolved: $missing"; return 1; fi
+  rb "$B/bin/ringo-perf" --help >/dev/null || { DETAIL="ringo-perf does not start"; return 1; }
+  DETAIL="$(head -1 "$B/MANIFEST"), every binary loads$([[ $LIBPATH == *compat* ]] && echo " (with the bundled C++ runtime)")"
+  return 0
+}
+
+step_facts() {
+  if ! command -v nvidia-smi >/dev/null 2>&1; then no_gpu="nvidia-smi not found"; DETAIL=$no_gpu; return 1; fi
+  if ! nvidia-smi -L; then no_gpu="nvidia-smi -L failed: no GPU visible"; DETAIL=$no_gpu; return 1; fi
+  nvidia-smi --query-gpu=name,pci.bus_id,memory.total,driver_version,compute_mode,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+  nvidia-smi topo -m 2>/dev/null | head -5
+  echo "CPU cores: $(nproc); $(grep MemTotal /proc/meminfo); kernel $(uname -r)"
+  echo "MPS control: ${MPS_CTL:-none}; compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || echo none)"
+  local n
+  n=$(nvidia-smi -L | grep -c '^GPU ')
+  if [[ $n -lt 1 ]]; then no_gpu="nvidia-smi lists no GPU"; DETAIL=$no_gpu; return 1; fi
+  DETAIL="$n GPU(s): $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)"
+  return 0
+}
+
+step_kernel_tests() {
+  DETAIL=""
+  local rc=0
+  run_gtest ring_kernel_test "$B/bin/ring_kernel_test" || rc=1
+  run_gtest p2p_test "$B/bin/p2p_test" || rc=1
+  run_gtest perf_gpu_test "$B/bin/perf_gpu_test" || rc=1
+  return $rc
+}
+
+step_conformance_2() {
+  DETAIL=""
+  run_gtest gpu_conformance_test "$B/bin/gpu_conformance_test" '--gtest_filter=*_2ranks:GpuComm.*' && return 0
+  return 1
+}
+
+step_conformance_all() {
+  DETAIL=""
+  run_gtest gpu_conformance_test "$B/bin/gpu_conformance_test" '--gtest_filter=-*_2ranks:GpuComm.*' && return 0
+  return 1
+}
+
+# 2 ranks as processes on one GPU, verified; with MPS when $1 = mps.
+perf_procs() {
+  local log="$W/logs/$STEP.log"
+  echo "+ ringo-perf allreduce -np 2 --ranks-per-gpu 2 -b 8 -e 4M -f 8 -n 5 -w 2 -c 1"
+  RINGO_DEVICE=cuda rb "$B/bin/ringo-perf" allreduce -np 2 --ranks-per-gpu 2 -b 8 -e 4M -f 8 -n 5 -w 2 -c 1 \
+    >"$log" 2>&1
+  local rc=$?
+  cat "$log"
+  local why
+  if [[ $rc -ne 0 ]]; then DETAIL="ringo-perf exit $rc: $(grep -m1 -E 'ringo-perf:' "$log")"; return 1; fi
+  if ! why=$(perf_ok "$log"); then DETAIL=$why; return 1; fi
+  DETAIL="verified, 8 B $(perf_rows "$log" | awk '$1 == 8 {print $2}') us, 4 MiB busbw $(perf_rows "$log" | awk '$1 == 4194304 {print $3}') GB/s"
+  return 0
+}
+step_perf_procs() { perf_procs; }
+step_perf_procs_mps() {
+  mps_start
+  local m=$?
+  if [[ $m -eq 2 ]]; then DETAIL="no nvidia-cuda-mps-control on this machine"; return 3; fi
+  if [[ $m -ne 0 ]]; then DETAIL="nvidia-cuda-mps-control -d failed"; return 1; fi
+  perf_procs
+  local rc=$?
+  mps_stop
+  DETAIL="with MPS: $DETAIL"
+  return $rc
+}
+
+step_process_suite() {
+  DETAIL=""
+  run_gtest gpu_process_test "$B/bin/gpu_process_test" \
+    '--gtest_filter=*_2ranks:GpuProcessFaults.*:GpuProcessChoice.*' && return 0
+  return 1
+}
+
+step_sanitize() {
+  local log="$W/logs/$STEP.log"
+  echo "+ gpu_sanitize.sh $B/bin/ringo-perf"
+  LD_LIBRARY_PATH="$LIBPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" RINGO_DEVICE=cuda \
+    "$B/gpu_sanitize.sh" "$B/bin/ringo-perf" >"$log" 2>&1
+  local rc=$?
+  cat "$log"
+  DETAIL="$(grep -c '^ok:' "$log") clean, $(grep -c '^FAIL' "$log") failed runs"
+  [[ $rc -eq 0 ]] && return 0
+  return 1
+}
+
+# The device-to-device copy bandwidth (GB/s, read + written) of this run.
+copy_gbps() {
+  if [[ ! -s $W/copy_gbps ]]; then
+    rb "$B/bin/reduce_bench" --iters 20 >"$W/logs/copy_for_roofline.log" 2>&1
+    awk '/^RESULT memcpy_d2d/ {for (i = 1; i <= NF; ++i) if ($i ~ /^GBps=/) {split($i, a, "="); if (a[2] > m) m = a[2]}} END {if (m > 0) print m}' \
+      "$W/logs/copy_for_roofline.log" >"$W/copy_gbps"
+  fi
+  cat "$W/copy_gbps"
+}
+
+step_perf_reduce() {
+  local log="$W/logs/$STEP.log"
+  echo "+ reduce_bench --iters 100"
+  rb "$B/bin/reduce_bench" --iters 100 >"$log" 2>&1
+  local rc=$?
+  cat "$log"
+  if [[ $rc -ne 0 ]]; then DETAIL="reduce_bench exit $rc"; return 1; fi
+  local copy
+  copy=$(awk '/^RESULT memcpy_d2d/ {for (i = 1; i <= NF; ++i) if ($i ~ /^GBps=/) {split($i, a, "="); if (a[2] > m) m = a[2]}} END {print m + 0}' "$log")
+  echo "$copy" >"$W/copy_gbps"
+  local verdict=0
+  DETAIL="copy $copy GB/s (read+written, the better of 2);"
+  for t in float32 bfloat16; do
+    local bw ratio
+    bw=$(awk -v n="reduce_$t" '$2 == n {for (i = 1; i <= NF; ++i) if ($i ~ /^GBps=/) {split($i, a, "="); print a[2]}}' "$log")
+    ratio=$(awk -v b="$bw" -v c="$copy" 'BEGIN {if (c > 0) printf "%.3f", b / c; else print 0}')
+    DETAIL+=" $t sum $bw GB/s = $ratio x copy;"
+    awk -v r="$ratio" 'BEGIN {exit !(r >= 0.90)}' || verdict=4
+  done
+  DETAIL+=" target >= 0.90"
+  return $verdict
+}
+
+# 256 MiB all-reduce on N = 2, 4, 8 ranks of one GPU ($1: threads or mps):
+# against the HBM roofline of the bytes the ring moves, (6N - 4) x S (each
+# rank per chunk of S/N: step 0 reads its input and writes a slot, N-2
+# steps read a slot and the input and write a slot, one reads both and
+# writes the output and a slot, N-2 read a slot and write the output and a
+# slot, the last reads a slot and writes the output), at this run's copy
+# bandwidth.
+allreduce_256m() {
+  local mode=$1
+  local copy
+  copy=$(copy_gbps)
+  if [[ -z $copy ]]; then DETAIL="no copy bandwidth measured"; return 1; fi
+  local verdict=0
+  DETAIL="copy $copy GB/s;"
+  local s=$((256 << 20))
+  for n in 2 4 8; do
+    local log="$W/logs/$STEP.$n.log"
+    local args=(allreduce -np "$n" --ranks-per-gpu "$n" -b 256M -e 256M -n 20 -w 5 -c 1 --no-inplace)
+    [[ $mode == threads ]] && args+=(--threads)
+    echo "+ ringo-perf ${args[*]}"
+    RINGO_DEVICE=cuda rb "$B/bin/ringo-perf" "${args[@]}" >"$log" 2>&1
+    local rc=$?
+    cat "$log"
+    local why
+    if [[ $rc -ne 0 ]]; then DETAIL+=" $n ranks: exit $rc;"; verdict=1; continue; fi
+    if ! why=$(perf_ok "$log"); then DETAIL+=" $n ranks: $why;"; verdict=1; continue; fi
+    local t
+    t=$(perf_rows "$log" | awk -v s="$s" '$1 == s {print $2}')
+    local line
+    line=$(awk -v n="$n" -v s="$s" -v t="$t" -v c="$copy" 'BEGIN {
+      bytes = (6 * n - 4) * s; floor_us = bytes / (c * 1e3); r = floor_us / t;
+      printf "%d ranks %.0f us (floor %.0f us for %.2f GB moved) = %.3f of roofline;", n, t, floor_us, bytes / 1e9, r }')
+    DETAIL+=" $line"
+    awk -v n="$n" -v s="$s" -v t="$t" -v c="$copy" 'BEGIN {exit !(((6 * n - 4) * s / (c * 1e3)) / t >= 0.80)}' ||
+      { [[ $verdict -eq 0 ]] && verdict=4; }
+  done
+  DETAIL+=" target >= 0.80"
+  return $verdict
+}
+step_perf_allreduce_threads() { allreduce_256m threads; }
+step_perf_allreduce_mps() {
+  mps_start
+  local m=$?
+  if [[ $m -eq 2 ]]; then DETAIL="no nvidia-cuda-mps-control on this machine"; return 3; fi
+  if [[ $m -ne 0 ]]; then DETAIL="nvidia-cuda-mps-control -d failed"; return 1; fi
+  allreduce_256m mps
+  local rc=$?
+  mps_stop
+  DETAIL="processes with MPS: $DETAIL"
+  return $rc
+}
+
+step_perf_small() {
+  local log="$W/logs/$STEP.log"
+  local args=(allreduce -np 2 --threads --ranks-per-gpu 2 -b 8 -e 8 -n 2000 -w 200 -c 1 --median --no-inplace)
+  echo "+ ringo-perf ${args[*]}"
+  RINGO_DEVICE=cuda rb "$B/bin/ringo-perf" "${args[@]}" >"$log" 2>&1
+  local rc=$?
+  cat "$log"
+  local why
+  if [[ $rc -ne 0 ]]; then DETAIL="ringo-perf exit $rc"; return 1; fi
+  if ! why=$(perf_ok "$log"); then DETAIL=$why; return 1; fi
+  local t
+  t=$(perf_rows "$log" | awk '$1 == 8 {print $2}')
+  DETAIL="8 B all-reduce, 2 thread ranks on one GPU: median $t us (target <= 10)"
+  awk -v t="$t" 'BEGIN {exit !(t <= 10.0)}' && return 0
+  return 4
+}
+
+find_nccl() {
+  local p
+  p=$(python3 - 2>/dev/null <<'PY'
+import glob, os, site, sys
+roots = list(site.getsitepackages()) + [site.getusersitepackages()] + sys.path
+for r in roots:
+    for f in sorted(glob.glob(os.path.join(r, "nvidia", "**", "libnccl.so*"), recursive=True)):
+        print(f)
+        sys.exit(0)
+try:
+    import torch
+    d = os.path.join(os.path.dirname(torch.__file__), "lib")
+    for f in sorted(glob.glob(os.path.join(d, "libnccl.so*"))):
+        print(f)
+        sys.exit(0)
+except Exception:
+    pass
+PY
+)
+  [[ -z $p ]] && p=$(ldconfig -p 2>/dev/null | awk '/libnccl\.so\.2/ {print $NF; exit}')
+  [[ -z $p ]] && p=$(find /opt /usr -maxdepth 8 -name 'libnccl.so.2*' -type f 2>/dev/null | head -1)
+  echo "$p"
+}
+
+step_nccl() {
+  local lib=$nccl_lib
+  [[ -z $lib ]] && lib=$(find_nccl)
+  if [[ -z $lib ]]; then DETAIL="no libnccl.so.2 found (PyTorch's pip packages, ldconfig, /opt, /usr)"; return 3; fi
+  echo "NCCL: $lib; PyTorch says: $(python3 -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())' 2>&1 | tail -1)"
+  local verdict=0 detail=""
+  local -A t=()
+  for who in ringo nccl; do
+    for what in small big; do
+      local log="$W/logs/$STEP.$who.$what.log"
+      local args=(allreduce -np 1 -c 1 --no-inplace)
+      if [[ $what == small ]]; then args+=(-b 8 -e 8 -n 2000 -w 200 --median); else args+=(-b 256M -e 256M -n 20 -w 5); fi
+      if [[ $who == ringo ]]; then
+        echo "+ ringo-perf ${args[*]}"
+        RINGO_DEVICE=cuda rb "$B/bin/ringo-perf" "${args[@]}" >"$log" 2>&1
+      else
+        echo "+ nccl-perf --nccl-lib $lib ${args[*]}"
+        rb "$B/bin/nccl-perf" --nccl-lib "$lib" "${args[@]}" >"$log" 2>&1
+      fi
+      local rc=$?
+      cat "$log"
+      local why
+      if [[ $rc -ne 0 ]] || ! why=$(perf_ok "$log"); then
+        detail+=" $who 1 rank $what: failed (exit $rc${why:+, $why});"
+        verdict=1
+        continue
+      fi
+      t[$who.$what]=$(perf_rows "$log" | awk 'NR == 1 {print $2}')
+    done
+  done
+  detail="1 rank: 8 B Ringo ${t[ringo.small]:-?} us / NCCL ${t[nccl.small]:-?} us; 256 MiB Ringo ${t[ringo.big]:-?} us / NCCL ${t[nccl.big]:-?} us;$detail"
+  local log="$W/logs/$STEP.nccl.2ranks.log"
+  echo "+ nccl-perf --nccl-lib $lib allreduce -np 2 --ranks-per-gpu 2 -b 8 -e 1M -f 32 -c 1"
+  rb "$B/bin/nccl-perf" --nccl-lib "$lib" allreduce -np 2 --ranks-per-gpu 2 -b 8 -e 1M -f 32 -c 1 >"$log" 2>&1
+  local rc=$?
+  cat "$log"
+  if [[ $rc -eq 3 ]]; then
+    detail+=" 2 ranks on one GPU: refused by this NCCL ($(grep -m1 -oE 'ncclCommInitAll: .*' "$log" | cut -c1-160))"
+  elif [[ $rc -eq 0 ]]; then
+    detail+=" 2 ranks on one GPU: ran, 8 B $(perf_rows "$log" | awk '$1 == 8 {print $2}') us"
+  else
+    detail+=" 2 ranks on one GPU: failed (exit $rc)"
+  fi
+  DETAIL=$detail
+  return $verdict
+}
+
+# ---- run ----
+
+# Background jobs get a process group of their own (a step and every rank it
+# forks), so a step past its limit is stopped whole.
+set -m
+# Quits an MPS daemon a stopped step left running.
+mps_cleanup() {
+  [[ -n $MPS_CTL && -d $W/mps/pipe ]] || return 0
+  CUDA_MPS_PIPE_DIRECTORY="$W/mps/pipe" bash -c "echo quit | '$MPS_CTL'" >/dev/null 2>&1 || true
+}
+# The work folder goes once its logs are saved in --out; the unpacked bundle always.
+cleanup() {
+  mps_cleanup
+  [[ -n ${unpack:-} ]] && rm -rf "$unpack"
+  [[ -n $out ]] && rm -rf "$W"
+}
+trap cleanup EXIT
+
+echo "gpu_check: bundle $B, work folder $W, budget ${budget}s"
+for s in "${selected[@]}"; do
+  read -r name limit _ <<<"$s"
+  STEP=$name
+  DETAIL=""
+  left=$((budget - $(elapsed)))
+  if [[ -n $no_gpu && $name != bundle && $name != facts ]]; then
+    summary+=("NOTRUN $name 0s no GPU ($no_gpu)")
+    status_words+=(NOTRUN)
+    continue
+  fi
+  if [[ $left -lt 20 ]]; then
+    summary+=("NOTRUN $name 0s the budget of ${budget}s is spent")
+    status_words+=(NOTRUN)
+    continue
+  fi
+  cut=$limit
+  [[ $cut -gt $((left - 10)) ]] && cut=$((left - 10))
+  echo
+  echo "==== $name (limit ${cut}s) ===="
+  t0=$(date +%s)
+  rm -f "$W/detail"
+  (
+    trap 'exit 143' TERM
+    trap 'mps_stop >/dev/null 2>&1' EXIT
+    "step_$name"
+    rc=$?
+    printf '%s' "$DETAIL" >"$W/detail"
+    [[ -n $no_gpu ]] && printf '%s' "$no_gpu" >"$W/no_gpu"
+    printf '%s' "$LIBPATH" >"$W/libpath"
+    exit $rc
+  ) >"$W/logs/$name.out" 2>&1 &
+  pid=$!
+  timed_out=0
+  while kill -0 "$pid" 2>/dev/null; do
+    if (($(date +%s) - t0 >= cut)); then
+      timed_out=1
+      kill -TERM -- "-$pid" 2>/dev/null
+      sleep 5
+      kill -KILL -- "-$pid" 2>/dev/null
+      break
+    fi
+    sleep 0.2
+  done
+  wait "$pid" 2>/dev/null
+  rc=$?
+  mps_cleanup
+  secs=$(($(date +%s) - t0))
+  tail -n 40 "$W/logs/$name.out"
+  detail=$(cat "$W/detail" 2>/dev/null)
+  [[ -f $W/no_gpu ]] && no_gpu=$(cat "$W/no_gpu")
+  [[ -f $W/libpath ]] && LIBPATH=$(cat "$W/libpath")
+  word=FAIL
+  case $rc in
+    0) word=PASS ;;
+    3) word=SKIP ;;
+    4) word=MISS ;;
+  esac
+  if [[ $timed_out -eq 1 ]]; then
+    word=FAIL
+    detail="stopped at its limit of ${cut}s; $detail"
+  fi
+  summary+=("$word $name ${secs}s $detail")
+  status_words+=("$word")
+done
+
+# ---- summary ----
+{
+  echo
+  echo "==== gpu_check summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(elapsed)s) ===="
+  for line in "${summary[@]}"; do echo "$line"; done
+} | tee "$W/summary.txt"
+pass=0 fail=0 miss=0 skip=0 notrun=0
+for w in "${status_words[@]}"; do
+  case $w in
+    PASS) pass=$((pass + 1)) ;; FAIL) fail=$((fail + 1)) ;; MISS) miss=$((miss + 1)) ;;
+    SKIP) skip=$((skip + 1)) ;; NOTRUN) notrun=$((notrun + 1)) ;;
+  esac
+done
+final="gpu_check: $pass passed, $fail failed, $miss missed a target, $skip skipped, $notrun not run"
+echo "$final" | tee -a "$W/summary.txt"
+if [[ -n $out ]]; then
+  mkdir -p "$out"
+  cp "$W/summary.txt" "$out/gpu_check_summary.txt"
+  tar -C "$W" -czf "$out/gpu_check_logs.tar.gz" logs summary.txt 2>/dev/null
+fi
+if [[ $fail -gt 0 || $notrun -gt 0 ]]; then exit 1; fi
+if [[ $miss -gt 0 || $skip -gt 0 ]]; then exit 4; fi
+exit 0
