@@ -93,13 +93,14 @@ def worker(args):
         same(mine, ref, "all_to_all_single")
 
     def a2a_list():
+        if args.backend == "gloo":
+            raise cases.Skip("gloo has no all_to_all (list form)")
+        # gloo has none to compare with: every rank's inputs are known here.
         ins = [make(torch.int32, 10 + p, rank, 4 + p) for p in range(n)]
         mine = [torch.zeros(10 + rank, dtype=torch.int32) for _ in range(n)]
-        ref = [torch.zeros(10 + rank, dtype=torch.int32) for _ in range(n)]
         dist.all_to_all(mine, ins)
-        dist.all_to_all(ref, ins, group=gloo)
         for p in range(n):
-            same(mine[p], ref[p], "from rank %d" % p)
+            same(mine[p], make(torch.int32, 10 + rank, p, 4 + rank), "from rank %d" % p)
 
     def gather():
         for root in range(n):
@@ -135,6 +136,8 @@ def worker(args):
         dist.scatter(e, [torch.zeros(0) for _ in range(n)] if rank == 0 else None, 0)
 
     def noncontig():
+        if args.backend == "gloo":
+            raise cases.Skip("gloo's send/recv and all_to_all_single take contiguous tensors only")
         right, left = (rank + 1) % n, (rank - 1) % n
         x = make(torch.float32, 60, rank, 7).view(6, 10)[:, ::3]
         got = torch.zeros(4, 6).t()
