@@ -250,6 +250,24 @@ def worker(args):
     for name in GLOO_DTYPES:
         cases.run("allgather_base.%s" % name, allgather_base, dt(name))
 
+    def tensor_forms():
+        # all_gather_into_tensor / reduce_scatter_tensor: the public names of
+        # _allgather_base / _reduce_scatter_base (a stacked output too).
+        if not hasattr(dist, "all_gather_into_tensor"):
+            raise cases.Skip("this torch has no all_gather_into_tensor")
+        x = make(torch.float32, 12, rank, 21).view(3, 4)
+        stacked = torch.zeros(n, 3, 4)
+        dist.all_gather_into_tensor(stacked, x)
+        check(stacked, torch.stack([make(torch.float32, 12, r, 21).view(3, 4) for r in range(n)]), True, "gather")
+        y = make(torch.float64, 5 * n, rank, 22)
+        out = torch.zeros(5, dtype=torch.float64)
+        dist.reduce_scatter_tensor(out, y)
+        ref = y.clone()
+        dist.all_reduce(ref, group=gloo)
+        check(out, ref.chunk(n)[rank], exact_for(torch.float64, "SUM"), "reduce_scatter_tensor")
+
+    cases.run("allgather_into_tensor_and_reduce_scatter_tensor", tensor_forms)
+
     def reduce_scatter(dtype, op, base):
         for count in (1, 1001):
             x = make(dtype, n * count, rank, 12, op)
