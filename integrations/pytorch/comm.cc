@@ -28,9 +28,9 @@ std::unique_ptr<Comm> Comm::Create(c10d::Store& store, int rank, int size,
   if (rank == 0) {
     ringoResult_t rc = ringoGetUniqueId(&id);
     if (rc != ringoSuccess) throw std::runtime_error(RingoError(nullptr, rc, "ringoGetUniqueId"));
-    store.set(key, std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(id.internal),
-                                        reinterpret_cast<const uint8_t*>(id.internal) +
-                                            sizeof(id.internal)));
+    store.set(key, std::vector<uint8_t>(
+                       reinterpret_cast<const uint8_t*>(id.internal),
+                       reinterpret_cast<const uint8_t*>(id.internal) + sizeof(id.internal)));
   } else {
     std::vector<uint8_t> bytes = store.get(key);
     if (bytes.size() != sizeof(id.internal)) {
@@ -41,8 +41,8 @@ std::unique_ptr<Comm> Comm::Create(c10d::Store& store, int rank, int size,
     std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
   }
   ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
-  config.timeout_ms = static_cast<int>(
-      std::clamp<int64_t>(timeout.count(), 1, static_cast<int64_t>(INT_MAX)));
+  config.timeout_ms =
+      static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, static_cast<int64_t>(INT_MAX)));
   config.device_kind = device_kind;
   ringoComm_t comm = nullptr;
   ringoResult_t rc = ringoCommInitRankConfig(&comm, size, id, rank, &config);

@@ -11,8 +11,7 @@
 namespace ringo::pytorch {
 
 CudaWork::CudaWork(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> inputs,
-                   std::vector<at::Tensor> outputs, std::shared_ptr<Comm> comm,
-                   c10::Device device)
+                   std::vector<at::Tensor> outputs, std::shared_ptr<Comm> comm, c10::Device device)
     : WorkBase(rank, type, title, std::move(inputs)),
       outputs_(std::move(outputs)),
       comm_(std::move(comm)),
@@ -52,8 +51,7 @@ CudaGroup::PerDevice& CudaGroup::Get(c10::DeviceIndex index) {
   auto it = devices_.find(index);
   if (it != devices_.end()) return *it->second;
   c10::cuda::CUDAGuard guard(index);  // the communicator takes the current device
-  std::shared_ptr<Comm> comm =
-      Comm::Create(*store_, rank_, size_, timeout_, RINGO_DEVICE_CUDA);
+  std::shared_ptr<Comm> comm = Comm::Create(*store_, rank_, size_, timeout_, RINGO_DEVICE_CUDA);
   auto per = std::unique_ptr<PerDevice>(
       new PerDevice{std::move(comm), c10::cuda::getStreamFromPool(false, index), {}});
   return *devices_.emplace(index, std::move(per)).first->second;
@@ -76,7 +74,8 @@ WorkPtr CudaGroup::Launch(c10d::OpType type, const char* title,
     body(RunContext{d.comm.get(), d.stream.stream()});
     for (const auto* list : {&inputs, &outputs}) {
       for (const at::Tensor& t : *list) {
-        if (t.numel() > 0) c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), d.stream);
+        if (t.numel() > 0)
+          c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), d.stream);
       }
     }
     work->end_.record(d.stream);

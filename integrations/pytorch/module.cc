@@ -45,5 +45,6 @@ PYBIND11_MODULE(_C, m) {
 #endif
   m.attr("BACKEND_API") = static_cast<bool>(RINGO_TORCH_BACKEND_API);
   m.attr("BUILT_WITH_TORCH") = TORCH_VERSION;
-  m.def("ringo_version", &RingoVersion, "Ringo's version code (MAJOR * 10000 + MINOR * 100 + PATCH).");
+  m.def("ringo_version", &RingoVersion,
+        "Ringo's version code (MAJOR * 10000 + MINOR * 100 + PATCH).");
 }

@@ -9,20 +9,41 @@ namespace {
 // Ringo's datatype for a torch dtype; false when Ringo has none.
 bool RingoType(at::ScalarType t, ringoDataType_t* out) {
   switch (t) {
-    case at::kChar: *out = ringoInt8; return true;
+    case at::kChar:
+      *out = ringoInt8;
+      return true;
     case at::kByte:
-    case at::kBool: *out = ringoUint8; return true;
-    case at::kInt: *out = ringoInt32; return true;
-    case at::kLong: *out = ringoInt64; return true;
-    case at::kHalf: *out = ringoFloat16; return true;
-    case at::kBFloat16: *out = ringoBfloat16; return true;
-    case at::kFloat: *out = ringoFloat32; return true;
-    case at::kDouble: *out = ringoFloat64; return true;
+    case at::kBool:
+      *out = ringoUint8;
+      return true;
+    case at::kInt:
+      *out = ringoInt32;
+      return true;
+    case at::kLong:
+      *out = ringoInt64;
+      return true;
+    case at::kHalf:
+      *out = ringoFloat16;
+      return true;
+    case at::kBFloat16:
+      *out = ringoBfloat16;
+      return true;
+    case at::kFloat:
+      *out = ringoFloat32;
+      return true;
+    case at::kDouble:
+      *out = ringoFloat64;
+      return true;
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
-    case at::ScalarType::UInt32: *out = ringoUint32; return true;
-    case at::ScalarType::UInt64: *out = ringoUint64; return true;
+    case at::ScalarType::UInt32:
+      *out = ringoUint32;
+      return true;
+    case at::ScalarType::UInt64:
+      *out = ringoUint64;
+      return true;
 #endif
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -54,10 +75,14 @@ auto FactorTensor(const S& s, long) -> decltype(s.tensor_factors, at::Tensor()) 
 
 const char* OpName(c10d::ReduceOp::RedOpType op) {
   switch (op) {
-    case c10d::ReduceOp::BAND: return "BAND";
-    case c10d::ReduceOp::BOR: return "BOR";
-    case c10d::ReduceOp::BXOR: return "BXOR";
-    default: return "this ReduceOp";
+    case c10d::ReduceOp::BAND:
+      return "BAND";
+    case c10d::ReduceOp::BOR:
+      return "BOR";
+    case c10d::ReduceOp::BXOR:
+      return "BXOR";
+    default:
+      return "this ReduceOp";
   }
 }
 
@@ -80,10 +105,18 @@ Reduction ReductionFor(const at::Tensor& tensor, const c10d::ReduceOp& op) {
   const bool is_bool = tensor.scalar_type() == at::kBool;
   const auto kind = static_cast<c10d::ReduceOp::RedOpType>(op);
   switch (kind) {
-    case c10d::ReduceOp::SUM: r.op = is_bool ? ringoMax : ringoSum; break;
-    case c10d::ReduceOp::PRODUCT: r.op = is_bool ? ringoMin : ringoProd; break;
-    case c10d::ReduceOp::MIN: r.op = ringoMin; break;
-    case c10d::ReduceOp::MAX: r.op = ringoMax; break;
+    case c10d::ReduceOp::SUM:
+      r.op = is_bool ? ringoMax : ringoSum;
+      break;
+    case c10d::ReduceOp::PRODUCT:
+      r.op = is_bool ? ringoMin : ringoProd;
+      break;
+    case c10d::ReduceOp::MIN:
+      r.op = ringoMin;
+      break;
+    case c10d::ReduceOp::MAX:
+      r.op = ringoMax;
+      break;
     case c10d::ReduceOp::AVG:
       TORCH_CHECK(!is_bool, "ringo_torch: ReduceOp.AVG is not defined for bool tensors");
       r.op = ringoAvg;
@@ -118,8 +151,7 @@ void CheckTensors(const std::vector<at::Tensor>& tensors, const char* what) {
     TORCH_CHECK(t.device() == first.device(), "ringo_torch: ", what,
                 ": tensors on different devices (", first.device(), ", ", t.device(), ")");
     TORCH_CHECK(t.scalar_type() == first.scalar_type(), "ringo_torch: ", what,
-                ": tensors of different dtypes (", first.scalar_type(), ", ", t.scalar_type(),
-                ")");
+                ": tensors of different dtypes (", first.scalar_type(), ", ", t.scalar_type(), ")");
   }
 }
 
@@ -130,8 +162,8 @@ void CheckSingle(const std::vector<at::Tensor>& tensors, const char* what) {
 }
 
 void CheckRoot(int64_t root, int size, const char* what) {
-  TORCH_CHECK(root >= 0 && root < size, "ringo_torch: ", what, ": root ", root,
-              " is not in [0, ", size, ")");
+  TORCH_CHECK(root >= 0 && root < size, "ringo_torch: ", what, ": root ", root, " is not in [0, ",
+              size, ")");
 }
 
 Body AllReduceBody(at::Tensor tensor, Reduction r) {
@@ -216,8 +248,8 @@ Body AllGatherBaseBody(at::Tensor output, at::Tensor input) {
     at::Tensor in = Dense(input);
     at::Tensor out = Dense(output);
     const Elements e = ElementsOf(in);
-    ctx.comm->Check(ringoAllGather(in.data_ptr(), out.data_ptr(), e.count, e.dtype,
-                                   ctx.comm->get(), ctx.stream),
+    ctx.comm->Check(ringoAllGather(in.data_ptr(), out.data_ptr(), e.count, e.dtype, ctx.comm->get(),
+                                   ctx.stream),
                     "_allgather_base");
     if (!out.is_same(output)) output.copy_(out);
   };
@@ -253,8 +285,8 @@ Body ReduceScatterBaseBody(at::Tensor output, at::Tensor input, Reduction r) {
 
 Body BarrierBody(at::Tensor scratch) {
   return [scratch](const RunContext& ctx) {
-    ctx.comm->Check(ringoAllReduce(scratch.data_ptr(), scratch.data_ptr(), 1, ringoUint8,
-                                   ringoMax, ctx.comm->get(), ctx.stream),
+    ctx.comm->Check(ringoAllReduce(scratch.data_ptr(), scratch.data_ptr(), 1, ringoUint8, ringoMax,
+                                   ctx.comm->get(), ctx.stream),
                     "barrier");
   };
 }

@@ -72,8 +72,10 @@ Body AllToAllBaseBody(at::Tensor output, at::Tensor input, std::vector<int64_t> 
         for (int p = 0; p < size; ++p) {
           const size_t sb = static_cast<size_t>(input_splits[p]) * in_row;
           const size_t rb = static_cast<size_t>(output_splits[p]) * out_row;
-          if (sb > 0) note(ringoSend(send + in_off, sb, ringoUint8, p, ctx.comm->get(), ctx.stream));
-          if (rb > 0) note(ringoRecv(recv + out_off, rb, ringoUint8, p, ctx.comm->get(), ctx.stream));
+          if (sb > 0)
+            note(ringoSend(send + in_off, sb, ringoUint8, p, ctx.comm->get(), ctx.stream));
+          if (rb > 0)
+            note(ringoRecv(recv + out_off, rb, ringoUint8, p, ctx.comm->get(), ctx.stream));
           in_off += sb;
           out_off += rb;
         }
@@ -113,13 +115,15 @@ Body GatherBody(std::vector<at::Tensor> outputs, at::Tensor input, int root) {
     at::Tensor in = Dense(input);
     at::Tensor flat;
     if (ctx.comm->rank() == root) {
-      flat = at::empty({static_cast<int64_t>(bytes) * ctx.comm->size()}, input.options().dtype(at::kByte));
+      flat = at::empty({static_cast<int64_t>(bytes) * ctx.comm->size()},
+                       input.options().dtype(at::kByte));
     }
     ctx.comm->Check(ringoGather(in.data_ptr(), flat.defined() ? flat.data_ptr() : nullptr, bytes,
                                 ringoUint8, root, ctx.comm->get(), ctx.stream),
                     "gather");
     for (size_t i = 0; i < outputs.size(); ++i) {
-      at::Tensor part = flat.narrow(0, static_cast<int64_t>(i * bytes), static_cast<int64_t>(bytes));
+      at::Tensor part =
+          flat.narrow(0, static_cast<int64_t>(i * bytes), static_cast<int64_t>(bytes));
       outputs[i].copy_(part.view(input.scalar_type()).view(outputs[i].sizes()));
     }
   };

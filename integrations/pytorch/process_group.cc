@@ -18,8 +18,8 @@ namespace {
 
 #if RINGO_TORCH_P2P
 void CheckPeer(int peer, int size, const char* what) {
-  TORCH_CHECK(peer >= 0 && peer < size, "ringo_torch: ", what, ": rank ", peer,
-              " is not in [0, ", size, ")");
+  TORCH_CHECK(peer >= 0 && peer < size, "ringo_torch: ", what, ": rank ", peer, " is not in [0, ",
+              size, ")");
 }
 #endif
 
@@ -102,9 +102,8 @@ WorkPtr ProcessGroupRingo::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                const c10d::AllreduceCoalescedOptions& opts) {
   CheckTensors(tensors, "allreduce_coalesced");
   const at::Tensor& t = tensors[0];
-  return Launch(c10d::OpType::ALLREDUCE_COALESCED, "ringo:all_reduce_coalesced", tensors,
-                tensors, AllReduceCoalescedBody(tensors, ReductionFor(t, opts.reduceOp)),
-                t.device());
+  return Launch(c10d::OpType::ALLREDUCE_COALESCED, "ringo:all_reduce_coalesced", tensors, tensors,
+                AllReduceCoalescedBody(tensors, ReductionFor(t, opts.reduceOp)), t.device());
 }
 
 WorkPtr ProcessGroupRingo::reduce(std::vector<at::Tensor>& tensors,
@@ -124,8 +123,9 @@ WorkPtr ProcessGroupRingo::allgather(std::vector<std::vector<at::Tensor>>& outpu
   CheckSingle(inputs, "allgather");
   TORCH_CHECK(outputs.size() == 1, "ringo_torch: allgather takes one output list, got ",
               outputs.size());
-  TORCH_CHECK(static_cast<int>(outputs[0].size()) == getSize(), "ringo_torch: allgather: ",
-              outputs[0].size(), " output tensors for ", getSize(), " ranks");
+  TORCH_CHECK(static_cast<int>(outputs[0].size()) == getSize(),
+              "ringo_torch: allgather: ", outputs[0].size(), " output tensors for ", getSize(),
+              " ranks");
   const at::Tensor& in = inputs[0];
   CheckLike(outputs[0], in, in.numel(), "allgather");
   return Launch(c10d::OpType::ALLGATHER, "ringo:all_gather", inputs, outputs[0],
@@ -145,20 +145,20 @@ WorkPtr ProcessGroupRingo::reduce_scatter(std::vector<at::Tensor>& outputs,
   CheckSingle(outputs, "reduce_scatter");
   TORCH_CHECK(inputs.size() == 1, "ringo_torch: reduce_scatter takes one input list, got ",
               inputs.size());
-  TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(), "ringo_torch: reduce_scatter: ",
-              inputs[0].size(), " input tensors for ", getSize(), " ranks");
+  TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(),
+              "ringo_torch: reduce_scatter: ", inputs[0].size(), " input tensors for ", getSize(),
+              " ranks");
   const at::Tensor& out = outputs[0];
   CheckLike(inputs[0], out, out.numel(), "reduce_scatter");
   return Launch(c10d::OpType::REDUCE_SCATTER, "ringo:reduce_scatter", inputs[0], outputs,
-                ReduceScatterBody(out, inputs[0], ReductionFor(out, opts.reduceOp)),
-                out.device());
+                ReduceScatterBody(out, inputs[0], ReductionFor(out, opts.reduceOp)), out.device());
 }
 
 WorkPtr ProcessGroupRingo::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                 const c10d::ReduceScatterOptions& opts) {
   CheckLike({input}, output, output.numel() * getSize(), "_reduce_scatter_base");
-  return Launch(c10d::OpType::_REDUCE_SCATTER_BASE, "ringo:_reduce_scatter_base", {input},
-                {output}, ReduceScatterBaseBody(output, input, ReductionFor(output, opts.reduceOp)),
+  return Launch(c10d::OpType::_REDUCE_SCATTER_BASE, "ringo:_reduce_scatter_base", {input}, {output},
+                ReduceScatterBaseBody(output, input, ReductionFor(output, opts.reduceOp)),
                 output.device());
 }
 
@@ -204,8 +204,9 @@ WorkPtr ProcessGroupRingo::alltoall_base(at::Tensor& output, at::Tensor& input,
                 "multiple of the rank count");
   } else {
     auto check = [&](const std::vector<int64_t>& splits, const at::Tensor& t, const char* name) {
-      TORCH_CHECK(static_cast<int>(splits.size()) == size, "ringo_torch: alltoall_base: ",
-                  splits.size(), " ", name, " splits for ", size, " ranks");
+      TORCH_CHECK(static_cast<int>(splits.size()) == size,
+                  "ringo_torch: alltoall_base: ", splits.size(), " ", name, " splits for ", size,
+                  " ranks");
       const int64_t rows = t.dim() > 0 ? t.size(0) : 0;
       TORCH_CHECK(std::accumulate(splits.begin(), splits.end(), int64_t{0}) == rows,
                   "ringo_torch: alltoall_base: ", name, " splits do not add up to ", rows);

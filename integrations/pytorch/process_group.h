@@ -67,8 +67,8 @@ class ProcessGroupRingo : public GroupBase {
   // (RINGO_HAS_P2P); until then a RuntimeError saying so.
   WorkPtr send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
   WorkPtr recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
-  WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input,
-                        std::vector<int64_t>& output_splits, std::vector<int64_t>& input_splits,
+  WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+                        std::vector<int64_t>& input_splits,
                         const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
   WorkPtr alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                    const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;

@@ -10,8 +10,9 @@ HostWork::HostWork(int rank, c10d::OpType type, const char* title, std::vector<a
       title_(title),
       outputs_(std::move(outputs)),
       body_(std::move(body)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(
-          c10::ListType::create(c10::TensorType::get()))) {}
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+}
 
 void HostWork::Run(Comm* comm, std::exception_ptr error) {
   if (!error) {
