@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Ringo builds and tests with, if any is missing.
+# PyTorch (python3-torch, libtorch-dev, pybind11-dev: about 140 MB to fetch) is
+# what integrations/pytorch (ringo_torch) builds against and is tested with.
 # Needs root (or sudo). The CUDA toolkit is optional: with one at /usr/local/cuda
 # (or $CUDA_PATH) the GPU code is compiled too.
 set -euo pipefail
@@ -8,6 +10,7 @@ packages=(
   libgtest-dev libbenchmark-dev libhwloc-dev libibverbs-dev
   openmpi-bin libopenmpi-dev
   libgloo-dev python3-matplotlib
+  python3-torch libtorch-dev pybind11-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,297 @@
+#include "integrations/pytorch/process_group.h"
+
+#include <numeric>
+#include <utility>
+
+#include "integrations/pytorch/python_gil.h"
+
+namespace ringo::pytorch {
+namespace {
+
+#if !RINGO_TORCH_P2P
+[[noreturn]] void NotYet(const char* what) {
+  TORCH_CHECK(false, "ringo_torch: ", what,
+              " is not supported yet: this Ringo has no point-to-point operations "
+              "(ringoSend/ringoRecv, ringoAllToAll, ringoGather, ringoScatter)");
+}
+#endif
+
+#if RINGO_TORCH_P2P
+void CheckPeer(int peer, int size, const char* what) {
+  TORCH_CHECK(peer >= 0 && peer < size, "ringo_torch: ", what, ": rank ", peer, " is not in [0, ",
+              size, ")");
+}
+#endif
+
+// Each tensor of `tensors` has `numel` elements and `like`'s dtype and device.
+void CheckLike(const std::vector<at::Tensor>& tensors, const at::Tensor& like, int64_t numel,
+               const char* what) {
+  std::vector<at::Tensor> all(tensors);
+  all.push_back(like);
+  CheckTensors(all, what);
+  for (const at::Tensor& t : tensors) {
+    TORCH_CHECK(t.numel() == numel, "ringo_torch: ", what, ": a tensor of ", t.numel(),
+                " elements where ", numel, " are expected");
+  }
+}
+
+}  // namespace
+
+ProcessGroupRingo::ProcessGroupRingo(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                     int size, std::chrono::milliseconds timeout)
+    : GroupBase(rank, size), store_(store), timeout_(timeout) {
+  TORCH_CHECK(store_, "ringo_torch: a process group needs a store");
+#ifdef RINGO_TORCH_CUDA
+  cuda_ = std::make_unique<CudaGroup>(store_, rank, size, timeout);
+#endif
+  auto connect = [store = store_, rank, size, timeout] {
+    return Comm::Create(*store, rank, size, timeout, RINGO_DEVICE_HOST);
+  };
+  worker_ = std::make_unique<Worker>(std::move(connect), /*eager=*/!RINGO_TORCH_BACKEND_API);
+  init();
+}
+
+ProcessGroupRingo::~ProcessGroupRingo() {
+  // Runs what is queued first, as gloo's destructor; Python may drop the last
+  // reference with the GIL held, which the worker may need to finish.
+  WithoutGil no_gil;
+  worker_.reset();
+}
+
+WorkPtr ProcessGroupRingo::Launch(c10d::OpType type, const char* title,
+                                  std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs,
+                                  Body body, c10::Device device) {
+  if (device.is_cuda()) {
+#ifdef RINGO_TORCH_CUDA
+    ++sequence_;
+    return cuda_->Launch(type, title, inputs, std::move(outputs), body, device);
+#else
+    TORCH_CHECK(false, "ringo_torch: ", title,
+                ": this build runs host (CPU) tensors only; CUDA tensors need ringo_torch "
+                "built against PyTorch 2.x with CUDA");
+#endif
+  }
+  TORCH_CHECK(device.is_cpu(), "ringo_torch: ", title, ": tensors on ", device,
+              " are not supported");
+  ++sequence_;
+  auto work = c10::make_intrusive<HostWork>(getRank(), type, title, std::move(inputs),
+                                            std::move(outputs), std::move(body));
+  worker_->Post(work);
+  return work;
+}
+
+WorkPtr ProcessGroupRingo::broadcast(std::vector<at::Tensor>& tensors,
+                                     const c10d::BroadcastOptions& opts) {
+  CheckSingle(tensors, "broadcast");
+  CheckRoot(opts.rootRank, getSize(), "broadcast");
+  TORCH_CHECK(opts.rootTensor == 0, "ringo_torch: broadcast: rootTensor must be 0");
+  const at::Tensor& t = tensors[0];
+  return Launch(c10d::OpType::BROADCAST, "ringo:broadcast", tensors, tensors,
+                BroadcastBody(t, static_cast<int>(opts.rootRank)), t.device());
+}
+
+WorkPtr ProcessGroupRingo::allreduce(std::vector<at::Tensor>& tensors,
+                                     const c10d::AllreduceOptions& opts) {
+  CheckSingle(tensors, "allreduce");
+  const at::Tensor& t = tensors[0];
+  return Launch(c10d::OpType::ALLREDUCE, "ringo:all_reduce", tensors, tensors,
+                AllReduceBody(t, ReductionFor(t, opts.reduceOp)), t.device());
+}
+
+WorkPtr ProcessGroupRingo::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                               const c10d::AllreduceCoalescedOptions& opts) {
+  CheckTensors(tensors, "allreduce_coalesced");
+  const at::Tensor& t = tensors[0];
+  return Launch(c10d::OpType::ALLREDUCE_COALESCED, "ringo:all_reduce_coalesced", tensors, tensors,
+                AllReduceCoalescedBody(tensors, ReductionFor(t, opts.reduceOp)), t.device());
+}
+
+WorkPtr ProcessGroupRingo::reduce(std::vector<at::Tensor>& tensors,
+                                  const c10d::ReduceOptions& opts) {
+  CheckSingle(tensors, "reduce");
+  CheckRoot(opts.rootRank, getSize(), "reduce");
+  TORCH_CHECK(opts.rootTensor == 0, "ringo_torch: reduce: rootTensor must be 0");
+  const at::Tensor& t = tensors[0];
+  return Launch(c10d::OpType::REDUCE, "ringo:reduce", tensors, tensors,
+                ReduceBody(t, ReductionFor(t, opts.reduceOp), static_cast<int>(opts.rootRank)),
+                t.device());
+}
+
+WorkPtr ProcessGroupRingo::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                     std::vector<at::Tensor>& inputs,
+                                     const c10d::AllgatherOptions& /*opts*/) {
+  CheckSingle(inputs, "allgather");
+  TORCH_CHECK(outputs.size() == 1, "ringo_torch: allgather takes one output list, got ",
+              outputs.size());
+  TORCH_CHECK(static_cast<int>(outputs[0].size()) == getSize(),
+              "ringo_torch: allgather: ", outputs[0].size(), " output tensors for ", getSize(),
+              " ranks");
+  const at::Tensor& in = inputs[0];
+  CheckLike(outputs[0], in, in.numel(), "allgather");
+  return Launch(c10d::OpType::ALLGATHER, "ringo:all_gather", inputs, outputs[0],
+                AllGatherBody(outputs[0], in), in.device());
+}
+
+WorkPtr ProcessGroupRingo::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                           const c10d::AllgatherOptions& /*opts*/) {
+  CheckLike({output}, input, input.numel() * getSize(), "_allgather_base");
+  return Launch(c10d::OpType::_ALLGATHER_BASE, "ringo:_all_gather_base", {input}, {output},
+                AllGatherBaseBody(output, input), input.device());
+}
+
+WorkPtr ProcessGroupRingo::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                          std::vector<std::vector<at::Tensor>>& inputs,
+                                          const c10d::ReduceScatterOptions& opts) {
+  CheckSingle(outputs, "reduce_scatter");
+  TORCH_CHECK(inputs.size() == 1, "ringo_torch: reduce_scatter takes one input list, got ",
+              inputs.size());
+  TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(),
+              "ringo_torch: reduce_scatter: ", inputs[0].size(), " input tensors for ", getSize(),
+              " ranks");
+  const at::Tensor& out = outputs[0];
+  CheckLike(inputs[0], out, out.numel(), "reduce_scatter");
+  return Launch(c10d::OpType::REDUCE_SCATTER, "ringo:reduce_scatter", inputs[0], outputs,
+                ReduceScatterBody(out, inputs[0], ReductionFor(out, opts.reduceOp)), out.device());
+}
+
+WorkPtr ProcessGroupRingo::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                const c10d::ReduceScatterOptions& opts) {
+  CheckLike({input}, output, output.numel() * getSize(), "_reduce_scatter_base");
+  return Launch(c10d::OpType::_REDUCE_SCATTER_BASE, "ringo:_reduce_scatter_base", {input}, {output},
+                ReduceScatterBaseBody(output, input, ReductionFor(output, opts.reduceOp)),
+                output.device());
+}
+
+WorkPtr ProcessGroupRingo::barrier(const c10d::BarrierOptions& /*opts*/) {
+  // On the host communicator, after everything this group queued there (and,
+  // with CUDA, after its GPU streams drain), as gloo's barrier waits for the
+  // group's earlier work.
+  Body body = BarrierBody(at::zeros({1}, at::kByte));
+#ifdef RINGO_TORCH_CUDA
+  body = [this, host = std::move(body)](const RunContext& ctx) {
+    cuda_->Synchronize();
+    host(ctx);
+  };
+#endif
+  return Launch(c10d::OpType::BARRIER, "ringo:barrier", {}, {}, std::move(body), at::kCPU);
+}
+
+#if RINGO_TORCH_P2P
+
+WorkPtr ProcessGroupRingo::send(std::vector<at::Tensor>& tensors, int dst_rank, int /*tag*/) {
+  CheckSingle(tensors, "send");
+  CheckPeer(dst_rank, getSize(), "send");
+  return Launch(c10d::OpType::SEND, "ringo:send", tensors, {}, SendBody(tensors[0], dst_rank),
+                tensors[0].device());
+}
+
+WorkPtr ProcessGroupRingo::recv(std::vector<at::Tensor>& tensors, int src_rank, int /*tag*/) {
+  CheckSingle(tensors, "recv");
+  CheckPeer(src_rank, getSize(), "recv");
+  return Launch(c10d::OpType::RECV, "ringo:recv", {}, tensors, RecvBody(tensors[0], src_rank),
+                tensors[0].device());
+}
+
+WorkPtr ProcessGroupRingo::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                         std::vector<int64_t>& output_splits,
+                                         std::vector<int64_t>& input_splits,
+                                         const c10d::AllToAllOptions& /*opts*/) {
+  CheckTensors({output, input}, "alltoall_base");
+  const int size = getSize();
+  if (output_splits.empty() && input_splits.empty()) {
+    TORCH_CHECK(input.numel() == output.numel() && input.numel() % size == 0,
+                "ringo_torch: alltoall_base: equal splits need input and output of one size, a "
+                "multiple of the rank count");
+  } else {
+    auto check = [&](const std::vector<int64_t>& splits, const at::Tensor& t, const char* name) {
+      TORCH_CHECK(static_cast<int>(splits.size()) == size,
+                  "ringo_torch: alltoall_base: ", splits.size(), " ", name, " splits for ", size,
+                  " ranks");
+      const int64_t rows = t.dim() > 0 ? t.size(0) : 0;
+      TORCH_CHECK(std::accumulate(splits.begin(), splits.end(), int64_t{0}) == rows,
+                  "ringo_torch: alltoall_base: ", name, " splits do not add up to ", rows);
+    };
+    check(output_splits, output, "output");
+    check(input_splits, input, "input");
+  }
+  return Launch(c10d::OpType::ALLTOALL_BASE, "ringo:all_to_all", {input}, {output},
+                AllToAllBaseBody(output, input, output_splits, input_splits), input.device());
+}
+
+WorkPtr ProcessGroupRingo::alltoall(std::vector<at::Tensor>& outputs,
+                                    std::vector<at::Tensor>& inputs,
+                                    const c10d::AllToAllOptions& /*opts*/) {
+  const int size = getSize();
+  TORCH_CHECK(static_cast<int>(outputs.size()) == size && static_cast<int>(inputs.size()) == size,
+              "ringo_torch: alltoall needs one input and one output tensor per rank");
+  std::vector<at::Tensor> all(outputs);
+  all.insert(all.end(), inputs.begin(), inputs.end());
+  CheckTensors(all, "alltoall");
+  return Launch(c10d::OpType::ALLTOALL, "ringo:all_to_all", inputs, outputs,
+                AllToAllBody(outputs, inputs), inputs[0].device());
+}
+
+WorkPtr ProcessGroupRingo::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                  std::vector<at::Tensor>& inputs,
+                                  const c10d::GatherOptions& opts) {
+  CheckSingle(inputs, "gather");
+  CheckRoot(opts.rootRank, getSize(), "gather");
+  const int root = static_cast<int>(opts.rootRank);
+  const at::Tensor& in = inputs[0];
+  std::vector<at::Tensor> outs;
+  if (getRank() == root) {
+    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
+                "ringo_torch: gather: the root needs one output tensor per rank");
+    outs = outputs[0];
+    CheckLike(outs, in, in.numel(), "gather");
+  } else {
+    TORCH_CHECK(outputs.empty(), "ringo_torch: gather: only the root has outputs");
+  }
+  return Launch(c10d::OpType::GATHER, "ringo:gather", inputs, outs, GatherBody(outs, in, root),
+                in.device());
+}
+
+WorkPtr ProcessGroupRingo::scatter(std::vector<at::Tensor>& outputs,
+                                   std::vector<std::vector<at::Tensor>>& inputs,
+                                   const c10d::ScatterOptions& opts) {
+  CheckSingle(outputs, "scatter");
+  CheckRoot(opts.rootRank, getSize(), "scatter");
+  const int root = static_cast<int>(opts.rootRank);
+  const at::Tensor& out = outputs[0];
+  std::vector<at::Tensor> ins;
+  if (getRank() == root) {
+    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
+                "ringo_torch: scatter: the root needs one input tensor per rank");
+    ins = inputs[0];
+    CheckLike(ins, out, out.numel(), "scatter");
+  } else {
+    TORCH_CHECK(inputs.empty(), "ringo_torch: scatter: only the root has inputs");
+  }
+  return Launch(c10d::OpType::SCATTER, "ringo:scatter", ins, outputs, ScatterBody(out, ins, root),
+                out.device());
+}
+
+#else  // !RINGO_TORCH_P2P
+
+WorkPtr ProcessGroupRingo::send(std::vector<at::Tensor>&, int, int) { NotYet("send"); }
+WorkPtr ProcessGroupRingo::recv(std::vector<at::Tensor>&, int, int) { NotYet("recv"); }
+WorkPtr ProcessGroupRingo::alltoall_base(at::Tensor&, at::Tensor&, std::vector<int64_t>&,
+                                         std::vector<int64_t>&, const c10d::AllToAllOptions&) {
+  NotYet("alltoall_base");
+}
+WorkPtr ProcessGroupRingo::alltoall(std::vector<at::Tensor>&, std::vector<at::Tensor>&,
+                                    const c10d::AllToAllOptions&) {
+  NotYet("alltoall");
+}
+WorkPtr ProcessGroupRingo::gather(std::vector<std::vector<at::Tensor>>&, std::vector<at::Tensor>&,
+                                  const c10d::GatherOptions&) {
+  NotYet("gather");
+}
+WorkPtr ProcessGroupRingo::scatter(std::vector<at::Tensor>&, std::vector<std::vector<at::Tensor>>&,
+                                   const c10d::ScatterOptions&) {
+  NotYet("scatter");
+}
+
+#endif  // RINGO_TORCH_P2P
+
+}  // namespace ringo::pytorch

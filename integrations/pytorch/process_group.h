@@ -1,0 +1,105 @@
+// ProcessGroupRingo: torch.distributed's backend "ringo" over Ringo's public
+// C API. A c10d::ProcessGroup with PyTorch 1.x, a c10d::Backend with 2.x
+// (torch_compat.h).
+//
+// Host (CPU) tensors: every operation is checked on the caller's thread, then
+// queued to the group's worker thread, which runs them in issue order on the
+// group's host communicator; the returned Work behaves as gloo's (work.h).
+// CUDA tensors (2.x with RINGO_TORCH_CUDA): run on Ringo's GPU communicators
+// on a Ringo stream per device (cuda_group.h).
+//
+// The timeout given at construction (init_process_group's or new_group's)
+// becomes every communicator's: a peer that dies or stops makes the operation
+// fail with a RuntimeError naming it within that time, on every rank. The
+// per-operation timeouts of c10d's options are not used.
+//
+// Thread safety: as c10d's: any thread may issue operations; each rank must
+// issue the same operations in the same order.
+#ifndef RINGO_INTEGRATIONS_PYTORCH_PROCESS_GROUP_H_
+#define RINGO_INTEGRATIONS_PYTORCH_PROCESS_GROUP_H_
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "integrations/pytorch/cuda_group.h"
+#include "integrations/pytorch/ops.h"
+#include "integrations/pytorch/torch_compat.h"
+#include "integrations/pytorch/work.h"
+
+namespace ringo::pytorch {
+
+class ProcessGroupRingo : public GroupBase {
+ public:
+  // With 1.x the host communicator is made here (collective over the group's
+  // ranks: every rank constructs its group); with 2.x, where the same object
+  // may serve only CUDA tensors, on the first host operation.
+  ProcessGroupRingo(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                    std::chrono::milliseconds timeout);
+  ~ProcessGroupRingo() override;
+
+  const std::string getBackendName() const override { return "ringo"; }
+
+  WorkPtr broadcast(std::vector<at::Tensor>& tensors,
+                    const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override;
+  WorkPtr allreduce(std::vector<at::Tensor>& tensors,
+                    const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
+  WorkPtr allreduce_coalesced(
+      std::vector<at::Tensor>& tensors,
+      const c10d::AllreduceCoalescedOptions& opts = c10d::AllreduceCoalescedOptions()) override;
+  WorkPtr reduce(std::vector<at::Tensor>& tensors,
+                 const c10d::ReduceOptions& opts = c10d::ReduceOptions()) override;
+  WorkPtr allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                    const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  WorkPtr _allgather_base(at::Tensor& output, at::Tensor& input,
+                          const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  WorkPtr reduce_scatter(
+      std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  WorkPtr _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  WorkPtr barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
+
+  // Point-to-point and the collectives built on it: Ringo's once it has them
+  // (RINGO_HAS_P2P); until then a RuntimeError saying so.
+  WorkPtr send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
+  WorkPtr recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
+  WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+                        std::vector<int64_t>& input_splits,
+                        const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  WorkPtr alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                   const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  WorkPtr gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                 const c10d::GatherOptions& opts = c10d::GatherOptions()) override;
+  WorkPtr scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                  const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override;
+
+  // Every rank starts counting at 0 and counts the operations it issues, so
+  // the numbers agree while the ranks issue the same operations.
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override { return sequence_.load(); }
+
+  // Whether point-to-point operations are available in this build.
+  static constexpr bool kHasP2P = RINGO_TORCH_P2P;
+
+ private:
+  // Queues `body` for the worker (host tensors) or runs it on the device's
+  // Ringo stream (CUDA tensors; `device` says which).
+  WorkPtr Launch(c10d::OpType type, const char* title, std::vector<at::Tensor> inputs,
+                 std::vector<at::Tensor> outputs, Body body, c10::Device device);
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  const std::chrono::milliseconds timeout_;
+  std::atomic<uint64_t> sequence_{0};
+#ifdef RINGO_TORCH_CUDA
+  std::unique_ptr<CudaGroup> cuda_;
+#endif
+  std::unique_ptr<Worker> worker_;  // last: stops (running what is queued) first
+};
+
+}  // namespace ringo::pytorch
+
+#endif  // RINGO_INTEGRATIONS_PYTORCH_PROCESS_GROUP_H_

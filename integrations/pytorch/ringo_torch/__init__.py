@@ -1,0 +1,56 @@
+"""Ringo as a torch.distributed backend.
+
+    import ringo_torch
+    torch.distributed.init_process_group(backend="ringo")
+
+Importing this package registers the backend "ringo"; every process group
+made with it (the default group, new_group(backend="ringo") subgroups) gets
+its own Ringo communicator, set up through the group's store. The timeout
+given to init_process_group / new_group is the communicator's: a peer that
+dies or stops makes the pending operation raise a RuntimeError naming it.
+"""
+
+import inspect
+
+import torch
+import torch.distributed as dist
+
+from . import _C
+
+ProcessGroupRingo = _C.ProcessGroupRingo
+
+#: Point-to-point and what is built on it (send/recv, all_to_all, gather,
+#: scatter): available once Ringo has them.
+HAS_P2P = _C.HAS_P2P
+#: CUDA tensors on Ringo's GPU communicators (PyTorch 2.x builds with CUDA).
+HAS_CUDA = _C.HAS_CUDA
+#: The PyTorch version the extension was compiled against.
+BUILT_WITH_TORCH = _C.BUILT_WITH_TORCH
+
+BACKEND = "ringo"
+
+
+def _create(store, rank, world_size, timeout):
+    return _C.ProcessGroupRingo(store, rank, world_size, timeout)
+
+
+def _register():
+    if BACKEND.upper() in getattr(dist.Backend, "_plugins", {}):
+        return
+    register = dist.Backend.register_backend
+    if "devices" in inspect.signature(register).parameters:
+        # PyTorch 2.x: one c10d::Backend object serves the listed devices.
+        devices = ["cpu", "cuda"] if HAS_CUDA else ["cpu"]
+        register(BACKEND, _create, devices=devices)
+    else:
+        register(BACKEND, _create)
+
+
+def ringo_version():
+    """Ringo's version as MAJOR * 10000 + MINOR * 100 + PATCH."""
+    return _C.ringo_version()
+
+
+_register()
+
+__all__ = ["BACKEND", "HAS_CUDA", "HAS_P2P", "ProcessGroupRingo", "ringo_version"]

@@ -1,0 +1,77 @@
+// Asynchronous operations on host memory: a Work per operation and the one
+// worker thread per process group that runs them in issue order, as
+// ProcessGroupGloo does. wait(), isCompleted(), exception() and result() are
+// c10d's (the base class's) over the state set here; getFuture() returns a
+// future completed with the output tensors (or the error) before the Work
+// itself completes, as gloo's, which is what DDP's buckets wait on.
+#ifndef RINGO_INTEGRATIONS_PYTORCH_WORK_H_
+#define RINGO_INTEGRATIONS_PYTORCH_WORK_H_
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "integrations/pytorch/comm.h"
+#include "integrations/pytorch/ops.h"
+#include "integrations/pytorch/torch_compat.h"
+
+namespace ringo::pytorch {
+
+class HostWork : public WorkBase {
+ public:
+  // `title` is what the profiler shows ("ringo:all_reduce"); `inputs` are
+  // recorded with it; `outputs` are the future's value and result().
+  HostWork(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> inputs,
+           std::vector<at::Tensor> outputs, Body body);
+
+  std::vector<at::Tensor> result() override { return outputs_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+  // Runs the body on `comm`, then completes the future and the Work, with the
+  // exception when the body (or `error`, a failure to set up the
+  // communicator) failed. Called once, by the worker thread.
+  void Run(Comm* comm, std::exception_ptr error);
+
+ private:
+  const std::string title_;
+  std::vector<at::Tensor> outputs_;
+  Body body_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+// One thread running posted Works in order on the group's host communicator.
+class Worker {
+ public:
+  using Connect = std::function<std::unique_ptr<Comm>()>;
+
+  // `connect` makes the host communicator: now, on the caller's thread, when
+  // `eager` (its exception propagates), else on the worker thread before the
+  // first Work (its exception fails that Work and every later one).
+  Worker(Connect connect, bool eager);
+  // Runs what is queued, then stops the thread and releases the communicator.
+  ~Worker();
+
+  void Post(c10::intrusive_ptr<HostWork> work);
+
+ private:
+  void Loop();
+
+  Connect connect_;
+  std::unique_ptr<Comm> comm_;     // owned by the worker thread once it runs
+  std::exception_ptr comm_error_;  // worker thread only
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<c10::intrusive_ptr<HostWork>> queue_;  // GUARDED_BY(mu_)
+  bool stop_ = false;                               // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace ringo::pytorch
+
+#endif  // RINGO_INTEGRATIONS_PYTORCH_WORK_H_
