@@ -7,6 +7,8 @@
 #include <mutex>
 #include <string>
 
+#include <sys/stat.h>
+
 #include "base/check.h"
 
 extern char** environ;
@@ -116,7 +118,13 @@ const std::vector<EnvVarInfo>& Table() {
        "by the driver when it creates the context. Streams beyond it share queues, and kernels "
        "in one queue wait for each other, so ranks of one process that share a GPU need one "
        "each: when it is unset Ringo sets it to 32 before its own first CUDA call, which "
-       "helps only if that call comes before the process's first context."},
+       "helps only if that call comes before the process's first context, and not where an "
+       "MPS control daemon is running (the MPS server's pool of queues would run out after a "
+       "few clients)."},
+      {"CUDA_MPS_PIPE_DIRECTORY", "string", "/tmp/nvidia-mps",
+       "CUDA MPS: the folder of the control daemon's pipes; where it holds the daemon's "
+       "'control' pipe, this process will be an MPS client and Ringo leaves "
+       "CUDA_DEVICE_MAX_CONNECTIONS alone."},
       // Launchers, read by the tools to find rank, size and rendezvous.
       {"RANK", "int", "", "torchrun: global rank."},
       {"WORLD_SIZE", "int", "", "torchrun: number of ranks."},
@@ -252,13 +260,19 @@ int ExportCudaDeviceMaxConnections(int value) {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
   const char* now = std::getenv(kName);
-  if (now == nullptr || *now == '\0') {
+  if (value > 0 && (now == nullptr || *now == '\0')) {
     setenv(kName, std::to_string(value).c_str(), 0);
     now = std::getenv(kName);
   }
   int64_t parsed = 0;
   if (now == nullptr || !ParseInt(now, &parsed) || parsed < 1) return kCudaDefault;
   return static_cast<int>(parsed > 32 ? 32 : parsed);
+}
+
+bool MpsControlPresent(const Config& config) {
+  const std::string dir = config.Get("CUDA_MPS_PIPE_DIRECTORY").value_or("/tmp/nvidia-mps");
+  struct stat st;
+  return !dir.empty() && stat((dir + "/control").c_str(), &st) == 0;
 }
 
 std::optional<std::string> Config::Get(const std::string& name) const {

@@ -72,12 +72,16 @@ const Config& GetConfig();
 void ReloadConfigForTesting();
 
 // CUDA_DEVICE_MAX_CONNECTIONS as the CUDA driver reads it when it creates a
-// device context: sets it to `value` first if it is unset (the one variable
+// device context: sets it to `value` first if it is unset and `value` > 0 (the one variable
 // Ringo writes; base/cuda.cc calls this before its first CUDA call), and
 // returns the value in effect, capped at CUDA's 32 (CUDA's default 8 when it
 // holds no positive number). The snapshot of GetConfig() keeps what the
 // environment held when it was read. Thread-safe with respect to itself.
 int ExportCudaDeviceMaxConnections(int value);
+
+// Whether an MPS control daemon's pipe is in CUDA_MPS_PIPE_DIRECTORY (default
+// /tmp/nvidia-mps): contexts this process creates will be MPS clients.
+bool MpsControlPresent(const Config& config);
 
 }  // namespace ringo::base
 

@@ -3,6 +3,9 @@
 // itself) as documented. Tests set variables with setenv and reload.
 #include "base/config.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cstdlib>
 #include <initializer_list>
@@ -373,6 +376,22 @@ TEST_F(ConfigTest, CudaDeviceMaxConnections) {
   unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
   EXPECT_EQ(ExportCudaDeviceMaxConnections(32), 32);
   EXPECT_STREQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), "32");
+  // Value 0 (an MPS client): reports what holds, sets nothing.
+  unsetenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  EXPECT_EQ(ExportCudaDeviceMaxConnections(0), 8);
+  EXPECT_EQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
+}
+
+TEST_F(ConfigTest, MpsControlPresentLooksForTheDaemonsPipe) {
+  char dir[] = "/tmp/ringo-mps-test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  EXPECT_FALSE(MpsControlPresent(With("CUDA_MPS_PIPE_DIRECTORY", dir)));
+  const std::string control = std::string(dir) + "/control";
+  ASSERT_EQ(mkfifo(control.c_str(), 0600), 0);
+  EXPECT_TRUE(MpsControlPresent(With("CUDA_MPS_PIPE_DIRECTORY", dir)));
+  EXPECT_FALSE(MpsControlPresent(With("CUDA_MPS_PIPE_DIRECTORY", "/nonexistent/ringo-mps")));
+  unlink(control.c_str());
+  rmdir(dir);
 }
 
 TEST_F(ConfigTest, LauncherVariablesThroughGetInt) {

@@ -98,8 +98,11 @@ const CudaProbe& ProbeCuda() {
     auto* p = new CudaProbe();
     // What the environment held (read before the export below changes it).
     const int64_t before = GetConfig().cuda_device_max_connections;
-    // Before the first CUDA call: a context created from now on gets 32 queues.
-    const int queues = ExportCudaDeviceMaxConnections(32);
+    // Before the first CUDA call: a context created from now on gets 32
+    // queues, except for an MPS client, whose queues come from the MPS
+    // server's pool (seen on an H100: 32 each, and the fourth client was
+    // refused with "Reached maximum number of device connections").
+    const int queues = ExportCudaDeviceMaxConnections(MpsControlPresent(GetConfig()) ? 0 : 32);
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {

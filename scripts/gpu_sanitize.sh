@@ -6,7 +6,8 @@
 # Usage: scripts/gpu_sanitize.sh [path to ringo-perf]   (default bazel-bin/tools/ringo-perf)
 # Exit status: 0 clean (or no GPU: prints SKIPPED; with RINGO_REQUIRE_GPU=1
 # no GPU is a failure), 1 a tool reported an error or a run failed (each run
-# has 150 s). Set COMPUTE_SANITIZER to use another compute-sanitizer.
+# has 150 s). Set COMPUTE_SANITIZER to use another compute-sanitizer, and
+# RINGO_SANITIZE_COLLECTIVES (space-separated) to check fewer collectives.
 set -u
 perf=${1:-bazel-bin/tools/ringo-perf}
 cs=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
@@ -24,7 +25,7 @@ if [[ ! -x "$cs" ]]; then
 fi
 fail=0
 for tool in memcheck racecheck; do
-  for coll in allreduce reducescatter allgather broadcast reduce; do
+  for coll in ${RINGO_SANITIZE_COLLECTIVES:-allreduce reducescatter allgather broadcast reduce}; do
     log=$(mktemp)
     timeout -k 10 150 "$cs" --tool "$tool" --error-exitcode 9 --target-processes all \
       "$perf" "$coll" -np 2 --ranks-per-gpu 2 -b 8 -e 256K -f 32 -n 2 -w 1 -c 1 >"$log" 2>&1

@@ -101,6 +101,12 @@ class Bench {
   Buffer send_;
   Buffer recv_;                // kGuardBytes, max_bytes of data, kGuardBytes
   Buffer scalar_;              // barrier and the small all-reduces of the harness
+  Buffer info_;                // GatherRankInfo's all-reduce
+  // Every buffer is made in Setup, before the first collective, and freed
+  // only after the last: freeing device memory (cudaFree) waits for the
+  // whole device, so a rank of a process that runs several ranks would wait
+  // for ring kernels that wait for this rank's next launch (seen with 8
+  // thread ranks on one H100).
   char guards_[2 * kGuardBytes];      // host copy of the guard bytes around recv_
   std::vector<double> iter_seconds_;  // --median: one timing per iteration
   BenchTotals totals_;
@@ -110,6 +116,7 @@ Status Bench::Setup() {
   ASSIGN_OR_RETURN(send_, AllocBuffer(backend_, o_.max_bytes));
   ASSIGN_OR_RETURN(recv_, AllocBuffer(backend_, o_.max_bytes + 2 * kGuardBytes));
   ASSIGN_OR_RETURN(scalar_, AllocBuffer(backend_, kMaxScalars * sizeof(double)));
+  ASSIGN_OR_RETURN(info_, AllocBuffer(backend_, sizeof(WireRankInfo) * nranks_));
   if (o_.median) iter_seconds_.resize(o_.iters);
   return Status();
 }
@@ -125,13 +132,12 @@ StatusOr<std::vector<RankInfo>> Bench::GatherRankInfo() {
   std::strncpy(mine.device, backend_->DeviceDescription().c_str(), sizeof(mine.device) - 1);
 
   const size_t bytes = sizeof(WireRankInfo) * nranks_;
-  ASSIGN_OR_RETURN(Buffer all, AllocBuffer(backend_, bytes));
-  RETURN_IF_ERROR(backend_->CopyToBackend(all.data(), wire.data(), bytes));
-  RETURN_IF_ERROR(comm_->Issue(Collective::kAllReduce, all.data(), all.data(), bytes,
+  RETURN_IF_ERROR(backend_->CopyToBackend(info_.data(), wire.data(), bytes));
+  RETURN_IF_ERROR(comm_->Issue(Collective::kAllReduce, info_.data(), info_.data(), bytes,
                                DataType::kUint8, RedOp::kSum, 0, backend_->stream())
                       .WithContext("rank information"));
   RETURN_IF_ERROR(backend_->Synchronize());
-  RETURN_IF_ERROR(backend_->CopyToHost(wire.data(), all.data(), bytes));
+  RETURN_IF_ERROR(backend_->CopyToHost(wire.data(), info_.data(), bytes));
 
   std::vector<RankInfo> ranks;
   for (const WireRankInfo& w : wire) {
