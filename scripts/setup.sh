@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Ringo builds and tests with, if any is missing.
 # PyTorch (python3-torch, libtorch-dev, pybind11-dev: about 140 MB to fetch) is
-# what integrations/pytorch (ringo_torch) builds against and is tested with.
+# what integrations/pytorch (ringo_torch) builds against and is tested with;
+# iproute2 and util-linux build the network-namespace hosts of the tests that
+# cross hosts, iperf3 measures their links (bench/net_compare).
 # Needs root (or sudo). The CUDA toolkit is optional: with one at /usr/local/cuda
 # (or $CUDA_PATH) the GPU code is compiled too.
 set -euo pipefail
@@ -11,6 +13,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   libgloo-dev python3-matplotlib
   python3-torch libtorch-dev pybind11-dev
+  iproute2 util-linux iperf3
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -116,11 +116,11 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::Context> context_;
 };
 
-int RunRank(const Options& o, int rank, int nranks, const std::string& store_dir,
+int RunRank(const Options& o, int rank, int nranks, const std::string& store_dir, const std::string& address,
             std::FILE* csv) {
   std::shared_ptr<gloo::rendezvous::Context> context;
   try {
-    auto device = gloo::transport::tcp::CreateDevice(gloo::transport::tcp::attr("127.0.0.1"));
+    auto device = gloo::transport::tcp::CreateDevice(gloo::transport::tcp::attr(address.c_str()));
     gloo::rendezvous::FileStore store(store_dir);
     context = std::make_shared<gloo::rendezvous::Context>(rank, nranks);
     context->setTimeout(std::chrono::milliseconds(base::GetConfig().timeout_ms));
@@ -139,12 +139,26 @@ std::string Help() {
          "memory with ringo-perf's loop, verification and columns; only allreduce, no\n"
          "bfloat16 or avg (Gloo has none). -np N forks N ranks (one without -np);\n"
          "--host is implied. RINGO_TIMEOUT_MS bounds every Gloo operation.\n"
+         "Across hosts: start one process per rank with a launcher's rank and size\n"
+         "(as ringo-perf), --gloo-store DIR (a folder every rank sees: the FileStore)\n"
+         "and --gloo-addr ADDRESS (this rank's address on the network to use).\n"
          "Exit status: 0 when every result is right, 1 on wrong results or a failure,\n"
          "2 on bad usage.\n";
 }
 
 int Main(int argc, char** argv) {
-  auto options = ParseOptions(std::vector<std::string>(argv + 1, argv + argc));
+  // gloo-perf's own flags, for ranks on several hosts.
+  std::vector<std::string> args;
+  std::string shared_store, address = "127.0.0.1";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--gloo-store" || a == "--gloo-addr") && i + 1 < argc) {
+      (a == "--gloo-store" ? shared_store : address) = argv[++i];
+    } else {
+      args.push_back(a);
+    }
+  }
+  auto options = ParseOptions(args);
   if (!options.ok()) return UsageError(kProgram, options.status().message());
   if (options->help) {
     std::fputs(Help().c_str(), stdout);
@@ -155,8 +169,12 @@ int Main(int argc, char** argv) {
   auto env = DetectRanks(base::GetConfig());
   if (!env.ok()) return UsageError(kProgram, env.status().message());
   if (env->size > 1) {
-    return UsageError(kProgram, "it forks its own ranks (-np N); do not start it with a launcher (" +
-                                    env->launcher + " started " + std::to_string(env->size) + ")");
+    if (shared_store.empty()) {
+      return UsageError(kProgram, "ranks started by " + env->launcher + " need --gloo-store DIR (and --gloo-addr)");
+    }
+    auto csv = OpenCsv(env->rank == 0 ? options->csv_path : "");
+    if (!csv.ok()) return UsageError(kProgram, csv.status().message());
+    return RunRank(*options, env->rank, env->size, shared_store, address, csv->get());
   }
   const int nranks = options->num_procs > 0 ? options->num_procs : 1;
   auto csv = OpenCsv(options->csv_path);
@@ -169,7 +187,7 @@ int Main(int argc, char** argv) {
   }
   const std::string store_dir = dir_template;
   const int rc = RunForkedRanks(kProgram, nranks, [&](int rank) {
-    return RunRank(*options, rank, nranks, store_dir, csv->get());
+    return RunRank(*options, rank, nranks, store_dir, address, csv->get());
   });
   std::error_code ignored;
   std::filesystem::remove_all(store_dir, ignored);

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # A small cluster inside this machine, for tests and benchmarks that cross
 # hosts (sourced, not run). Each host is a network namespace with its own
 # host name (UTS namespace) and its own /dev/shm (a mount namespace), so
@@ -12,6 +13,9 @@
 #   host_ifname I         host I's interface name (inside its namespace)
 #   host_shape I RATE     limit host I's egress to RATE (tc tbf, e.g. 1gbit)
 #   cluster_down          remove everything (idempotent)
+#
+# Run as a command it keeps a cluster across calls (bench/ scripts):
+#   cluster.sh up N ID | run ID I CMD... | shape ID I RATE | addr ID I | down ID
 
 CLUSTER_ID=${CLUSTER_ID:-$(( ($$ % 200) + 20 ))}
 CLUSTER_PREFIX="rg${CLUSTER_ID}"
@@ -38,9 +42,14 @@ host_pid() { cat "$CLUSTER_DIR/host$1.pid"; }
 cluster_up() {
   local n=$1 i
   cluster_require || return 1
-  CLUSTER_DIR=$(mktemp -d "/tmp/ringo-cluster-${CLUSTER_PREFIX}.XXXXXX")
+  if [ -n "${CLUSTER_KEEP:-}" ]; then  # the command form: a known folder, no teardown on exit
+    CLUSTER_DIR="/tmp/ringo-cluster-${CLUSTER_PREFIX}"
+    mkdir -p "$CLUSTER_DIR" && echo "$n" > "$CLUSTER_DIR/n"
+  else
+    CLUSTER_DIR=$(mktemp -d "/tmp/ringo-cluster-${CLUSTER_PREFIX}.XXXXXX")
+    trap cluster_down EXIT
+  fi
   CLUSTER_N=$n
-  trap cluster_down EXIT
   ip netns add "${CLUSTER_PREFIX}sw" || return 1
   ip -n "${CLUSTER_PREFIX}sw" link add br0 type bridge || return 1
   ip -n "${CLUSTER_PREFIX}sw" link set br0 up
@@ -57,7 +66,8 @@ cluster_up() {
     # A holder process per host keeps its UTS and mount namespaces: its own
     # host name and a private /dev/shm.
     ip netns exec "$ns" unshare --uts --mount --propagation private \
-      sh -c "hostname ${CLUSTER_PREFIX}-host$i && mount -t tmpfs -o size=2g tmpfs /dev/shm && echo \$\$ > '$CLUSTER_DIR/host$i.pid' && exec sleep 100000" &
+      sh -c "hostname ${CLUSTER_PREFIX}-host$i && mount -t tmpfs -o size=2g tmpfs /dev/shm && echo \$\$ > '$CLUSTER_DIR/host$i.pid' && exec sleep 100000" \
+      </dev/null >/dev/null 2>&1 &
   done
   for ((i = 0; i < n; i++)); do
     local tries=0
@@ -97,3 +107,25 @@ cluster_down() {
   rm -rf "$CLUSTER_DIR"
   CLUSTER_DIR=""
 }
+
+# The command form.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  usage() { echo "usage: $0 up N ID | run ID I CMD... | shape ID I RATE | addr ID I | down ID" >&2; exit 2; }
+  cmd=${1:-}
+  if [ "$cmd" = up ]; then n=${2:-}; CLUSTER_ID=${3:-}; else CLUSTER_ID=${2:-}; fi
+  shift 2 2>/dev/null || usage
+  [ -n "$cmd" ] && [[ $CLUSTER_ID =~ ^[0-9]+$ ]] && [ "$CLUSTER_ID" -le 255 ] || usage
+  CLUSTER_PREFIX="rg${CLUSTER_ID}"
+  CLUSTER_KEEP=1
+  CLUSTER_DIR="/tmp/ringo-cluster-${CLUSTER_PREFIX}"
+  [ -f "$CLUSTER_DIR/n" ] && CLUSTER_N=$(cat "$CLUSTER_DIR/n")
+  case "$cmd" in
+    up) [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 8 ] || usage
+        cluster_up "$n" || { cluster_down; exit 1; } ;;
+    run) i=$1; shift; host_run "$i" "$@" ;;
+    shape) host_shape "$1" "$2" ;;
+    addr) host_addr "$1" ;;
+    down) cluster_down ;;
+    *) echo "unknown command $cmd" >&2; exit 2 ;;
+  esac
+fi
