@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <initializer_list>
+#include <limits>
 #include <mutex>
 #include <string>
 
@@ -56,6 +57,18 @@ const std::vector<EnvVarInfo>& Table() {
       {"RINGO_NET", "enum", "auto",
        "The network transport between hosts: socket (TCP), ib (InfiniBand verbs), auto (verbs "
        "where both ends have a usable port on one fabric, sockets otherwise)."},
+      {"RINGO_IB_DISABLE", "bool", "0", "1: never use InfiniBand verbs (RINGO_NET=auto then takes sockets)."},
+      {"RINGO_IB_HCA", "string", "",
+       "Verbs devices and ports to use: a list of name[:port] prefixes (mlx5_0:1,mlx5_1), ^ to "
+       "exclude, = for exact names. Default: every active port, the one nearest the rank first."},
+      {"RINGO_IB_GID_INDEX", "int", "-1",
+       "GID table index of RoCE ports; -1: a RoCE v2 IPv4-mapped GID (::ffff:a.b.c.d), else "
+       "index 0. InfiniBand ports address by LID and ignore it."},
+      {"RINGO_IB_TIMEOUT", "int", "18",
+       "Verbs QP ack timeout exponent (4.096 us x 2^value, 1 to 31) before a retry."},
+      {"RINGO_IB_RETRY_CNT", "int", "7", "Verbs QP retries (0 to 7) before a send fails."},
+      {"RINGO_IB_QPS_PER_CONNECTION", "int", "1",
+       "Queue pairs per verbs connection (1 to 16); a message is split across them."},
       {"RINGO_NET_STREAMS", "int", "2",
        "TCP streams per network connection; messages of 64 KiB and more are split across "
        "them."},
@@ -169,13 +182,16 @@ Config* Load() {
     if (it != env.end()) config->raw[var.name] = it->second;
   }
   std::string errors;
-  auto int_var = [&](const char* name, int64_t* out, int64_t min_value) {
+  auto int_var = [&](const char* name, int64_t* out, int64_t min_value,
+                     int64_t max_value = std::numeric_limits<int64_t>::max()) {
     auto v = config->Get(name);
     if (!v) return;
     int64_t parsed = 0;
-    if (!ParseInt(*v, &parsed) || parsed < min_value) {
-      errors += std::string(errors.empty() ? "" : "; ") + name + "='" + *v +
-                "' is not an integer >= " + std::to_string(min_value);
+    if (!ParseInt(*v, &parsed) || parsed < min_value || parsed > max_value) {
+      errors += std::string(errors.empty() ? "" : "; ") + name + "='" + *v + "' is not an integer " +
+                (max_value == std::numeric_limits<int64_t>::max()
+                     ? ">= " + std::to_string(min_value)
+                     : "from " + std::to_string(min_value) + " to " + std::to_string(max_value));
       return;
     }
     *out = parsed;
@@ -199,6 +215,11 @@ Config* Load() {
   }
   int_var("RINGO_NCHANNELS", &config->nchannels, 0);
   int_var("RINGO_NET_STREAMS", &config->net_streams, 1);
+  config->ib_hca = config->Get("RINGO_IB_HCA").value_or("");
+  int_var("RINGO_IB_GID_INDEX", &config->ib_gid_index, -1, 255);
+  int_var("RINGO_IB_TIMEOUT", &config->ib_timeout, 1, 31);
+  int_var("RINGO_IB_RETRY_CNT", &config->ib_retry_cnt, 0, 7);
+  int_var("RINGO_IB_QPS_PER_CONNECTION", &config->ib_qps_per_connection, 1, 16);
   config->host_id = config->Get("RINGO_HOSTID").value_or("");
   int_var("RINGO_SPIN_COUNT", &config->spin_count, -1);
   int_var("RINGO_YIELD_COUNT", &config->yield_count, -1);
@@ -220,6 +241,7 @@ Config* Load() {
   bool_var("RINGO_CHECK", &config->check);
   bool_var("RINGO_DETERMINISTIC", &config->deterministic);
   bool_var("RINGO_REQUIRE_GPU", &config->require_gpu);
+  bool_var("RINGO_IB_DISABLE", &config->ib_disable);
   // CUDA's, not Ringo's: not validated (CUDA itself ignores a bad value).
   if (auto n = config->GetInt("CUDA_DEVICE_MAX_CONNECTIONS")) {
     config->cuda_device_max_connections = *n >= 1 ? *n : 0;

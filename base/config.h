@@ -49,6 +49,12 @@ struct Config {
   std::string host_isa;                  // RINGO_HOST_ISA: "", "auto", "generic" or "avx2"
   std::string net;                       // RINGO_NET: "", "auto", "socket" or "ib"
   int64_t net_streams = 2;               // RINGO_NET_STREAMS
+  bool ib_disable = false;               // RINGO_IB_DISABLE
+  std::string ib_hca;                    // RINGO_IB_HCA
+  int64_t ib_gid_index = -1;             // RINGO_IB_GID_INDEX (-1: RoCE v2 IPv4-mapped)
+  int64_t ib_timeout = 18;               // RINGO_IB_TIMEOUT
+  int64_t ib_retry_cnt = 7;              // RINGO_IB_RETRY_CNT
+  int64_t ib_qps_per_connection = 1;     // RINGO_IB_QPS_PER_CONNECTION
   std::string socket_family;             // RINGO_SOCKET_FAMILY: "", "auto", "ipv4" or "ipv6"
   std::string host_id;                   // RINGO_HOSTID ("": boot id, host name, network namespace)
   bool require_gpu = false;              // RINGO_REQUIRE_GPU

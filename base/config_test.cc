@@ -382,6 +382,26 @@ TEST_F(ConfigTest, CudaDeviceMaxConnections) {
   EXPECT_EQ(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"), nullptr);
 }
 
+TEST_F(ConfigTest, VerbsVariables) {
+  const Config& c = GetConfig();
+  EXPECT_FALSE(c.ib_disable);
+  EXPECT_EQ(c.ib_hca, "");
+  EXPECT_EQ(std::to_string(c.ib_gid_index), Find("RINGO_IB_GID_INDEX")->default_value);
+  EXPECT_EQ(std::to_string(c.ib_timeout), Find("RINGO_IB_TIMEOUT")->default_value);
+  EXPECT_EQ(std::to_string(c.ib_retry_cnt), Find("RINGO_IB_RETRY_CNT")->default_value);
+  EXPECT_EQ(std::to_string(c.ib_qps_per_connection), Find("RINGO_IB_QPS_PER_CONNECTION")->default_value);
+  EXPECT_TRUE(With("RINGO_IB_DISABLE", "1").ib_disable);
+  EXPECT_EQ(With("RINGO_IB_HCA", "^mlx5_1").ib_hca, "^mlx5_1");
+  EXPECT_EQ(With("RINGO_IB_GID_INDEX", "3").ib_gid_index, 3);
+  EXPECT_EQ(With("RINGO_IB_QPS_PER_CONNECTION", "4").ib_qps_per_connection, 4);
+  ExpectBad(With("RINGO_IB_TIMEOUT", "32"), "RINGO_IB_TIMEOUT", "32");
+  ExpectBad(With("RINGO_IB_RETRY_CNT", "8"), "RINGO_IB_RETRY_CNT", "8");
+  ExpectBad(With("RINGO_IB_QPS_PER_CONNECTION", "0"), "RINGO_IB_QPS_PER_CONNECTION", "0");
+  ExpectBad(With("RINGO_IB_GID_INDEX", "-2"), "RINGO_IB_GID_INDEX", "-2");
+  const Config& bad = With("RINGO_IB_TIMEOUT", "40");
+  EXPECT_EQ(bad.ib_timeout, 18);  // keeps the default
+}
+
 TEST_F(ConfigTest, MpsControlPresentLooksForTheDaemonsPipe) {
   char dir[] = "/tmp/ringo-mps-test.XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);

@@ -114,22 +114,42 @@ namespace {
 // predecessor and made to its successor, every rank taking part in the
 // bootstrap exchange of handles.
 base::Status ConnectNetEdges(Bootstrap& bootstrap, uint64_t tag, int rank, int prev, int next, bool recv_net,
-                             bool send_net, const RingSpec& spec, RingLinks* links) {
+                             bool send_net, int numa, const RingSpec& spec, RingLinks* links) {
   const base::Config& config = base::GetConfig();
-  net::Net* network = nullptr;
+  // Each edge's transport: verbs where both ends have a port on one fabric,
+  // sockets otherwise; every rank learns every rank's fabric.
+  const uint64_t fabric = (recv_net || send_net) ? net::VerbsFabric(config, numa) : 0;
+  std::vector<uint64_t> fabrics(spec.nranks);
+  RETURN_IF_ERROR(bootstrap.AllGather(&fabric, sizeof(fabric), fabrics.data()));
   base::Status st;
-  if (recv_net || send_net) {
-    auto made = net::ProcessNet(config);
-    if (made.ok()) network = *made;
-    else st = made.status();
-  }
+  auto pick = [&](bool used, int peer, const char* way) -> net::Net* {
+    if (!used || !st.ok()) return nullptr;
+    auto kind = net::ChooseNet(config, fabric, fabrics[peer], rank, peer);
+    if (!kind.ok()) {
+      st = kind.status();
+      return nullptr;
+    }
+    auto made = net::ProcessNet(config, *kind, numa);
+    if (!made.ok()) {
+      st = made.status();
+      return nullptr;
+    }
+    RINGO_LOG(INFO) << "rank " << rank << ": the edge " << way << " rank " << peer << " takes "
+                    << net::NetKindName(*kind)
+                    << (*kind == net::NetKind::kIb ? "" : fabric == 0 ? " (no verbs port here)"
+                                                      : fabrics[peer] == 0 ? " (no verbs port there)"
+                                                                           : " (verbs ports on different fabrics)");
+    return *made;
+  };
+  net::Net* const from_prev = pick(recv_net, prev, "from");
+  net::Net* const to_next = pick(send_net, next, "to");
   // Listen first, then publish the handles.
   const int nch = spec.nchannels;
   std::vector<std::unique_ptr<net::Listener>> listeners(nch);
   std::vector<net::NetHandle> mine(nch);
   for (int c = 0; c < nch && st.ok() && recv_net; ++c) {
     net::ConnectOptions o{rank, prev, tag};
-    auto l = network->Listen(c % network->DeviceCount(), o, &mine[c]);
+    auto l = from_prev->Listen(c % from_prev->DeviceCount(), o, &mine[c]);
     if (l.ok()) listeners[c] = std::move(l).value();
     else st = l.status();
   }
@@ -151,7 +171,7 @@ base::Status ConnectNetEdges(Bootstrap& bootstrap, uint64_t tag, int rank, int p
   std::vector<std::unique_ptr<net::SendConnection>> connected(nch);
   for (int c = 0; c < nch && send_net && st.ok(); ++c) {
     net::ConnectOptions o{rank, next, tag};
-    auto conn = network->Connect(c % network->DeviceCount(), all[static_cast<size_t>(next) * nch + c], o, deadline);
+    auto conn = to_next->Connect(c % to_next->DeviceCount(), all[static_cast<size_t>(next) * nch + c], o, deadline);
     if (conn.ok()) connected[c] = std::move(conn).value();
     else st = conn.status();
   }
@@ -159,31 +179,33 @@ base::Status ConnectNetEdges(Bootstrap& bootstrap, uint64_t tag, int rank, int p
   if (st.ok()) st = accept_st;
   st = AgreeOk(bootstrap, st, "connect its network edges");
   RETURN_IF_ERROR(st.WithContext("network"));
-  // Local FIFOs, in this process, that the proxy serves.
-  if (!recv_net && !send_net) return base::OkStatus();
+  // Local FIFOs, in this process, that the proxy serves (registered with
+  // their connections; every rank takes part in the agreement below).
   const ProcessId self = SelfProcessId();
   net::ProxyOptions po;
   po.self_rank = rank;
   po.spin_count = spec.proxy_spin_count;
   po.yield_count = spec.proxy_yield_count;
-  links->proxy = std::make_unique<net::Proxy>(po);
-  for (int c = 0; c < nch; ++c) {
+  if (recv_net || send_net) links->proxy = std::make_unique<net::Proxy>(po);
+  for (int c = 0; c < nch && (recv_net || send_net); ++c) {
     if (recv_net) {
       auto mem = AllocateProcessFifo(spec.slot_bytes, rank, net::kProxySlotPrefix);
       auto* h = static_cast<FifoHeader*>(mem->base());
       h->sender_rank = prev;            // the remote sender, as the executor names it
       h->sender_process = ProcessId{};  // not on this host: its death shows on the connection
       links->channels[c].recv = std::make_unique<RecvEnd>(mem, rank, self);
-      links->proxy->AddReceiver(mem, std::move(accepted[c]), c);
+      if (st.ok()) st = links->proxy->AddReceiver(mem, std::move(accepted[c]), c);
     }
     if (send_net) {
       auto mem = AllocateProcessFifo(spec.slot_bytes, next, net::kProxySlotPrefix);
       static_cast<FifoHeader*>(mem->base())->receiver_process = ProcessId{};
       links->channels[c].send = std::make_unique<SendEnd>(mem, rank, self);
-      links->proxy->AddSender(mem, std::move(connected[c]), c);
+      if (st.ok()) st = links->proxy->AddSender(mem, std::move(connected[c]), c);
     }
   }
-  return links->proxy->Start();
+  st = AgreeOk(bootstrap, st, "register its FIFOs with the network");
+  RETURN_IF_ERROR(st.WithContext("network"));
+  return links->proxy != nullptr ? links->proxy->Start() : base::OkStatus();
 }
 
 }  // namespace
@@ -240,7 +262,8 @@ base::StatusOr<RingLinks> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int ra
   cleanup();
   RETURN_IF_ERROR(st);
   if (any_net) {
-    RETURN_IF_ERROR(ConnectNetEdges(bootstrap, tag, rank, prev, next, recv_net, send_net, spec, &links));
+    RETURN_IF_ERROR(
+        ConnectNetEdges(bootstrap, tag, rank, prev, next, recv_net, send_net, peers[rank].numa, spec, &links));
   }
   RINGO_LOG(INFO) << "rank " << rank << ": ring connected, prev " << prev << (recv_net ? " (network)" : " (shm)")
                   << " next " << next << (send_net ? " (network)" : " (shm)") << ", " << spec.nchannels

@@ -47,6 +47,7 @@ struct NetProperties {
   bool gpu_direct = false;   // can read/write registered GPU memory
   bool dmabuf = false;       // registers GPU memory through dma-buf
   size_t max_message = 0;    // largest message, 0: no limit
+  uint64_t fabric = 0;       // devices with equal nonzero values reach each other; 0: any
 };
 
 enum class MemoryKind { kHost = 0, kCuda = 1 };

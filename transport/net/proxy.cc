@@ -35,6 +35,9 @@ inline void CpuRelax() {
 struct Proxy::Edge {
   std::shared_ptr<FifoMemory> fifo;
   FifoHeader* header = nullptr;
+  // The FIFO, registered with the connection (null: nothing to register);
+  // released after the connection, which may still be using it.
+  std::unique_ptr<MemoryRegion> region;
   std::unique_ptr<SendConnection> send;  // one of the two
   std::unique_ptr<RecvConnection> recv;
   int channel = 0;
@@ -94,25 +97,41 @@ void Proxy::Shutdown(bool drain, int64_t timeout_ms) {
   }
 }
 
-void Proxy::AddSender(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<SendConnection> connection, int channel) {
+namespace {
+
+// The whole FIFO (header, prefixes and slots), registered for the network.
+base::StatusOr<std::unique_ptr<MemoryRegion>> RegisterFifo(Connection& c, FifoMemory& fifo) {
+  const auto* h = static_cast<const FifoHeader*>(fifo.base());
+  const size_t bytes = kFifoDataOffset + kSlots * static_cast<size_t>(h->slot_stride);
+  return c.Register(fifo.base(), bytes, MemoryKind::kHost);
+}
+
+}  // namespace
+
+base::Status Proxy::AddSender(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<SendConnection> connection,
+                              int channel) {
   auto e = std::make_unique<Edge>();
+  ASSIGN_OR_RETURN(e->region, RegisterFifo(*connection, *fifo));
   e->fifo = std::move(fifo);
   e->header = static_cast<FifoHeader*>(e->fifo->base());
   e->header->proxy_wake_fd = wake_fd_;
   e->send = std::move(connection);
   e->channel = channel;
   edges_.push_back(std::move(e));
+  return base::OkStatus();
 }
 
-void Proxy::AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<RecvConnection> connection,
-                        int channel) {
+base::Status Proxy::AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<RecvConnection> connection,
+                                int channel) {
   auto e = std::make_unique<Edge>();
+  ASSIGN_OR_RETURN(e->region, RegisterFifo(*connection, *fifo));
   e->fifo = std::move(fifo);
   e->header = static_cast<FifoHeader*>(e->fifo->base());
   e->header->proxy_wake_fd = wake_fd_;
   e->recv = std::move(connection);
   e->channel = channel;
   edges_.push_back(std::move(e));
+  return base::OkStatus();
 }
 
 base::Status Proxy::Start() {
@@ -151,7 +170,7 @@ bool Proxy::StepSender(Edge& e) {
     const SlotMeta meta = h->meta[e.issued % kSlots];
     char* msg = e.Slot(e.issued) + kMetaOffset;
     std::memcpy(msg, &meta, sizeof(meta));
-    auto req = e.send->Isend(msg, sizeof(meta) + meta.bytes, nullptr);
+    auto req = e.send->Isend(msg, sizeof(meta) + meta.bytes, e.region.get());
     if (!req.ok()) {
       FailLocal(e, req.status());
       return true;
@@ -190,7 +209,7 @@ bool Proxy::StepReceiver(Edge& e) {
   const size_t capacity = sizeof(SlotMeta) + h->slot_bytes;
   const uint64_t head = h->head.value.load(std::memory_order_acquire);
   while (e.issued < head + kSlots && e.requests.size() < static_cast<size_t>(kSlots)) {
-    auto req = e.recv->Irecv(e.Slot(e.issued) + kMetaOffset, capacity, nullptr);
+    auto req = e.recv->Irecv(e.Slot(e.issued) + kMetaOffset, capacity, e.region.get());
     if (!req.ok()) {
       FailLocal(e, req.status());
       return true;

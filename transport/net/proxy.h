@@ -60,10 +60,13 @@ class Proxy {
   Proxy& operator=(const Proxy&) = delete;
 
   // `fifo` (formatted with kProxySlotPrefix) whose sender is this rank's
-  // executor: its slots go out over `connection`.
-  void AddSender(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<SendConnection> connection, int channel);
+  // executor: its slots go out over `connection`, which registers the
+  // FIFO's memory here (an error if it cannot).
+  [[nodiscard]] base::Status AddSender(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<SendConnection> connection,
+                                       int channel);
   // `fifo` whose receiver is the executor: filled from `connection`.
-  void AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<RecvConnection> connection, int channel);
+  [[nodiscard]] base::Status AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<RecvConnection> connection,
+                                         int channel);
   base::Status Start();
   // Stops the thread. With `drain`, first waits (up to `timeout_ms`) until
   // every slot the executors posted has gone out, then closes the

@@ -1,0 +1,473 @@
+#include "transport/net/ib_net.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "base/logging.h"
+#include "transport/net/internal/ib_connection.h"
+
+namespace ringo::transport::net {
+namespace {
+
+using base::Status;
+using base::StatusOr;
+using ib::Endpoint;
+using ib::Handshake;
+using ib::Port;
+
+constexpr uint32_t kHandleMagic = 0x48424752;  // "RGBH"
+constexpr uint32_t kHelloMagic = 0x4c424752;   // "RGBL"
+constexpr uint32_t kReplyMagic = 0x52424752;   // "RGBR"
+constexpr uint16_t kWireVersion = 1;
+constexpr int64_t kHelloTimeoutMs = 2000;
+
+struct HandleLayout {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t family;
+  uint16_t port;  // network order
+  uint8_t qps;
+  uint8_t reserved;
+  uint32_t reserved2;
+  uint64_t nonce;
+  uint8_t addr[16];
+  uint64_t fabric;
+};
+static_assert(sizeof(HandleLayout) <= kNetHandleBytes, "the handle fits");
+
+struct Hello {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t reserved;
+  int32_t sender_rank;
+  int32_t receiver_rank;
+  uint64_t listener_nonce;
+  uint64_t tag;
+  uint64_t cts_addr;
+  uint32_t cts_rkey;
+  uint32_t reserved2;
+  Endpoint endpoint;
+};
+
+struct Reply {
+  uint32_t magic;
+  uint32_t ok;
+  Endpoint endpoint;
+};
+
+std::string ReadLine(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+bool Ipv4Mapped(const ibv_gid& g) {
+  for (int i = 0; i < 10; ++i) {
+    if (g.raw[i] != 0) return false;
+  }
+  return g.raw[10] == 0xff && g.raw[11] == 0xff;
+}
+
+// Link speed from the port's width and speed codes (IBTA), in Mbit/s.
+int64_t SpeedMbps(const ibv_port_attr& a) {
+  int lanes = 1;
+  switch (a.active_width) {
+    case 2: lanes = 4; break;
+    case 4: lanes = 8; break;
+    case 8: lanes = 12; break;
+    case 16: lanes = 2; break;
+    default: lanes = 1;
+  }
+  int64_t lane = 2500;
+  switch (a.active_speed) {
+    case 2: lane = 5000; break;
+    case 4: case 8: lane = 10000; break;
+    case 16: lane = 14000; break;
+    case 32: lane = 25000; break;
+    case 64: lane = 50000; break;
+    case 128: lane = 100000; break;
+    default: lane = 2500;
+  }
+  return lane * lanes;
+}
+
+// The GID a RoCE port is addressed by: RINGO_IB_GID_INDEX, else the first
+// RoCE v2 IPv4-mapped entry (sysfs names each entry's type), else the first
+// IPv4-mapped one, else index 0.
+int ChooseGid(const ib::Port& p, const VerbsApi* v, int wanted, ibv_gid* gid) {
+  if (wanted >= 0) {
+    if (v->query_gid(p.context, static_cast<uint8_t>(p.port_num), wanted, gid) != 0) return -1;
+    return wanted;
+  }
+  int mapped = -1;
+  ibv_gid mapped_gid{};
+  const std::string types = "/sys/class/infiniband/" + p.hca + "/ports/" + std::to_string(p.port_num) +
+                            "/gid_attrs/types/";
+  for (int i = 0; i < p.attr.gid_tbl_len && i < 256; ++i) {
+    ibv_gid g{};
+    if (v->query_gid(p.context, static_cast<uint8_t>(p.port_num), i, &g) != 0 || !Ipv4Mapped(g)) continue;
+    const std::string type = ReadLine(types + std::to_string(i));
+    if (type == "RoCE v2") {
+      *gid = g;
+      return i;
+    }
+    if (mapped < 0) {
+      mapped = i;
+      mapped_gid = g;
+    }
+  }
+  if (mapped >= 0) {
+    *gid = mapped_gid;
+    return mapped;
+  }
+  return v->query_gid(p.context, static_cast<uint8_t>(p.port_num), 0, gid) == 0 ? 0 : -1;
+}
+
+// ------------------------------------------------------------- listener --
+
+class IbListener : public Listener {
+ public:
+  IbListener(const VerbsApi* v, const Port* port, Socket socket, uint64_t nonce, ConnectOptions options,
+             IbNetOptions net)
+      : v_(v), port_(port), socket_(std::move(socket)), nonce_(nonce), options_(options), net_(std::move(net)) {}
+
+  StatusOr<std::unique_ptr<RecvConnection>> Accept(int peer_rank, Deadline deadline) override {
+    const std::string who = "rank " + std::to_string(options_.self_rank) + " waiting for rank " +
+                            std::to_string(peer_rank) + " to connect over verbs";
+    while (true) {
+      auto s = socket_.Accept(deadline);
+      if (!s.ok()) return s.status().WithContext(who);
+      Hello h{};
+      const Deadline hello_by = std::min(deadline, DeadlineAfterMs(kHelloTimeoutMs));
+      if (!s->RecvAll(&h, sizeof(h), hello_by).ok()) continue;  // a stranger that said nothing useful
+      if (h.magic != kHelloMagic || h.version != kWireVersion || h.listener_nonce != nonce_ ||
+          h.tag != options_.tag || h.receiver_rank != options_.self_rank ||
+          h.endpoint.nqps != static_cast<uint32_t>(net_.qps)) {
+        RINGO_LOG(WARN) << "rank " << options_.self_rank << ": dropped a verbs connection that is not one of this "
+                        << "communicator's (bad hello)";
+        continue;
+      }
+      if (h.sender_rank != peer_rank) {
+        RINGO_LOG(WARN) << "rank " << options_.self_rank << ": rank " << h.sender_rank << " connected where rank "
+                        << peer_rank << " was expected; dropped";
+        continue;
+      }
+      auto queues = ib::Queues::Create(v_, port_, net_.qps);
+      if (!queues.ok()) return queues.status().WithContext(who);
+      Status st = (*queues)->ConnectTo(h.endpoint, net_);
+      Reply reply{kReplyMagic, st.ok() ? 1u : 0u, (*queues)->Local()};
+      RETURN_IF_ERROR(s->SendAll(&reply, sizeof(reply), deadline).WithContext(who));
+      RETURN_IF_ERROR(st.WithContext(who));
+      // The sender's queue pairs are ready to receive once it says so.
+      ib::ControlHeader ready{};
+      RETURN_IF_ERROR(s->RecvAll(&ready, sizeof(ready), deadline).WithContext(who));
+      if (ready.magic != ib::kControlMagic || ready.type != static_cast<uint16_t>(ib::Control::kReady)) {
+        return base::RemoteError(who + ": it did not finish the verbs handshake").WithOrigin(peer_rank, who);
+      }
+      Handshake hs;
+      hs.queues = std::move(queues).value();
+      hs.peer = PeerName{peer_rank, PeerAddress(s->fd())};
+      hs.control = std::move(s).value();
+      hs.self_rank = options_.self_rank;
+      hs.cts_addr = h.cts_addr;
+      hs.cts_rkey = h.cts_rkey;
+      return ib::MakeRecv(std::move(hs));
+    }
+  }
+
+  static std::string PeerAddress(int fd) {
+    SocketAddress a;
+    a.length = sizeof(a.storage);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&a.storage), &a.length) != 0) return "?";
+    return a.ToString();
+  }
+
+ private:
+  const VerbsApi* v_;
+  const Port* port_;
+  Socket socket_;
+  uint64_t nonce_;
+  ConnectOptions options_;
+  IbNetOptions net_;
+};
+
+// ------------------------------------------------------------------ net --
+
+class IbNet : public Net {
+ public:
+  IbNet(const VerbsApi* v, std::vector<std::unique_ptr<Port>> ports, SocketAddress control, IbNetOptions options)
+      : v_(v), ports_(std::move(ports)), control_(control), options_(std::move(options)) {}
+
+  const char* name() const override { return "ib"; }
+  int DeviceCount() const override { return static_cast<int>(ports_.size()); }
+
+  StatusOr<NetProperties> Properties(int device) const override {
+    RETURN_IF_ERROR(CheckDevice(device));
+    const Port& p = *ports_[device];
+    NetProperties n;
+    n.name = p.name;
+    n.pci_path = p.pci_path;
+    n.speed_mbps = p.speed_mbps;
+    n.latency_us = 2;
+    n.max_requests = ib::kMaxRequests;
+    n.gpu_direct = false;
+    n.dmabuf = v_->reg_dmabuf_mr != nullptr;
+    n.max_message = static_cast<size_t>(ib::kPartMax) * static_cast<size_t>(options_.qps);
+    n.fabric = p.fabric;
+    return n;
+  }
+
+  StatusOr<std::unique_ptr<Listener>> Listen(int device, const ConnectOptions& options, NetHandle* handle) override {
+    RETURN_IF_ERROR(CheckDevice(device));
+    SocketAddress bound;
+    ASSIGN_OR_RETURN(Socket s, Socket::Listen(control_, &bound));
+    std::random_device rd;
+    const uint64_t nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ 1;
+    HandleLayout l{};
+    l.magic = kHandleMagic;
+    l.version = kWireVersion;
+    l.family = bound.storage.ss_family;
+    l.qps = static_cast<uint8_t>(options_.qps);
+    l.nonce = nonce;
+    l.fabric = ports_[device]->fabric;
+    if (l.family == AF_INET) {
+      auto* in = reinterpret_cast<const sockaddr_in*>(&bound.storage);
+      l.port = in->sin_port;
+      std::memcpy(l.addr, &in->sin_addr, 4);
+    } else {
+      auto* in6 = reinterpret_cast<const sockaddr_in6*>(&bound.storage);
+      l.port = in6->sin6_port;
+      std::memcpy(l.addr, &in6->sin6_addr, 16);
+    }
+    *handle = NetHandle();
+    std::memcpy(handle->bytes, &l, sizeof(l));
+    return std::unique_ptr<Listener>(
+        new IbListener(v_, ports_[device].get(), std::move(s), nonce, options, options_));
+  }
+
+  StatusOr<std::unique_ptr<SendConnection>> Connect(int device, const NetHandle& handle, const ConnectOptions& options,
+                                                    Deadline deadline) override {
+    RETURN_IF_ERROR(CheckDevice(device));
+    const Port* port = ports_[device].get();
+    HandleLayout l;
+    std::memcpy(&l, handle.bytes, sizeof(l));
+    const std::string who = "rank " + std::to_string(options.self_rank) + " connecting to rank " +
+                            std::to_string(options.peer_rank) + " over verbs";
+    if (l.magic != kHandleMagic || l.version != kWireVersion || (l.family != AF_INET && l.family != AF_INET6) ||
+        l.qps != options_.qps) {
+      return base::RemoteError(who + ": its handle is not a verbs handle of this version and settings")
+          .WithOrigin(options.peer_rank, who + ": a bad handle");
+    }
+    if (l.fabric != port->fabric) {
+      return base::InvalidUsage(who + ": its port is on another fabric than " + port->name);
+    }
+    SocketAddress to;
+    if (l.family == AF_INET) {
+      auto* a = reinterpret_cast<sockaddr_in*>(&to.storage);
+      a->sin_family = AF_INET;
+      a->sin_port = l.port;
+      std::memcpy(&a->sin_addr, l.addr, 4);
+      to.length = sizeof(sockaddr_in);
+    } else {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&to.storage);
+      a->sin6_family = AF_INET6;
+      a->sin6_port = l.port;
+      std::memcpy(&a->sin6_addr, l.addr, 16);
+      to.length = sizeof(sockaddr_in6);
+    }
+    ASSIGN_OR_RETURN(auto queues, ib::Queues::Create(v_, port, options_.qps));
+    // The clear-to-send ring the receiver writes into.
+    void* ring = nullptr;
+    const size_t ring_bytes = sizeof(ib::Cts) * ib::kMaxRequests;
+    if (posix_memalign(&ring, 64, ring_bytes) != 0) return base::SystemError(who + ": no memory");
+    std::memset(ring, 0, ring_bytes);
+    ibv_mr* mr = v_->reg_mr(port->pd, ring, ring_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (mr == nullptr) {
+      std::free(ring);
+      return base::SystemError(who + ": ibv_reg_mr: " + std::strerror(errno));
+    }
+    auto release = [&] {
+      v_->dereg_mr(mr);
+      std::free(ring);
+    };
+    auto s = Socket::Connect(to, deadline);
+    if (!s.ok()) {
+      release();
+      return s.status().WithContext(who + " at " + to.ToString());
+    }
+    Hello h{};
+    h.magic = kHelloMagic;
+    h.version = kWireVersion;
+    h.sender_rank = options.self_rank;
+    h.receiver_rank = options.peer_rank;
+    h.listener_nonce = l.nonce;
+    h.tag = options.tag;
+    h.cts_addr = reinterpret_cast<uintptr_t>(ring);
+    h.cts_rkey = mr->rkey;
+    h.endpoint = queues->Local();
+    Reply reply{};
+    Status st = s->SendAll(&h, sizeof(h), deadline);
+    if (st.ok()) st = s->RecvAll(&reply, sizeof(reply), deadline);
+    if (st.ok() && (reply.magic != kReplyMagic || reply.ok != 1)) {
+      st = base::RemoteError("it did not accept the connection").WithOrigin(options.peer_rank, who + ": refused");
+    }
+    if (st.ok()) st = queues->ConnectTo(reply.endpoint, options_);
+    if (st.ok()) st = ib::PostCtsReceives(queues.get(), ib::kMaxRequests);
+    const ib::ControlHeader ready{ib::kControlMagic, static_cast<uint16_t>(ib::Control::kReady), 0};
+    if (st.ok()) st = s->SendAll(&ready, sizeof(ready), deadline);
+    if (!st.ok()) {
+      queues.reset();
+      release();
+      return st.WithContext(who + " at " + to.ToString());
+    }
+    Handshake hs;
+    hs.queues = std::move(queues);
+    hs.control = std::move(s).value();
+    hs.peer = PeerName{options.peer_rank, to.ToString()};
+    hs.self_rank = options.self_rank;
+    return ib::MakeSend(std::move(hs), ring, mr);
+  }
+
+ private:
+  Status CheckDevice(int device) const {
+    if (device < 0 || device >= DeviceCount()) {
+      return base::InvalidArgument("verbs device " + std::to_string(device) + " of " + std::to_string(DeviceCount()));
+    }
+    return Status();
+  }
+
+  const VerbsApi* v_;
+  std::vector<std::unique_ptr<Port>> ports_;
+  SocketAddress control_;  // where control connections listen (port 0)
+  IbNetOptions options_;
+};
+
+}  // namespace
+
+bool HcaSelected(const std::string& spec, const std::string& hca, int port) {
+  if (spec.empty()) return true;
+  std::string list = spec;
+  const bool exclude = list[0] == '^';
+  if (exclude) list = list.substr(1);
+  const bool exact = !list.empty() && list[0] == '=';
+  if (exact) list = list.substr(1);
+  bool matched = false;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int want_port = -1;
+    const size_t colon = item.find(':');
+    if (colon != std::string::npos) {
+      want_port = std::atoi(item.c_str() + colon + 1);
+      item = item.substr(0, colon);
+    }
+    if (!item.empty()) {
+      const bool name_ok = exact ? hca == item : hca.compare(0, item.size(), item) == 0;
+      matched = matched || (name_ok && (want_port < 0 || want_port == port));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return exclude ? !matched : matched;
+}
+
+IbNetOptions IbNetOptionsFromConfig(const base::Config& config, int numa) {
+  IbNetOptions o;
+  o.hca_spec = config.ib_hca;
+  o.gid_index = static_cast<int>(config.ib_gid_index);
+  o.timeout = static_cast<int>(config.ib_timeout);
+  o.retry_cnt = static_cast<int>(config.ib_retry_cnt);
+  o.qps = static_cast<int>(std::clamp<int64_t>(config.ib_qps_per_connection, 1, ib::kMaxQps));
+  o.timeout_ms = config.timeout_ms;
+  o.ifname_spec = config.socket_ifname;
+  o.numa = numa;
+  return o;
+}
+
+StatusOr<std::unique_ptr<Net>> MakeIbNet(const IbNetOptions& options) {
+  std::string why;
+  const VerbsApi* v = Verbs(&why);
+  if (v == nullptr) return base::InvalidUsage("verbs: " + why);
+  if (options.qps < 1 || options.qps > ib::kMaxQps) {
+    return base::InvalidArgument("verbs: " + std::to_string(options.qps) + " queue pairs per connection");
+  }
+  int n = 0;
+  ibv_device** list = v->get_device_list(&n);
+  if (list == nullptr || n == 0) {
+    if (list != nullptr) v->free_device_list(list);
+    return base::InvalidUsage("verbs: no RDMA device (" + std::string(list == nullptr ? std::strerror(errno) : "none") +
+                              ")");
+  }
+  std::vector<std::unique_ptr<Port>> ports;
+  std::string seen;
+  for (int d = 0; d < n; ++d) {
+    const std::string hca = v->get_device_name(list[d]);
+    seen += (seen.empty() ? "" : ", ") + hca;
+    ibv_context* ctx = v->open_device(list[d]);
+    ibv_device_attr dattr{};
+    if (ctx == nullptr) continue;
+    if (v->query_device(ctx, &dattr) != 0) {
+      v->close_device(ctx);
+      continue;
+    }
+    ibv_pd* pd = nullptr;
+    for (int p = 1; p <= dattr.phys_port_cnt; ++p) {
+      if (!HcaSelected(options.hca_spec, hca, p)) continue;
+      auto port = std::make_unique<Port>();
+      port->hca = hca;
+      port->port_num = p;
+      port->name = hca + ":" + std::to_string(p);
+      port->context = ctx;
+      if (v->query_port(ctx, static_cast<uint8_t>(p), &port->attr) != 0 || port->attr.state != IBV_PORT_ACTIVE) {
+        continue;
+      }
+      port->roce = port->attr.link_layer == IBV_LINK_LAYER_ETHERNET;
+      port->gid_index = port->roce ? ChooseGid(*port, v, options.gid_index, &port->gid) : 0;
+      if (!port->roce && v->query_gid(ctx, static_cast<uint8_t>(p), 0, &port->gid) != 0) port->gid_index = -1;
+      if (port->gid_index < 0 || (!port->roce && port->attr.lid == 0)) continue;
+      if (pd == nullptr) pd = v->alloc_pd(ctx);
+      if (pd == nullptr) break;
+      port->pd = pd;
+      // One fabric: the link layer and, for InfiniBand, the subnet prefix.
+      uint64_t prefix = 0;
+      if (!port->roce) std::memcpy(&prefix, port->gid.raw, sizeof(prefix));
+      port->fabric = Mix(Mix(0x52474e4f, port->roce ? 2 : 1), prefix) | 1;
+      const std::string sys = "/sys/class/infiniband/" + hca + "/device";
+      char real[PATH_MAX];
+      if (realpath(sys.c_str(), real) != nullptr) port->pci_path = real;
+      const std::string numa = ReadLine(sys + "/numa_node");
+      port->numa = numa.empty() ? -1 : std::atoi(numa.c_str());
+      port->speed_mbps = SpeedMbps(port->attr);
+      ports.push_back(std::move(port));
+    }
+    if (pd == nullptr) v->close_device(ctx);  // no port of it is used
+  }
+  v->free_device_list(list);
+  if (ports.empty()) {
+    return base::InvalidUsage("verbs: no active port" +
+                              std::string(options.hca_spec.empty() ? "" : " that RINGO_IB_HCA='" + options.hca_spec +
+                                                                               "' selects") +
+                              " (devices: " + seen + ")");
+  }
+  // The ports nearest this rank first.
+  std::stable_sort(ports.begin(), ports.end(), [&](const auto& a, const auto& b) {
+    return (a->numa == options.numa && options.numa >= 0) > (b->numa == options.numa && options.numa >= 0);
+  });
+  ASSIGN_OR_RETURN(SocketAddress control, ChooseListenAddress(options.ifname_spec));
+  return std::unique_ptr<Net>(new IbNet(v, std::move(ports), control, options));
+}
+
+}  // namespace ringo::transport::net
