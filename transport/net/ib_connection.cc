@@ -17,6 +17,7 @@
 #include <random>
 
 #include "transport/net/internal/ib_connection.h"
+#include "transport/net/internal/wire.h"
 #include "transport/peer_state.h"
 
 namespace ringo::transport::net::ib {
@@ -28,13 +29,6 @@ using base::StatusOr;
 constexpr int64_t kControlSendMs = 200;
 constexpr uint64_t kCtsWrId = uint64_t{1} << 63;  // a send completion of a clear-to-send write
 constexpr int kPollBatch = 16;
-
-struct WireNotice {
-  int32_t origin;
-  int32_t code;
-  uint64_t seq;
-  char text[kFaultTextBytes];
-};
 
 uint32_t Imm(uint64_t seq, uint32_t part_bytes) {
   return htonl(static_cast<uint32_t>((seq % kMaxRequests) << kPartBits) | part_bytes);
@@ -256,13 +250,7 @@ class IbConnection {
   void SendAbort(const Status& why, int self_rank, uint64_t seq) {
     if (stopped_) return;
     stopped_ = true;
-    FaultNotice n;
-    WriteFaultNotice(n, why, self_rank, seq);
-    WireNotice w{};
-    w.origin = n.origin;
-    w.code = n.code;
-    w.seq = n.seq;
-    std::memcpy(w.text, n.text, sizeof(w.text));
+    const wire::Notice w = wire::ToNotice(why, self_rank, seq);
     SendControl(Control::kAbort, &w, sizeof(w));
     if (error_.ok()) error_ = base::InvalidUsage("the connection was aborted by this rank");
   }
@@ -318,7 +306,7 @@ class IbConnection {
       header_got_ += static_cast<size_t>(n);
       if (header_got_ == sizeof(ControlHeader)) {
         const bool known = header_.type == static_cast<uint16_t>(Control::kAbort)
-                               ? header_.length == sizeof(WireNotice)
+                               ? header_.length == sizeof(wire::Notice)
                                : (header_.type == static_cast<uint16_t>(Control::kClose) && header_.length == 0);
         if (header_.magic != kControlMagic || !known) return Broken("garbage on the control connection");
       }
@@ -328,16 +316,9 @@ class IbConnection {
         closed_ = true;
         break;
       }
-      WireNotice w;
+      wire::Notice w;
       std::memcpy(&w, body_, sizeof(w));
-      FaultNotice notice;
-      notice.origin = w.origin;
-      notice.code = w.code;
-      notice.seq = w.seq;
-      std::memcpy(notice.text, w.text, sizeof(notice.text));
-      notice.text[sizeof(notice.text) - 1] = '\0';
-      notice.set.store(1);
-      return Fail(NoticeStatus(notice, Where(), peer_.rank, INT_MAX));
+      return Fail(wire::FromNotice(w, Where(), peer_.rank));
     }
     return Status();
   }
@@ -456,7 +437,7 @@ class IbConnection {
   Clock::time_point last_state_check_{};
   ControlHeader header_{};
   size_t header_got_ = 0;
-  char body_[sizeof(WireNotice)];
+  char body_[sizeof(wire::Notice)];
   int wake_fd_ = -1;
   mutable ibv_wc stash_[kPollBatch];
   mutable int stashed_ = 0;

@@ -11,6 +11,7 @@
 
 #include "base/logging.h"
 #include "transport/net/internal/ib_connection.h"
+#include "transport/net/internal/wire.h"
 
 namespace ringo::transport::net {
 namespace {
@@ -178,20 +179,13 @@ class IbListener : public Listener {
       }
       Handshake hs;
       hs.queues = std::move(queues).value();
-      hs.peer = PeerName{peer_rank, PeerAddress(s->fd())};
+      hs.peer = PeerName{peer_rank, wire::PeerAddressOf(s->fd())};
       hs.control = std::move(s).value();
       hs.self_rank = options_.self_rank;
       hs.cts_addr = h.cts_addr;
       hs.cts_rkey = h.cts_rkey;
       return ib::MakeRecv(std::move(hs));
     }
-  }
-
-  static std::string PeerAddress(int fd) {
-    SocketAddress a;
-    a.length = sizeof(a.storage);
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&a.storage), &a.length) != 0) return "?";
-    return a.ToString();
   }
 
  private:
@@ -238,19 +232,10 @@ class IbNet : public Net {
     HandleLayout l{};
     l.magic = kHandleMagic;
     l.version = kWireVersion;
-    l.family = bound.storage.ss_family;
     l.qps = static_cast<uint8_t>(options_.qps);
     l.nonce = nonce;
     l.fabric = ports_[device]->fabric;
-    if (l.family == AF_INET) {
-      auto* in = reinterpret_cast<const sockaddr_in*>(&bound.storage);
-      l.port = in->sin_port;
-      std::memcpy(l.addr, &in->sin_addr, 4);
-    } else {
-      auto* in6 = reinterpret_cast<const sockaddr_in6*>(&bound.storage);
-      l.port = in6->sin6_port;
-      std::memcpy(l.addr, &in6->sin6_addr, 16);
-    }
+    wire::PutAddress(bound, &l.family, &l.port, l.addr);
     *handle = NetHandle();
     std::memcpy(handle->bytes, &l, sizeof(l));
     return std::unique_ptr<Listener>(
@@ -273,20 +258,7 @@ class IbNet : public Net {
     if (l.fabric != port->fabric) {
       return base::InvalidUsage(who + ": its port is on another fabric than " + port->name);
     }
-    SocketAddress to;
-    if (l.family == AF_INET) {
-      auto* a = reinterpret_cast<sockaddr_in*>(&to.storage);
-      a->sin_family = AF_INET;
-      a->sin_port = l.port;
-      std::memcpy(&a->sin_addr, l.addr, 4);
-      to.length = sizeof(sockaddr_in);
-    } else {
-      auto* a = reinterpret_cast<sockaddr_in6*>(&to.storage);
-      a->sin6_family = AF_INET6;
-      a->sin6_port = l.port;
-      std::memcpy(&a->sin6_addr, l.addr, 16);
-      to.length = sizeof(sockaddr_in6);
-    }
+    const SocketAddress to = wire::GetAddress(l.family, l.port, l.addr);
     ASSIGN_OR_RETURN(auto queues, ib::Queues::Create(v_, port, options_.qps));
     // The clear-to-send ring the receiver writes into.
     void* ring = nullptr;
@@ -357,31 +329,7 @@ class IbNet : public Net {
 }  // namespace
 
 bool HcaSelected(const std::string& spec, const std::string& hca, int port) {
-  if (spec.empty()) return true;
-  std::string list = spec;
-  const bool exclude = list[0] == '^';
-  if (exclude) list = list.substr(1);
-  const bool exact = !list.empty() && list[0] == '=';
-  if (exact) list = list.substr(1);
-  bool matched = false;
-  size_t start = 0;
-  while (start <= list.size()) {
-    const size_t comma = list.find(',', start);
-    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    int want_port = -1;
-    const size_t colon = item.find(':');
-    if (colon != std::string::npos) {
-      want_port = std::atoi(item.c_str() + colon + 1);
-      item = item.substr(0, colon);
-    }
-    if (!item.empty()) {
-      const bool name_ok = exact ? hca == item : hca.compare(0, item.size(), item) == 0;
-      matched = matched || (name_ok && (want_port < 0 || want_port == port));
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return exclude ? !matched : matched;
+  return wire::NameListSelects(spec, hca, port);
 }
 
 IbNetOptions IbNetOptionsFromConfig(const base::Config& config, int numa) {

@@ -21,6 +21,7 @@
 #include <random>
 
 #include "base/logging.h"
+#include "transport/net/internal/wire.h"
 
 namespace ringo::transport::net {
 namespace {
@@ -89,14 +90,6 @@ FrameHeader MakeFrame(FrameType type, int stream, uint64_t seq, uint32_t offset,
   h.check = FrameCheck(h);
   return h;
 }
-
-// An abort frame's payload: the fault notice of the side that stops.
-struct WireNotice {
-  int32_t origin;
-  int32_t code;
-  uint64_t seq;
-  char text[kFaultTextBytes];
-};
 
 struct Part {
   int stream;
@@ -204,13 +197,7 @@ class TcpConnection {
   void Abort(const Status& why, int self_rank, uint64_t seq) {
     if (aborted_) return;
     aborted_ = true;
-    FaultNotice n;
-    WriteFaultNotice(n, why, self_rank, seq);
-    WireNotice w{};
-    w.origin = n.origin;
-    w.code = n.code;
-    w.seq = n.seq;
-    std::memcpy(w.text, n.text, sizeof(w.text));
+    const wire::Notice w = wire::ToNotice(why, self_rank, seq);
     const FrameHeader h = MakeFrame(kAbort, 0, 0, 0, sizeof(w), sizeof(w));
     for (Stream& s : streams_) {
       // Only at a frame boundary: a frame cut in two would be garbage.
@@ -256,17 +243,11 @@ class TcpConnection {
   // The peer's abort frame, its header read: reads the notice (blocking
   // briefly: it follows the header at once) and fails with it.
   Status PeerAborted(Stream& s) {
-    WireNotice w{};
+    wire::Notice w{};
     if (s.current.length != sizeof(w) || !s.socket.RecvAll(&w, sizeof(w), DeadlineAfterMs(kAbortSendMs)).ok()) {
       return Broken("the peer stopped, its notice unreadable");
     }
-    FaultNotice n;
-    n.origin = w.origin;
-    n.code = w.code;
-    n.seq = w.seq;
-    std::memcpy(n.text, w.text, sizeof(n.text));
-    n.set.store(1);
-    return Fail(NoticeStatus(n, Where(), peer_.rank, INT_MAX));
+    return Fail(wire::FromNotice(w, Where(), peer_.rank));
   }
 
   // Reads into s.header; true once a whole header is there (checked).
@@ -574,16 +555,9 @@ class TcpListener : public Listener {
         const char ok = 1;
         RETURN_IF_ERROR(t.SendAll(&ok, 1, deadline).WithContext("accepting rank " + std::to_string(peer_rank)));
       }
-      PeerName peer{peer_rank, PeerAddress(streams[0].fd())};
+      PeerName peer{peer_rank, wire::PeerAddressOf(streams[0].fd())};
       return std::unique_ptr<RecvConnection>(new TcpRecv(std::move(streams), peer, options_.self_rank));
     }
-  }
-
-  static std::string PeerAddress(int fd) {
-    SocketAddress a;
-    a.length = sizeof(a.storage);
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&a.storage), &a.length) != 0) return "?";
-    return a.ToString();
   }
 
  private:
@@ -633,18 +607,9 @@ class SocketNet : public Net {
     HandleLayout l{};
     l.magic = kHandleMagic;
     l.version = kWireVersion;
-    l.family = bound.storage.ss_family;
     l.streams = static_cast<uint16_t>(options_.streams);
     l.nonce = nonce;
-    if (l.family == AF_INET) {
-      auto* in = reinterpret_cast<const sockaddr_in*>(&bound.storage);
-      l.port = in->sin_port;
-      std::memcpy(l.addr, &in->sin_addr, 4);
-    } else {
-      auto* in6 = reinterpret_cast<const sockaddr_in6*>(&bound.storage);
-      l.port = in6->sin6_port;
-      std::memcpy(l.addr, &in6->sin6_addr, 16);
-    }
+    wire::PutAddress(bound, &l.family, &l.port, l.addr);
     *handle = NetHandle();
     std::memcpy(handle->bytes, &l, sizeof(l));
     return std::unique_ptr<Listener>(new TcpListener(std::move(s), nonce, options, options_));
@@ -662,20 +627,7 @@ class SocketNet : public Net {
       return base::RemoteError(who + ": its handle is not a socket transport handle of this version")
           .WithOrigin(options.peer_rank, who + ": a bad handle");
     }
-    SocketAddress to;
-    if (l.family == AF_INET) {
-      auto* a = reinterpret_cast<sockaddr_in*>(&to.storage);
-      a->sin_family = AF_INET;
-      a->sin_port = l.port;
-      std::memcpy(&a->sin_addr, l.addr, 4);
-      to.length = sizeof(sockaddr_in);
-    } else {
-      auto* a = reinterpret_cast<sockaddr_in6*>(&to.storage);
-      a->sin6_family = AF_INET6;
-      a->sin6_port = l.port;
-      std::memcpy(&a->sin6_addr, l.addr, 16);
-      to.length = sizeof(sockaddr_in6);
-    }
+    const SocketAddress to = wire::GetAddress(l.family, l.port, l.addr);
     std::random_device rd;
     const uint64_t connection = (static_cast<uint64_t>(rd()) << 32) ^ rd();
     const ConfigureArgs args{options_.socket_buffer_bytes};
@@ -714,25 +666,6 @@ class SocketNet : public Net {
   SocketNetOptions options_;
 };
 
-bool MatchesIfname(const std::string& name, const std::string& spec) {
-  if (spec.empty()) return true;
-  std::string list = spec;
-  const bool exclude = list[0] == '^';
-  if (exclude) list = list.substr(1);
-  const bool exact = !list.empty() && list[0] == '=';
-  if (exact) list = list.substr(1);
-  bool matched = false;
-  size_t start = 0;
-  while (start <= list.size()) {
-    const size_t comma = list.find(',', start);
-    const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) matched = matched || (exact ? name == item : name.compare(0, item.size(), item) == 0);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return exclude ? !matched : matched;
-}
-
 }  // namespace
 
 SocketNetOptions SocketNetOptionsFromConfig(const base::Config& config) {
@@ -761,7 +694,7 @@ StatusOr<std::unique_ptr<Net>> MakeSocketNet(const SocketNetOptions& options) {
     d.address.length = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
     std::memcpy(&d.address.storage, ifa->ifa_addr, d.address.length);
     const bool is_loopback = (ifa->ifa_flags & IFF_LOOPBACK) != 0;
-    if (!MatchesIfname(d.name, options.ifname_spec)) continue;
+    if (!wire::NameListSelects(options.ifname_spec, d.name)) continue;
     if (is_loopback && options.ifname_spec.empty()) {
       loopback.push_back(d);
       continue;
