@@ -2,6 +2,8 @@
 # Installs the Debian 12 packages Ringo builds and tests with, if any is missing.
 # PyTorch (python3-torch, libtorch-dev, pybind11-dev: about 140 MB to fetch) is
 # what integrations/pytorch (ringo_torch) builds against and is tested with.
+# ringo-train multiplies matrices with OpenBLAS (libopenblas-dev) and trains on
+# Fashion-MNIST (dataset-fashion-mnist: IDX files, about 30 MB).
 # Needs root (or sudo). The CUDA toolkit is optional: with one at /usr/local/cuda
 # (or $CUDA_PATH) the GPU code is compiled too.
 set -euo pipefail
@@ -11,6 +13,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   libgloo-dev python3-matplotlib
   python3-torch libtorch-dev pybind11-dev
+  libopenblas-dev zlib1g-dev dataset-fashion-mnist
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,102 @@
+#include "trainer/ring_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "trainer/comm.h"
+
+namespace ringo::train {
+
+double RingModel::PredictMs(double bytes, int nranks) const {
+  if (nranks <= 1 || !valid) return 0;
+  const double steps = 2.0 * (nranks - 1);
+  return steps * (alpha_us * 1e-3 + bytes / (nranks * beta_gbs * 1e9) * 1e3);
+}
+
+RingModel FitRingModel(const std::vector<CalibrationPoint>& points, int nranks) {
+  RingModel m;
+  if (points.size() < 2 || nranks < 2) return m;
+  // Minimise sum ((a + b S - t) / t)^2: weights 1/t^2.
+  double sw = 0, ss = 0, sss = 0, st = 0, sst = 0;
+  for (const CalibrationPoint& p : points) {
+    const double w = 1.0 / (p.ms * p.ms);
+    sw += w;
+    ss += w * p.bytes;
+    sss += w * p.bytes * p.bytes;
+    st += w * p.ms;
+    sst += w * p.bytes * p.ms;
+  }
+  const double det = sw * sss - ss * ss;
+  double a = det != 0 ? (sss * st - ss * sst) / det : 0;
+  double b = det != 0 ? (sw * sst - ss * st) / det : 0;
+  if (a < 0 || det == 0) {  // through the origin
+    a = 0;
+    b = sst / sss;
+  }
+  if (!(b > 0)) return m;
+  const double steps = 2.0 * (nranks - 1);
+  m.alpha_us = a / steps * 1e3;
+  m.beta_gbs = steps / (nranks * b) * 1e-6;  // b in ms per byte
+  m.valid = true;
+  return m;
+}
+
+double MaxFitError(const RingModel& model, const std::vector<CalibrationPoint>& points,
+                   int nranks) {
+  double worst = 0;
+  for (const CalibrationPoint& p : points) {
+    worst = std::max(worst, std::fabs(model.PredictMs(p.bytes, nranks) / p.ms - 1));
+  }
+  return worst;
+}
+
+std::vector<size_t> CalibrationSizes(size_t largest_bytes) {
+  std::vector<size_t> sizes;
+  const size_t cap = size_t{256} << 20;
+  const size_t top = std::min(cap, std::max<size_t>(largest_bytes, size_t{4} << 20));
+  for (size_t s = size_t{256} << 10;; s *= 4) {
+    sizes.push_back(std::min(s, cap));
+    if (s >= top || s >= cap) break;
+  }
+  return sizes;
+}
+
+base::StatusOr<std::vector<CalibrationPoint>> Calibrate(ringoComm_t comm, ringoComm_t meta_comm,
+                                                        ringoDataType_t dtype, size_t dtype_bytes,
+                                                        const std::vector<size_t>& sizes) {
+  const size_t largest = *std::max_element(sizes.begin(), sizes.end());
+  void* buf = nullptr;
+  RETURN_IF_ERROR(RingoCall(ringoMemAlloc(&buf, largest), "ringoMemAlloc", nullptr));
+  std::vector<CalibrationPoint> points;
+  std::vector<double> times;
+  base::Status status;
+  for (size_t bytes : sizes) {
+    const size_t count = bytes / dtype_bytes;
+    // About 64 MiB moved per size, at least 5 and at most 40 timed calls.
+    const int iters = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / bytes, 5, 40));
+    times.clear();
+    for (int i = -2; i < iters && status.ok(); ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      status = RingoCall(ringoAllReduce(buf, buf, count, dtype, ringoAvg, comm, nullptr),
+                         "calibration ringoAllReduce", comm);
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      if (i >= 0) times.push_back(ms);
+    }
+    if (!status.ok()) break;
+    std::sort(times.begin(), times.end());
+    points.push_back(CalibrationPoint{static_cast<double>(count * dtype_bytes),
+                                      times[times.size() / 2]});
+  }
+  (void)ringoMemFree(buf);
+  RETURN_IF_ERROR(status);
+  std::vector<double> ms(points.size());
+  for (size_t i = 0; i < points.size(); ++i) ms[i] = points[i].ms;
+  RETURN_IF_ERROR(AllReduceDoubles(meta_comm, ms.data(), ms.size(), ringoMax));
+  for (size_t i = 0; i < points.size(); ++i) points[i].ms = ms[i];
+  return points;
+}
+
+}  // namespace ringo::train
