@@ -100,6 +100,10 @@ StatusOr<ringoUniqueId> ObtainUniqueId(const LaunchEnv& env) {
 }  // namespace
 
 int RunLocalRanks(int nranks, const RankMain& rank_main) {
+  // One rank makes no communicator, so it needs no id (nor its listener).
+  if (nranks == 1) return perf::RunForkedRanks("ringo-train", 1, [&](int) {
+    return rank_main(0, 1, ringoUniqueId{});
+  });
   auto id = NewUniqueId();
   if (!id.ok()) {
     std::fprintf(stderr, "ringo-train: %s\n", id.status().message().c_str());
@@ -116,6 +120,7 @@ int RunLaunchedRank(const RankMain& rank_main) {
     std::fprintf(stderr, "ringo-train: %s\n", env.status().message().c_str());
     return 1;
   }
+  if (env->size == 1) return rank_main(0, 1, ringoUniqueId{});
   auto id = ObtainUniqueId(*env);
   if (!id.ok()) {
     std::fprintf(stderr, "ringo-train: rank %d: %s\n", env->rank, id.status().message().c_str());
