@@ -65,11 +65,10 @@ int Report(const Options& o, RunInfo& info, const std::string& baseline_csv) {
   PrintReport(info, stdout);
   if (info.nranks > 1 && info.fit.valid) {
     PredictInput in = MeasuredPredictInput(info);
-    in.gpus_per_host = 1 << 30;  // every rank on links like the calibrated ones
+    in.gpus_per_host = 1 << 30;  // one ring on links like the calibrated ones
     in.intra = info.fit;
     in.inter = info.fit;
     in.intra_source = "fitted by this run's calibration";
-    in.inter_source = "the same";
     std::printf("\n== prediction from this run's compute and fitted model (--predict for other "
                 "machines)\n");
     PrintPrediction(in, {1, 2, 4, 8, 16, 64, 256, 1024}, stdout);

@@ -51,10 +51,15 @@ void PrintPrediction(const PredictInput& in, const std::vector<int>& gpus, FILE*
                in.per_gpu_batch, in.fwd_ms_per_sample, in.bwd_ms_per_sample, in.opt_ms, total / 1e6,
                in.bucket_bytes.size(), in.bucket_bytes.size() == 1 ? "" : "s",
                in.overlap ? "on" : "off");
-  std::fprintf(out, "  within a host (%d GPUs): alpha %.2f us, beta %.2f GB/s  [%s]\n",
-               in.gpus_per_host, in.intra.alpha_us, in.intra.beta_gbs, in.intra_source.c_str());
-  std::fprintf(out, "  across hosts:           alpha %.2f us, beta %.2f GB/s  [%s]\n",
-               in.inter.alpha_us, in.inter.beta_gbs, in.inter_source.c_str());
+  const std::string host = in.gpus_per_host >= (1 << 20)
+                               ? std::string("every ring")
+                               : "within a host (" + std::to_string(in.gpus_per_host) + " GPUs)";
+  std::fprintf(out, "  %-23s alpha %.2f us, beta %.2f GB/s  [%s]\n", (host + ":").c_str(),
+               in.intra.alpha_us, in.intra.beta_gbs, in.intra_source.c_str());
+  if (in.gpus_per_host < (1 << 20)) {
+    std::fprintf(out, "  %-23s alpha %.2f us, beta %.2f GB/s  [%s]\n", "across hosts:",
+                 in.inter.alpha_us, in.inter.beta_gbs, in.inter_source.c_str());
+  }
   std::fprintf(out,
                "  assumptions: one ring over all GPUs, t = 2(N-1)(alpha + S/(N beta)) per bucket, "
                "the slowest edge sets alpha and beta; the backward pass produces gradient bytes at "

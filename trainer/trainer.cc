@@ -173,6 +173,10 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
     }
     if (fit_points.size() < 2) fit_points = info->calibration;
     info->fit = FitRingModel(fit_points, nranks_);
+    if (!info->fit.valid) {  // two noisy large sizes: every size then
+      fit_points = info->calibration;
+      info->fit = FitRingModel(fit_points, nranks_);
+    }
     info->fit_error = MaxFitError(info->fit, fit_points, nranks_);
   }
   sync_ = std::make_unique<GradSync>(grad_comm_.get(), grads_, info->buckets, o_.grad_dtype,
