@@ -167,7 +167,12 @@ TEST(Predict, OverlapHidesAllButTheLastBucket) {
   EXPECT_DOUBLE_EQ(one.efficiency, 1);
   const PredictRow two = PredictStep(in, 2);
   EXPECT_NEAR(two.comm_ms, 0.33, 1e-9);
-  EXPECT_NEAR(two.exposed_ms, 0.03, 1e-9);
+  // Bucket 0 is ready at 30/33 of the 2.56 ms backward pass and takes 0.3 ms,
+  // so it ends after the pass; bucket 1 follows it.
+  EXPECT_NEAR(two.exposed_ms, 2.56 * 30 / 33 + 0.33 - 2.56, 1e-9);
+  in.bucket_bytes = {3e6, 30e6};  // the small bucket first: only the last one shows
+  EXPECT_NEAR(PredictStep(in, 2).exposed_ms, 0.3, 1e-9);
+  in.bucket_bytes = {30e6, 3e6};
   in.overlap = false;
   EXPECT_NEAR(PredictStep(in, 2).exposed_ms, 0.33, 1e-9);
   in.gpus_per_host = 2;
