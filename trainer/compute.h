@@ -56,12 +56,10 @@ class Compute {
   // Softmax cross-entropy of logits [rows x cols] against labels. Writes
   // dlogits = scale * (softmax - onehot), returns the summed loss and adds
   // the number of correct argmaxes to *correct.
-  virtual double SoftmaxCrossEntropy(int rows, int cols, const float* logits,
-                                     const uint8_t* labels, float scale, float* dlogits,
-                                     int64_t* correct) = 0;
+  virtual double SoftmaxCrossEntropy(int rows, int cols, const float* logits, const uint8_t* labels,
+                                     float scale, float* dlogits, int64_t* correct) = 0;
   // Argmax per row compared with labels: the number correct.
-  virtual int64_t CountCorrect(int rows, int cols, const float* logits,
-                               const uint8_t* labels) = 0;
+  virtual int64_t CountCorrect(int rows, int cols, const float* logits, const uint8_t* labels) = 0;
 
   // SGD with momentum and weight decay (PyTorch's torch.optim.SGD):
   // v = momentum * v + (g + wd * w); w -= lr * v.

@@ -104,9 +104,9 @@ class CpuCompute final : public Compute {
     }
   }
 
-  void BatchNormBackward(int rows, int cols, const float* dy, const float* xhat,
-                         const float* gamma, const float* invstd, const float* mean_dy,
-                         const float* mean_dy_xhat, float* dx) override {
+  void BatchNormBackward(int rows, int cols, const float* dy, const float* xhat, const float* gamma,
+                         const float* invstd, const float* mean_dy, const float* mean_dy_xhat,
+                         float* dx) override {
     for (int r = 0; r < rows; ++r) {
       const size_t o = static_cast<size_t>(r) * cols;
       for (int c = 0; c < cols; ++c) {

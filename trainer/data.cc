@@ -1,10 +1,10 @@
 #include "trainer/data.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
-#include <sys/stat.h>
 
 namespace ringo::train {
 namespace {
@@ -93,8 +93,9 @@ base::StatusOr<Dataset> LoadIdx(const std::string& dir, const std::string& prefi
 std::vector<int> EpochPermutation(int count, uint64_t seed, int epoch) {
   std::vector<int> perm(count);
   for (int i = 0; i < count; ++i) perm[i] = i;
-  uint64_t state = (seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(epoch) * 0xd1b54a32d192ed03ULL) ^
-                   0x853c49e6748fea9bULL;
+  uint64_t state =
+      (seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(epoch) * 0xd1b54a32d192ed03ULL) ^
+      0x853c49e6748fea9bULL;
   if (state == 0) state = 1;  // xorshift never leaves 0
   for (int i = count - 1; i > 0; --i) {
     // xorshift64*, then a multiply-shift into [0, i]: the same on every platform.

@@ -17,7 +17,7 @@ inline constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnis
 
 struct Dataset {
   int count = 0;
-  int features = 0;  // rows x cols of an image
+  int features = 0;             // rows x cols of an image
   std::vector<uint8_t> pixels;  // count x features
   std::vector<uint8_t> labels;  // count
 };

@@ -145,6 +145,13 @@ void GradSync::Loop() {
 base::Status GradSync::Run(int bucket) {
   const Bucket& b = buckets_[bucket];
   BucketTiming& t = timings_[bucket];
+  if (!overlap_ && bucket == 0) {
+    const auto before = Clock::now();
+    RETURN_IF_ERROR(
+        RingoCall(ringoAllReduce(&barrier_, &barrier_, 1, ringoFloat32, ringoSum, comm_, nullptr),
+                  "ringoAllReduce (the barrier before the gradient buckets)", comm_));
+    t.wait_ms = std::chrono::duration<double, std::milli>(Clock::now() - before).count();
+  }
   const auto start = Clock::now();
   t.start_ms = Since(start);
   float* data = grads_ + b.offset;
@@ -163,8 +170,8 @@ base::Status GradSync::Run(int bucket) {
       ringoAllReduce(wire, wire, b.count, GradDtypeRingo(dtype_), ringoAvg, comm_, nullptr);
   const auto returned = Clock::now();
   t.allreduce_ms = std::chrono::duration<double, std::milli>(returned - call).count();
-  RETURN_IF_ERROR(RingoCall(result, "ringoAllReduce of gradient bucket " + std::to_string(bucket),
-                            comm_));
+  RETURN_IF_ERROR(
+      RingoCall(result, "ringoAllReduce of gradient bucket " + std::to_string(bucket), comm_));
   if (dtype_ != GradDtype::kFp32) {
     const uint16_t* packed = static_cast<const uint16_t*>(wire);
     if (dtype_ == GradDtype::kBf16) {
@@ -173,8 +180,8 @@ base::Status GradSync::Run(int bucket) {
       FromFp16(packed, data, b.count);
     }
   }
-  t.convert_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count() -
-                 t.allreduce_ms;
+  t.convert_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count() - t.allreduce_ms;
   return base::OkStatus();
 }
 

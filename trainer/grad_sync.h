@@ -35,7 +35,7 @@ struct Bucket {
   size_t offset = 0;  // floats into the flat gradient
   size_t count = 0;
   int first_param = 0, last_param = 0;  // indices into Mlp::params(), inclusive
-  std::string layers;  // "fc8.weight..fc2.bias"
+  std::string layers;                   // "fc8.weight..fc2.bias"
 };
 
 // PyTorch DDP's rule over the parameters in backward order: a bucket takes
@@ -47,6 +47,8 @@ std::vector<Bucket> MakeBuckets(const std::vector<ParamInfo>& params, size_t cap
 struct BucketTiming {
   double ready_ms = 0;      // the backward pass completed the bucket
   double start_ms = 0;      // its all-reduce began (compression included)
+  double wait_ms = 0;       // without overlap, bucket 0: a barrier first (waiting for the
+                            // slowest rank), so that allreduce_ms is the all-reduce alone
   double allreduce_ms = 0;  // the ringoAllReduce call alone
   double convert_ms = 0;    // compression and expansion (bf16/fp16)
 };
@@ -90,6 +92,7 @@ class GradSync {
   GradDtype dtype_;
   bool overlap_;
   void* packed_ = nullptr;  // ringoMemAlloc, 16-bit gradients
+  float barrier_ = 0;
   std::vector<int> bucket_of_param_;
   std::vector<int> pending_;  // parameters still to complete, per bucket
   int next_to_enqueue_ = 0;

@@ -3,10 +3,10 @@
 // through a small network so that each layer's input gradient is checked
 // by the parameters of the layers before it. Also accumulation and the
 // SyncBatchNorm reducer.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "trainer/compute.h"
 #include "trainer/mlp.h"
@@ -48,8 +48,8 @@ struct Net {
     EXPECT_TRUE(mlp->Forward(x.data(), rows, true, sync).ok());
     std::vector<float> d(static_cast<size_t>(rows) * mlp->spec().classes);
     int64_t correct = 0;
-    const double loss = compute->SoftmaxCrossEntropy(rows, mlp->spec().classes, mlp->logits(),
-                                                     labels.data(), 1.0f / rows, d.data(), &correct);
+    const double loss = compute->SoftmaxCrossEntropy(
+        rows, mlp->spec().classes, mlp->logits(), labels.data(), 1.0f / rows, d.data(), &correct);
     if (backward) {
       EXPECT_TRUE(mlp->Backward(x.data(), d.data(), rows, accumulate, sync, [](int) {}).ok());
     }
@@ -81,8 +81,8 @@ void CheckAll(Net& net, const char* what) {
       ++checked;
       if (std::fabs(numeric - a) > 2e-4 + 2e-3 * std::fabs(a) + 2e-3 * std::fabs(numeric)) {
         if (++bad <= 10) {
-          ADD_FAILURE() << what << ": " << p.name << "[" << i << "] analytic " << a
-                        << " numeric " << numeric;
+          ADD_FAILURE() << what << ": " << p.name << "[" << i << "] analytic " << a << " numeric "
+                        << numeric;
         }
       }
     }
@@ -150,17 +150,15 @@ TEST(GradientCheck, ParamsInBackwardOrder) {
     offset += q.count;
   }
   EXPECT_EQ(offset, mlp.num_params());
-  EXPECT_EQ(mlp.num_params(),
-            size_t{784 * 32 + 32 + 3 * 64 + 2 * (32 * 32 + 32) + 32 * 10 + 10});
+  EXPECT_EQ(mlp.num_params(), size_t{784 * 32 + 32 + 3 * 64 + 2 * (32 * 32 + 32) + 32 * 10 + 10});
   // The backward pass reports each parameter once, in this order.
   std::vector<float> w(mlp.num_params()), g(mlp.num_params());
   mlp.Bind(w.data(), g.data());
   mlp.Init(1);
   std::vector<float> x(4 * 784, 0.5f), d(4 * 10, 0.1f);
   ASSERT_TRUE(mlp.Forward(x.data(), 4, true, nullptr).ok());
-  ASSERT_TRUE(mlp.Backward(x.data(), d.data(), 4, false, nullptr,
-                           [&](int i) { order.push_back(i); })
-                  .ok());
+  ASSERT_TRUE(
+      mlp.Backward(x.data(), d.data(), 4, false, nullptr, [&](int i) { order.push_back(i); }).ok());
   ASSERT_EQ(order.size(), p.size());
   for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], static_cast<int>(i));
 }

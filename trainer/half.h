@@ -32,7 +32,7 @@ inline uint16_t FloatToFp16(float f) {
   const uint32_t u = FloatBits(f);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to infinity
   if (abs < 0x38800000u) {  // subnormal or zero in fp16: round |f| * 2^24 to an integer
     const float scaled = BitsFloat(abs) * 16777216.0f;  // exact: a power of two

@@ -101,9 +101,9 @@ StatusOr<ringoUniqueId> ObtainUniqueId(const LaunchEnv& env) {
 
 int RunLocalRanks(int nranks, const RankMain& rank_main) {
   // One rank makes no communicator, so it needs no id (nor its listener).
-  if (nranks == 1) return perf::RunForkedRanks("ringo-train", 1, [&](int) {
-    return rank_main(0, 1, ringoUniqueId{});
-  });
+  if (nranks == 1)
+    return perf::RunForkedRanks("ringo-train", 1,
+                                [&](int) { return rank_main(0, 1, ringoUniqueId{}); });
   auto id = NewUniqueId();
   if (!id.ok()) {
     std::fprintf(stderr, "ringo-train: %s\n", id.status().message().c_str());

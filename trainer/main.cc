@@ -69,8 +69,9 @@ int Report(const Options& o, RunInfo& info, const std::string& baseline_csv) {
     in.intra = info.fit;
     in.inter = info.fit;
     in.intra_source = "fitted by this run's calibration";
-    std::printf("\n== prediction from this run's compute and fitted model (--predict for other "
-                "machines)\n");
+    std::printf(
+        "\n== prediction from this run's compute and fitted model (--predict for other "
+        "machines)\n");
     PrintPrediction(in, {1, 2, 4, 8, 16, 64, 256, 1024}, stdout);
   }
   std::fflush(stdout);
@@ -249,9 +250,10 @@ int PredictMain(const Options& o) {
   const int max_gpus = o.hosts > 0 ? o.hosts * in.gpus_per_host : o.max_gpus;
   PrintPrediction(in, PowersOfTwo(max_gpus), stdout);
   const PredictRow eight = PredictStep(in, 8);
-  std::printf("  rule of thumb: 8 GPUs reach about 7.5x while communication overhead stays under "
-              "15%%; here 8 GPUs: %.2fx, overhead %.1f%%\n",
-              eight.speedup, 100 * eight.overhead);
+  std::printf(
+      "  rule of thumb: 8 GPUs reach about 7.5x while communication overhead stays under "
+      "15%%; here 8 GPUs: %.2fx, overhead %.1f%%\n",
+      eight.speedup, 100 * eight.overhead);
   return 0;
 }
 

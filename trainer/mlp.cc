@@ -186,8 +186,8 @@ base::Status Mlp::Backward(const float* x, const float* dlogits, int rows, bool 
   ready(out_b_);
   if (spec_.depth == 0) return base::OkStatus();
   float* d = scratch_[0];  // gradient with respect to the current block's output
-  compute_->Gemm(false, false, rows, fan_in, spec_.classes, 1.0f, dlogits, spec_.classes,
-                 P(out_w_), fan_in, 0.0f, d, fan_in);
+  compute_->Gemm(false, false, rows, fan_in, spec_.classes, 1.0f, dlogits, spec_.classes, P(out_w_),
+                 fan_in, 0.0f, d, fan_in);
   for (int i = spec_.depth - 1; i >= 0; --i) {
     Block& blk = blocks_[i];
     const size_t n = static_cast<size_t>(rows) * blk.out;
@@ -198,8 +198,8 @@ base::Status Mlp::Backward(const float* x, const float* dlogits, int rows, bool 
       ready(blk.beta);
     }
     const float* in = i == 0 ? x : blocks_[i - 1].act;
-    compute_->Gemm(true, false, blk.out, blk.in, rows, 1.0f, d, blk.out, in, blk.in, beta,
-                   G(blk.w), blk.in);
+    compute_->Gemm(true, false, blk.out, blk.in, rows, 1.0f, d, blk.out, in, blk.in, beta, G(blk.w),
+                   blk.in);
     ready(blk.w);
     compute_->ColumnSum(rows, blk.out, d, beta, G(blk.b));
     ready(blk.b);

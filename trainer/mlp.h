@@ -31,7 +31,7 @@ struct ModelSpec {
 };
 
 struct ParamInfo {
-  std::string name;  // "fc3.weight", "bn2.bias", ...
+  std::string name;   // "fc3.weight", "bn2.bias", ...
   size_t offset = 0;  // in floats, into the flat arrays
   size_t count = 0;
   int layer = 0;  // the block it belongs to (depth: the output layer)
@@ -108,8 +108,8 @@ class Mlp {
   int out_w_ = -1, out_b_ = -1;
   float* w_ = nullptr;
   float* g_ = nullptr;
-  float* running_ = nullptr;  // owned
-  float* logits_ = nullptr;   // owned
+  float* running_ = nullptr;                // owned
+  float* logits_ = nullptr;                 // owned
   float* scratch_[2] = {nullptr, nullptr};  // owned, [rows x max width]
   std::vector<float> host_tmp_;
   std::vector<double> stats_;

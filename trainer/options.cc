@@ -88,7 +88,8 @@ const char* Usage() {
          "  --epochs E           (default 10)    --steps S   stop after S steps\n"
          "  --lr LR              learning rate at --base-batch (default 0.05, 256)\n"
          "  --lr-scale linear|none  linear: LR x batch / base-batch, warmed up (default)\n"
-         "  --warmup-steps N     ramp from LR to the scaled rate (default: one epoch if scaled up)\n"
+         "  --warmup-steps N     ramp from LR to the scaled rate (default: one epoch if scaled "
+         "up)\n"
          "  --schedule cosine|constant  decay after warm-up (default cosine)\n"
          "  --momentum M --weight-decay WD  (default 0.9, 5e-4)\n"
          "Data parallelism:\n"
@@ -114,7 +115,8 @@ const char* Usage() {
          "  --topo FILE          hwloc XML or ringo-topo dump: alpha and beta from ringo-topo\n"
          "  --ringo-topo PATH    the ringo-topo program (default: beside ringo-train, PATH)\n"
          "  --gpus-per-host G    (default 8)   --hosts N  (default: as many as needed)\n"
-         "  --alpha-us A --beta-gbs B  intra-host link (default: --topo, else NVLink-class 5 us, 150)\n"
+         "  --alpha-us A --beta-gbs B  intra-host link (default: --topo, else NVLink-class 5 us, "
+         "150)\n"
          "  --net-gbs B --net-alpha-us A  per-host network (default 25 GB/s, 5 us)\n"
          "  --per-gpu-batch N    samples per GPU and step (default 128)\n"
          "  --max-gpus N         (default 1024)\n";
@@ -169,10 +171,14 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
       {"--per-gpu-batch", Int(&o.per_gpu_batch, 1, 1 << 24)},
   };
   const std::map<std::string, bool*> flags = {
-      {"--host", &o.host},         {"--device", &o.device},
-      {"--bn", &o.model.batch_norm}, {"--sync-bn", &o.sync_bn},
-      {"--baseline", &o.baseline_run}, {"--predict", &o.predict},
-      {"--quiet", &o.quiet},       {"--help", &o.help},
+      {"--host", &o.host},
+      {"--device", &o.device},
+      {"--bn", &o.model.batch_norm},
+      {"--sync-bn", &o.sync_bn},
+      {"--baseline", &o.baseline_run},
+      {"--predict", &o.predict},
+      {"--quiet", &o.quiet},
+      {"--help", &o.help},
       {"-h", &o.help},
   };
   bool no_overlap = false, no_calibrate = false;

@@ -14,10 +14,10 @@ namespace ringo::train {
 
 struct Options {
   // Launch
-  int num_procs = 0;  // -np: ranks to fork on this host (0: one, or the launcher's)
-  bool host = false;  // --host
+  int num_procs = 0;    // -np: ranks to fork on this host (0: one, or the launcher's)
+  bool host = false;    // --host
   bool device = false;  // --device
-  int timeout_ms = 0;  // 0: RINGO_TIMEOUT_MS
+  int timeout_ms = 0;   // 0: RINGO_TIMEOUT_MS
 
   // Data and model
   std::string data_dir;
@@ -61,14 +61,14 @@ struct Options {
 
   // What-if (--predict)
   bool predict = false;
-  double compute_ms = 0;  // per sample; 0: measured
-  std::string topo;       // hwloc XML or ringo-topo dump
+  double compute_ms = 0;   // per sample; 0: measured
+  std::string topo;        // hwloc XML or ringo-topo dump
   std::string ringo_topo;  // the ringo-topo program
-  int hosts = 0;          // 0: as many as the GPU count needs
+  int hosts = 0;           // 0: as many as the GPU count needs
   int gpus_per_host = 8;
-  double net_gbs = 25;     // per host, each direction (200 Gb/s)
+  double net_gbs = 25;  // per host, each direction (200 Gb/s)
   double net_alpha_us = 5;
-  double alpha_us = 0;     // intra-host link; 0: from --topo or the defaults
+  double alpha_us = 0;  // intra-host link; 0: from --topo or the defaults
   double beta_gbs = 0;
   int max_gpus = 1024;
   int per_gpu_batch = 128;  // samples per GPU and step (weak scaling)

@@ -57,8 +57,8 @@ void PrintPrediction(const PredictInput& in, const std::vector<int>& gpus, FILE*
   std::fprintf(out, "  %-23s alpha %.2f us, beta %.2f GB/s  [%s]\n", (host + ":").c_str(),
                in.intra.alpha_us, in.intra.beta_gbs, in.intra_source.c_str());
   if (in.gpus_per_host < (1 << 20)) {
-    std::fprintf(out, "  %-23s alpha %.2f us, beta %.2f GB/s  [%s]\n", "across hosts:",
-                 in.inter.alpha_us, in.inter.beta_gbs, in.inter_source.c_str());
+    std::fprintf(out, "  %-23s alpha %.2f us, beta %.2f GB/s  [%s]\n",
+                 "across hosts:", in.inter.alpha_us, in.inter.beta_gbs, in.inter_source.c_str());
   }
   std::fprintf(out,
                "  assumptions: one ring over all GPUs, t = 2(N-1)(alpha + S/(N beta)) per bucket, "
@@ -93,7 +93,8 @@ base::StatusOr<RingModel> TopologyModel(const std::string& ringo_topo, const std
   if (!in) return base::InvalidArgument("cannot read --topo " + file);
   std::string head(256, '\0');
   in.read(&head[0], static_cast<std::streamsize>(head.size()));
-  const bool xml = head.find("<?xml") != std::string::npos || head.find("<topology") != std::string::npos;
+  const bool xml =
+      head.find("<?xml") != std::string::npos || head.find("<topology") != std::string::npos;
   std::string cmd = "'" + ringo_topo + "' --json " + (xml ? "--xml '" : "--load '") + file + "'";
   if (hosts > 1) cmd += " --hosts " + std::to_string(hosts);
   cmd += " 2>&1";

@@ -15,15 +15,15 @@
 namespace ringo::train {
 
 struct PredictInput {
-  double fwd_ms_per_sample = 0;  // forward pass (and loss) per sample
-  double bwd_ms_per_sample = 0;  // backward pass per sample
-  double opt_ms = 0;             // optimizer step, per step (independent of the batch)
-  int per_gpu_batch = 128;       // weak scaling: each GPU keeps its batch
+  double fwd_ms_per_sample = 0;      // forward pass (and loss) per sample
+  double bwd_ms_per_sample = 0;      // backward pass per sample
+  double opt_ms = 0;                 // optimizer step, per step (independent of the batch)
+  int per_gpu_batch = 128;           // weak scaling: each GPU keeps its batch
   std::vector<double> bucket_bytes;  // on the wire, in backward order
   bool overlap = true;
   int gpus_per_host = 8;
-  RingModel intra;  // a ring inside one host
-  RingModel inter;  // a ring across hosts (its slowest edge: the network)
+  RingModel intra;                         // a ring inside one host
+  RingModel inter;                         // a ring across hosts (its slowest edge: the network)
   std::string intra_source, inter_source;  // where the constants came from
 };
 

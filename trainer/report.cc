@@ -58,16 +58,18 @@ std::vector<BucketSummary> SummariseBuckets(const RunInfo& info) {
     s.bytes = static_cast<double>(info.buckets[b].count) * wire;
     s.model_ms = info.fit.PredictMs(s.bytes, info.nranks);
     for (const auto& rank : info.rank_buckets) {
-      std::vector<double> ready, start, ar, conv;
+      std::vector<double> ready, start, wait, ar, conv;
       for (size_t i = skip; i < steps; ++i) {
         const BucketTiming& t = rank[i * nb + b];
         ready.push_back(t.ready_ms);
         start.push_back(t.start_ms);
+        wait.push_back(t.wait_ms);
         ar.push_back(t.allreduce_ms);
         conv.push_back(t.convert_ms);
       }
       s.ready_ms = std::max(s.ready_ms, Median(ready));
       s.start_ms = std::max(s.start_ms, Median(start));
+      s.wait_ms = std::max(s.wait_ms, Median(wait));
       s.allreduce_ms = std::max(s.allreduce_ms, Median(ar));
       s.convert_ms = std::max(s.convert_ms, Median(conv));
     }
@@ -104,16 +106,17 @@ void PrintReport(const RunInfo& info, FILE* out) {
   std::fprintf(out, "\n== ringo-train: %s, model %s (%.2f M parameters, %s of fp32 gradient), %s\n",
                info.name.c_str(), info.model.c_str(), info.params / 1e6, Bytes(grad_bytes).c_str(),
                info.compute.c_str());
-  std::fprintf(out,
-               "   global batch %d = %d per micro-batch x %d micro-batch%s x %d rank%s; %zu bucket%s, "
-               "%s gradients on the wire, overlap %s%s\n",
-               info.global_batch, info.micro, info.accum, info.accum == 1 ? "" : "es", n,
-               n == 1 ? "" : "s", info.buckets.size(), info.buckets.size() == 1 ? "" : "s",
-               GradDtypeName(info.grad_dtype), info.overlap ? "on" : "off",
-               info.sync_bn ? ", SyncBatchNorm" : "");
+  std::fprintf(
+      out,
+      "   global batch %d = %d per micro-batch x %d micro-batch%s x %d rank%s; %zu bucket%s, "
+      "%s gradients on the wire, overlap %s%s\n",
+      info.global_batch, info.micro, info.accum, info.accum == 1 ? "" : "es", n, n == 1 ? "" : "s",
+      info.buckets.size(), info.buckets.size() == 1 ? "" : "s", GradDtypeName(info.grad_dtype),
+      info.overlap ? "on" : "off", info.sync_bn ? ", SyncBatchNorm" : "");
   if (n > 1 && !info.calibration.empty()) {
-    std::fprintf(out, "\n== calibration: ringoAllReduce avg %s on ringoMemAlloc buffers, median per "
-                      "size, slowest rank\n",
+    std::fprintf(out,
+                 "\n== calibration: ringoAllReduce avg %s on ringoMemAlloc buffers, median per "
+                 "size, slowest rank\n",
                  GradDtypeName(info.grad_dtype));
     std::fprintf(out, "   %12s %12s %12s %12s %8s\n", "size", "time ms", "busbw GB/s", "model ms",
                  "error");
@@ -134,7 +137,8 @@ void PrintReport(const RunInfo& info, FILE* out) {
                  "uses it)\n");
   }
   const int skip = WarmupSteps(info.rank_steps.empty() ? 0 : info.rank_steps[0].size());
-  std::fprintf(out, "\n== per rank: mean ms per step over steps %d..%zu (the first %d are warm-up)\n",
+  std::fprintf(out,
+               "\n== per rank: mean ms per step over steps %d..%zu (the first %d are warm-up)\n",
                skip + 1, info.rank_steps.empty() ? size_t{0} : info.rank_steps[0].size(), skip);
   std::fprintf(out, "   %4s %8s %8s %8s %10s %8s %9s %11s %9s\n", "rank", "data", "forward",
                "backward", "exposed", "optim", "step", "samples/s", "overhead");
@@ -151,18 +155,22 @@ void PrintReport(const RunInfo& info, FILE* out) {
     std::fprintf(out,
                  "\n== per bucket: medians over the same steps, slowest rank; times from the start "
                  "of the last backward pass\n");
-    std::fprintf(out, "   %3s %-28s %11s %8s %8s %12s %10s %10s\n", "#", "parameters", "size",
-                 "ready", "start", "allreduce", "model", "meas/model");
+    std::fprintf(out, "   %3s %-28s %11s %8s %8s %8s %10s %8s %10s %10s\n", "#", "parameters",
+                 "size", "ready", "start", "wait", "allreduce", "convert", "model", "meas/model");
     for (size_t b = 0; b < buckets.size(); ++b) {
       const BucketSummary& s = buckets[b];
       measured_total += s.allreduce_ms;
       model_total += s.model_ms;
-      std::fprintf(out, "   %3zu %-28s %11s %8.2f %8.2f %12.3f %10.3f %10s\n", b,
+      char ratio[32] = "-";
+      if (s.model_ms > 0) std::snprintf(ratio, sizeof(ratio), "%.2f", s.allreduce_ms / s.model_ms);
+      std::fprintf(out, "   %3zu %-28s %11s %8.2f %8.2f %8.3f %10.3f %8.3f %10.3f %10s\n", b,
                    info.buckets[b].layers.c_str(), Bytes(s.bytes).c_str(), s.ready_ms, s.start_ms,
-                   s.allreduce_ms, s.model_ms,
-                   s.model_ms > 0 ? (std::to_string(s.allreduce_ms / s.model_ms).substr(0, 5)).c_str()
-                                  : "-");
+                   s.wait_ms, s.allreduce_ms, s.convert_ms, s.model_ms, ratio);
     }
+    std::fprintf(out,
+                 "   (ready: the backward pass completed it; start: its all-reduce began; wait: "
+                 "without overlap, a barrier before bucket 0, the wait for the slowest rank; "
+                 "allreduce: the ringoAllReduce call; convert: bf16/fp16 conversions)\n");
   }
   std::fprintf(out, "\n== summary\n");
   const double sps = Throughput(info);
@@ -172,7 +180,8 @@ void PrintReport(const RunInfo& info, FILE* out) {
     exposed = std::max(exposed, s.exposed_ms);
     step = std::max(step, s.step_ms);
   }
-  std::fprintf(out, "   throughput: %.0f samples/s (global batch / slowest rank's mean step %.2f ms)\n",
+  std::fprintf(out,
+               "   throughput: %.0f samples/s (global batch / slowest rank's mean step %.2f ms)\n",
                sps, step);
   if (n > 1) {
     std::fprintf(out, "   communication overhead: %.1f%% (exposed %.3f ms / step %.2f ms)\n",
@@ -191,7 +200,8 @@ void PrintReport(const RunInfo& info, FILE* out) {
                  "efficiency %.1f%%\n",
                  speedup, info.baseline_sps, 100 * speedup / n);
   } else if (n > 1) {
-    std::fprintf(out, "   scaling efficiency: no 1-rank baseline (--baseline, or --baseline-sps X)\n");
+    std::fprintf(out,
+                 "   scaling efficiency: no 1-rank baseline (--baseline, or --baseline-sps X)\n");
   }
   if (info.final_test_acc >= 0) {
     std::fprintf(out, "   test accuracy: %.2f%% after %lld steps (%.1f s)\n",
@@ -202,14 +212,15 @@ void PrintReport(const RunInfo& info, FILE* out) {
 base::Status WriteCsv(const std::string& path, const std::vector<const RunInfo*>& runs) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return base::SystemError("cannot write " + path);
-  std::fprintf(f,
-               "kind,run,ranks,rank,step,epoch,bucket,bytes,data_ms,fwd_ms,bwd_ms,exposed_ms,"
-               "opt_ms,step_ms,ready_ms,start_ms,allreduce_ms,model_ms,loss,acc,test_acc,lr\n");
+  std::fprintf(
+      f,
+      "kind,run,ranks,rank,step,epoch,bucket,bytes,data_ms,fwd_ms,bwd_ms,exposed_ms,"
+      "opt_ms,step_ms,ready_ms,start_ms,wait_ms,allreduce_ms,model_ms,loss,acc,test_acc,lr\n");
   for (const RunInfo* run : runs) {
     const char* name = run->name.c_str();
     const int n = run->nranks;
     for (const CalibrationPoint& p : run->calibration) {
-      std::fprintf(f, "calibration,%s,%d,,,,,%.0f,,,,,,,,,%.6f,%.6f,,,,\n", name, n, p.bytes, p.ms,
+      std::fprintf(f, "calibration,%s,%d,,,,,%.0f,,,,,,,,,,%.6f,%.6f,,,,\n", name, n, p.bytes, p.ms,
                    run->fit.PredictMs(p.bytes, n));
     }
     const size_t nb = run->buckets.size();
@@ -217,22 +228,23 @@ base::Status WriteCsv(const std::string& path, const std::vector<const RunInfo*>
       const auto& steps = run->rank_steps[r];
       for (size_t i = 0; i < steps.size(); ++i) {
         const StepRecord& s = steps[i];
-        std::fprintf(f, "step,%s,%d,%d,%.0f,%.0f,,,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,,,,,%.6f,%.6f,,%.6g\n",
-                     name, n, r, s.step, s.epoch, s.data_ms, s.fwd_ms, s.bwd_ms, s.exposed_ms,
-                     s.opt_ms, s.step_ms, s.loss, s.acc, s.lr);
+        std::fprintf(
+            f, "step,%s,%d,%d,%.0f,%.0f,,,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,,,,,,%.6f,%.6f,,%.6g\n",
+            name, n, r, s.step, s.epoch, s.data_ms, s.fwd_ms, s.bwd_ms, s.exposed_ms, s.opt_ms,
+            s.step_ms, s.loss, s.acc, s.lr);
         if (r >= static_cast<int>(run->rank_buckets.size())) continue;
         for (size_t b = 0; b < nb && (i + 1) * nb <= run->rank_buckets[r].size(); ++b) {
           const BucketTiming& t = run->rank_buckets[r][i * nb + b];
           const double bytes =
               static_cast<double>(run->buckets[b].count) * GradDtypeBytes(run->grad_dtype);
-          std::fprintf(f, "bucket,%s,%d,%d,%.0f,%.0f,%zu,%.0f,,,,,,,%.4f,%.4f,%.4f,%.4f,,,,\n", name,
-                       n, r, s.step, s.epoch, b, bytes, t.ready_ms, t.start_ms, t.allreduce_ms,
-                       run->fit.PredictMs(bytes, n));
+          std::fprintf(f, "bucket,%s,%d,%d,%.0f,%.0f,%zu,%.0f,,,,,,,%.4f,%.4f,%.4f,%.4f,%.4f,,,,\n",
+                       name, n, r, s.step, s.epoch, b, bytes, t.ready_ms, t.start_ms, t.wait_ms,
+                       t.allreduce_ms, run->fit.PredictMs(bytes, n));
         }
       }
     }
     for (const EvalRecord& e : run->evals) {
-      std::fprintf(f, "eval,%s,%d,,%lld,%d,,,,,,,,,,,,,%.6f,%.6f,%.6f,\n", name, n,
+      std::fprintf(f, "eval,%s,%d,,%lld,%d,,,,,,,,,,,,,,%.6f,%.6f,%.6f,\n", name, n,
                    static_cast<long long>(e.step), e.epoch, e.train_loss, e.train_acc, e.test_acc);
     }
   }

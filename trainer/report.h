@@ -25,7 +25,8 @@ RankSummary Summarise(const std::vector<StepRecord>& steps);
 
 struct BucketSummary {
   double bytes = 0;  // on the wire
-  double ready_ms = 0, start_ms = 0, allreduce_ms = 0, convert_ms = 0;  // medians, slowest rank
+  double ready_ms = 0, start_ms = 0, wait_ms = 0, allreduce_ms = 0,
+         convert_ms = 0;  // medians, slowest rank
   double model_ms = 0;
 };
 std::vector<BucketSummary> SummariseBuckets(const RunInfo& info);

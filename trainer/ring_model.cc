@@ -78,8 +78,7 @@ base::StatusOr<std::vector<CalibrationPoint>> Calibrate(ringoComm_t comm, ringoC
     for (size_t k = 0; k < sizes.size() && status.ok(); ++k) {
       const size_t count = sizes[k] / dtype_bytes;
       // About 64 MiB moved per size, at least 5 and at most 40 timed calls.
-      const int iters =
-          static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / sizes[k], 5, 40));
+      const int iters = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / sizes[k], 5, 40));
       double barrier = 0;
       status = AllReduceDoubles(meta_comm, &barrier, 1, ringoSum);
       times.clear();

@@ -14,8 +14,8 @@
 namespace ringo::train {
 
 struct RingModel {
-  double alpha_us = 0;   // per step
-  double beta_gbs = 0;   // GB/s (1e9 bytes) per direction
+  double alpha_us = 0;  // per step
+  double beta_gbs = 0;  // GB/s (1e9 bytes) per direction
   bool valid = false;
   // Predicted all-reduce time of `bytes` over `nranks` ranks, in ms (0 for one rank).
   double PredictMs(double bytes, int nranks) const;
@@ -31,8 +31,7 @@ struct CalibrationPoint {
 // negative intercept is clamped to 0 (the fit is then redone for b alone).
 RingModel FitRingModel(const std::vector<CalibrationPoint>& points, int nranks);
 // Largest |predicted / measured - 1| over the points.
-double MaxFitError(const RingModel& model, const std::vector<CalibrationPoint>& points,
-                   int nranks);
+double MaxFitError(const RingModel& model, const std::vector<CalibrationPoint>& points, int nranks);
 
 // Times ringoAllReduce (avg, `dtype`) of every size in `sizes` (bytes) on
 // `comm`, on ringoMemAlloc buffers as the gradients are, with a warm-up; the

@@ -93,9 +93,9 @@ Rank::~Rank() {
 Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   plan_ = ShardPlan{o_.batch, o_.accum, nranks_};
   if (o_.batch % (o_.accum * nranks_) != 0) {
-    return base::InvalidArgument("--batch " + std::to_string(o_.batch) +
-                                 " is not a multiple of --accum x ranks = " +
-                                 std::to_string(o_.accum * nranks_));
+    return base::InvalidArgument(
+        "--batch " + std::to_string(o_.batch) +
+        " is not a multiple of --accum x ranks = " + std::to_string(o_.accum * nranks_));
   }
   ASSIGN_OR_RETURN(train_, LoadIdx(o_.data_dir, "train"));
   ASSIGN_OR_RETURN(test_, LoadIdx(o_.data_dir, "t10k"));
@@ -157,9 +157,9 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   if (nranks_ == 1) return base::OkStatus();
 
   // As DDP does: every replica starts from rank 0's parameters.
-  RETURN_IF_ERROR(RingoCall(ringoBroadcast(params_, params_, n, ringoFloat32, 0, main_comm_.get(),
-                                           nullptr),
-                            "ringoBroadcast of the parameters", main_comm_.get()));
+  RETURN_IF_ERROR(
+      RingoCall(ringoBroadcast(params_, params_, n, ringoFloat32, 0, main_comm_.get(), nullptr),
+                "ringoBroadcast of the parameters", main_comm_.get()));
   if (o_.calibrate) {
     size_t largest = 0;
     for (const Bucket& b : info->buckets) largest = std::max(largest, b.count);
@@ -240,10 +240,10 @@ Status Rank::TrainStep(int64_t step, const std::vector<int>& perm, int64_t step_
 StatusOr<double> Rank::Evaluate() {
   if (o_.model.batch_norm && !o_.sync_bn && nranks_ > 1) {
     // Replicas' running statistics differ without SyncBatchNorm: use rank 0's.
-    RETURN_IF_ERROR(RingoCall(ringoBroadcast(model_->buffer_data(), model_->buffer_data(),
-                                             model_->num_buffers(), ringoFloat32, 0,
-                                             main_comm_.get(), nullptr),
-                              "ringoBroadcast of the batch-norm statistics", main_comm_.get()));
+    RETURN_IF_ERROR(
+        RingoCall(ringoBroadcast(model_->buffer_data(), model_->buffer_data(),
+                                 model_->num_buffers(), ringoFloat32, 0, main_comm_.get(), nullptr),
+                  "ringoBroadcast of the batch-norm statistics", main_comm_.get()));
   }
   const int first = static_cast<int>(static_cast<int64_t>(test_.count) * rank_ / nranks_);
   const int last = static_cast<int>(static_cast<int64_t>(test_.count) * (rank_ + 1) / nranks_);
@@ -264,13 +264,12 @@ Status Rank::Gather(RunInfo* info) {
   std::vector<double> mine(nsteps * StepRecord::kFields);
   for (size_t i = 0; i < nsteps; ++i) steps_[i].ToDoubles(&mine[i * StepRecord::kFields]);
   const size_t nb = bucket_times_.size();
-  std::vector<double> mine_b(nb * 4);
+  constexpr int kB = 5;  // doubles per bucket timing
+  std::vector<double> mine_b(nb * kB);
   for (size_t i = 0; i < nb; ++i) {
     const BucketTiming& t = bucket_times_[i];
-    mine_b[4 * i] = t.ready_ms;
-    mine_b[4 * i + 1] = t.start_ms;
-    mine_b[4 * i + 2] = t.allreduce_ms;
-    mine_b[4 * i + 3] = t.convert_ms;
+    const double fields[kB] = {t.ready_ms, t.start_ms, t.wait_ms, t.allreduce_ms, t.convert_ms};
+    std::copy(fields, fields + kB, &mine_b[kB * i]);
   }
   std::vector<double> all(mine.size() * nranks_), all_b(mine_b.size() * nranks_);
   if (nranks_ > 1) {
@@ -293,8 +292,8 @@ Status Rank::Gather(RunInfo* info) {
       info->rank_steps[r].push_back(s);
     }
     for (size_t i = 0; i < nb; ++i) {
-      const double* d = &all_b[(r * nb + i) * 4];
-      info->rank_buckets[r].push_back(BucketTiming{d[0], d[1], d[2], d[3]});
+      const double* d = &all_b[(r * nb + i) * kB];
+      info->rank_buckets[r].push_back(BucketTiming{d[0], d[1], d[2], d[3], d[4]});
     }
   }
   return base::OkStatus();
@@ -334,12 +333,15 @@ Status Rank::Train(const ringoUniqueId& id, RunInfo* info) {
       info->final_test_acc = ev.test_acc;
     }
     if (rank_ == 0 && !o_.quiet) {
-      std::printf("step %6lld/%lld  epoch %d  loss %.4f  train %.2f%%", static_cast<long long>(s + 1),
-                  static_cast<long long>(total), epoch + 1, ev.train_loss, 100 * ev.train_acc);
+      std::printf("step %6lld/%lld  epoch %d  loss %.4f  train %.2f%%",
+                  static_cast<long long>(s + 1), static_cast<long long>(total), epoch + 1,
+                  ev.train_loss, 100 * ev.train_acc);
       if (eval) std::printf("  test %.2f%%", 100 * ev.test_acc);
-      std::printf("  | lr %.4g  step %.1f ms (fwd %.1f bwd %.1f exposed comm %.2f opt %.1f)  %.0f samples/s\n",
-                  rec.lr, rec.step_ms, rec.fwd_ms, rec.bwd_ms, rec.exposed_ms, rec.opt_ms,
-                  o_.batch / rec.step_ms * 1e3);
+      std::printf(
+          "  | lr %.4g  step %.1f ms (fwd %.1f bwd %.1f exposed comm %.2f opt %.1f)  %.0f "
+          "samples/s\n",
+          rec.lr, rec.step_ms, rec.fwd_ms, rec.bwd_ms, rec.exposed_ms, rec.opt_ms,
+          o_.batch / rec.step_ms * 1e3);
       std::fflush(stdout);
     }
   }
@@ -361,21 +363,21 @@ Status Rank::Train(const ringoUniqueId& id, RunInfo* info) {
 }  // namespace
 
 void StepRecord::ToDoubles(double* out) const {
-  const double v[kFields] = {step,       epoch,  data_ms, fwd_ms, bwd_ms, exposed_ms,
-                             opt_ms,     step_ms, loss,   acc,    lr};
+  const double v[kFields] = {step,   epoch,   data_ms, fwd_ms, bwd_ms, exposed_ms,
+                             opt_ms, step_ms, loss,    acc,    lr};
   std::copy(v, v + kFields, out);
 }
 
 void StepRecord::FromDoubles(const double* in) {
-  double* const fields[kFields] = {&step,       &epoch,   &data_ms, &fwd_ms, &bwd_ms, &exposed_ms,
-                                   &opt_ms,     &step_ms, &loss,    &acc,    &lr};
+  double* const fields[kFields] = {&step,   &epoch,   &data_ms, &fwd_ms, &bwd_ms, &exposed_ms,
+                                   &opt_ms, &step_ms, &loss,    &acc,    &lr};
   for (int i = 0; i < kFields; ++i) *fields[i] = in[i];
 }
 
 double LearningRate(const Options& o, int global_batch, int64_t step, int64_t total,
                     int64_t steps_per_epoch) {
-  const double target = o.lr * (o.lr_scale_linear ? static_cast<double>(global_batch) / o.base_batch
-                                                  : 1.0);
+  const double target =
+      o.lr * (o.lr_scale_linear ? static_cast<double>(global_batch) / o.base_batch : 1.0);
   const int64_t warmup =
       o.warmup_steps >= 0 ? o.warmup_steps : (target > o.lr ? steps_per_epoch : 0);
   if (step < warmup) return o.lr + (target - o.lr) * static_cast<double>(step) / warmup;

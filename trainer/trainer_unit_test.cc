@@ -1,11 +1,11 @@
 // The trainer's pieces that need no communicator: 16-bit conversions,
 // buckets, the sampler and shards, IDX parsing, the ring model fit, the
 // what-if model, the learning-rate schedule and the options.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <set>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "trainer/data.h"
 #include "trainer/grad_sync.h"
@@ -36,7 +36,7 @@ TEST(Half, Fp16RoundTripsAndRounds) {
     EXPECT_NEAR(back, v, std::fabs(v) / 2048 + 3e-8) << v;
   }
   EXPECT_EQ(FloatToFp16(1.0f), 0x3c00);
-  EXPECT_EQ(FloatToFp16(65520.0f), 0x7c00);  // rounds to infinity
+  EXPECT_EQ(FloatToFp16(65520.0f), 0x7c00);            // rounds to infinity
   EXPECT_EQ(FloatToFp16(1.0f + 1.0f / 2048), 0x3c00);  // halfway: to even
   EXPECT_EQ(FloatToFp16(1.0f + 3.0f / 2048), 0x3c02);
   EXPECT_EQ(FloatToFp16(-0.0f), 0x8000);
@@ -186,7 +186,7 @@ TEST(Schedule, LinearScalingWarmupAndCosine) {
   Options o;
   o.lr = 0.1;
   o.base_batch = 256;
-  EXPECT_DOUBLE_EQ(LearningRate(o, 256, 0, 100, 10), 0.1);  // no scaling, no warm-up
+  EXPECT_DOUBLE_EQ(LearningRate(o, 256, 0, 100, 10), 0.1);      // no scaling, no warm-up
   EXPECT_NEAR(LearningRate(o, 256, 50, 100, 10), 0.05, 1e-12);  // cosine half way
   // 4x the batch: 0.4 after one epoch of warm-up from 0.1.
   EXPECT_DOUBLE_EQ(LearningRate(o, 1024, 0, 100, 10), 0.1);
@@ -198,7 +198,7 @@ TEST(Schedule, LinearScalingWarmupAndCosine) {
 }
 
 TEST(Options, ParseAndRefuse) {
-  const char* argv[] = {"ringo-train", "-np", "2",         "--width=64", "--sync-bn",
+  const char* argv[] = {"ringo-train",  "-np",          "2",    "--width=64",  "--sync-bn",
                         "--no-overlap", "--grad-dtype", "bf16", "--bucket-mb", "0.5"};
   auto o = ParseOptions(10, const_cast<char**>(argv));
   ASSERT_TRUE(o.ok()) << o.status().message();

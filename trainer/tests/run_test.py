@@ -52,7 +52,7 @@ def convergence():
     assert kinds == {"step", "bucket", "eval", "calibration"}, kinds
     steps = [r for r in rows if r["kind"] == "step"]
     assert len(steps) == 2 * (60000 // 128), len(steps)
-    assert all(len(r) == 22 and None not in r for r in rows)
+    assert all(len(r) == 23 and None not in r.values() for r in rows)
     evals = [r for r in rows if r["kind"] == "eval"]
     assert float(evals[-1]["test_acc"]) >= 0.82, evals[-1]
     assert os.path.getsize(png) > 10000
