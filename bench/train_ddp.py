@@ -97,7 +97,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--width", type=int, default=1024)
-    ap.add_argument("--depth", type=int, default=8)
+    ap.add_argument("--depth", type=int, default=9)
     ap.add_argument("--bn", action="store_true")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--lr", type=float, default=0.05)

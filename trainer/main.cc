@@ -279,6 +279,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (o.predict) return PredictMain(o);
+  if (o.baseline_run && o.num_procs == 0) {
+    std::fprintf(stderr,
+                 "ringo-train: --baseline runs a 1-rank baseline before -np N ranks; under a "
+                 "launcher give one measured before with --baseline-sps X\n");
+    return 2;
+  }
   if (o.num_procs > 0) {
     std::string baseline_csv;
     if (o.baseline_run) {

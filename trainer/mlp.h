@@ -22,7 +22,7 @@ namespace ringo::train {
 struct ModelSpec {
   int inputs = 784;
   int width = 1024;
-  int depth = 8;
+  int depth = 9;
   int classes = 10;
   bool batch_norm = false;
 

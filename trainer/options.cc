@@ -78,7 +78,7 @@ const char* Usage() {
          "  --timeout-ms MS      deadline of a wait on a peer (default RINGO_TIMEOUT_MS)\n"
          "Data and model:\n"
          "  --data DIR           IDX files (default /usr/share/datasets/fashion-mnist)\n"
-         "  --width W --depth D  hidden layers (default 1024 x 8)\n"
+         "  --width W --depth D  hidden layers (default 1024 x 9)\n"
          "  --bn                 batch normalisation after each hidden Linear\n"
          "  --blas-threads T     OpenBLAS threads per rank (default 1)\n"
          "  --seed S             weights and shuffling (default 1)\n"

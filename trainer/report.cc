@@ -138,7 +138,7 @@ void PrintReport(const RunInfo& info, FILE* out) {
   }
   const int skip = WarmupSteps(info.rank_steps.empty() ? 0 : info.rank_steps[0].size());
   std::fprintf(out,
-               "\n== per rank: mean ms per step over steps %d..%zu (the first %d are warm-up)\n",
+               "\n== per rank: mean ms per step over steps %d..%zu (the first %d left out: warm-up)\n",
                skip + 1, info.rank_steps.empty() ? size_t{0} : info.rank_steps[0].size(), skip);
   std::fprintf(out, "   %4s %8s %8s %8s %10s %8s %9s %11s %9s\n", "rank", "data", "forward",
                "backward", "exposed", "optim", "step", "samples/s", "overhead");
