@@ -52,7 +52,8 @@ struct RunInfo {
   std::vector<CalibrationPoint> calibration;
   RingModel fit;
   double fit_error = 0;
-  double baseline_sps = 0;  // 1-rank samples/s of the same global batch, if known
+  double fit_lo = 0, fit_hi = 0;  // the sizes fitted (bytes)
+  double baseline_sps = 0;        // 1-rank samples/s of the same global batch, if known
   int64_t steps = 0;
   double final_test_acc = -1;
   double wall_s = 0;

@@ -127,8 +127,9 @@ void PrintReport(const RunInfo& info, FILE* out) {
     }
     std::fprintf(out,
                  "   fitted ring model: alpha = %.2f us, beta = %.2f GB/s (t = 2(N-1)(alpha + S/(N "
-                 "beta)), fitted on sizes >= 1 MiB; largest error %.1f%%)\n",
-                 info.fit.alpha_us, info.fit.beta_gbs, 100 * info.fit_error);
+                 "beta)), fitted on %s..%s, the buckets' range; largest error there %.1f%%)\n",
+                 info.fit.alpha_us, info.fit.beta_gbs, Bytes(info.fit_lo).c_str(),
+                 Bytes(info.fit_hi).c_str(), 100 * info.fit_error);
   }
   if (n > 1) {
     std::fprintf(out,
@@ -137,9 +138,9 @@ void PrintReport(const RunInfo& info, FILE* out) {
                  "uses it)\n");
   }
   const int skip = WarmupSteps(info.rank_steps.empty() ? 0 : info.rank_steps[0].size());
-  std::fprintf(out,
-               "\n== per rank: mean ms per step over steps %d..%zu (the first %d left out: warm-up)\n",
-               skip + 1, info.rank_steps.empty() ? size_t{0} : info.rank_steps[0].size(), skip);
+  std::fprintf(
+      out, "\n== per rank: mean ms per step over steps %d..%zu (the first %d left out: warm-up)\n",
+      skip + 1, info.rank_steps.empty() ? size_t{0} : info.rank_steps[0].size(), skip);
   std::fprintf(out, "   %4s %8s %8s %8s %10s %8s %9s %11s %9s\n", "rank", "data", "forward",
                "backward", "exposed", "optim", "step", "samples/s", "overhead");
   for (int r = 0; r < static_cast<int>(info.rank_steps.size()); ++r) {

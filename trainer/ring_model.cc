@@ -17,10 +17,12 @@ double RingModel::PredictMs(double bytes, int nranks) const {
 RingModel FitRingModel(const std::vector<CalibrationPoint>& points, int nranks) {
   RingModel m;
   if (points.size() < 2 || nranks < 2) return m;
-  // Minimise sum ((a + b S - t) / t)^2: weights 1/t^2.
+  // Minimise sum (a + b S - t)^2: the sizes that cost most are fitted best
+  // (relative errors would let a size that runs from the caches, many
+  // times faster per byte, pull the line off the ones that stream from memory).
   double sw = 0, ss = 0, sss = 0, st = 0, sst = 0;
   for (const CalibrationPoint& p : points) {
-    const double w = 1.0 / (p.ms * p.ms);
+    const double w = 1.0;
     sw += w;
     ss += w * p.bytes;
     sss += w * p.bytes * p.bytes;
@@ -51,15 +53,55 @@ double MaxFitError(const RingModel& model, const std::vector<CalibrationPoint>& 
   return worst;
 }
 
-std::vector<size_t> CalibrationSizes(size_t largest_bytes) {
+std::vector<size_t> CalibrationSizes(const std::vector<size_t>& bucket_bytes, size_t elem_bytes) {
   std::vector<size_t> sizes;
   const size_t cap = size_t{256} << 20;
-  const size_t top = std::min(cap, std::max<size_t>(largest_bytes, size_t{4} << 20));
+  size_t largest = 0;
+  for (size_t b : bucket_bytes) largest = std::max(largest, b);
+  const size_t top = std::min(cap, std::max<size_t>(largest, size_t{4} << 20));
   for (size_t s = size_t{256} << 10;; s *= 4) {
     sizes.push_back(std::min(s, cap));
     if (s >= top || s >= cap) break;
   }
+  for (size_t b : bucket_bytes) {
+    if (b >= (size_t{256} << 10)) sizes.push_back(std::min(b, cap) / elem_bytes * elem_bytes);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   return sizes;
+}
+
+std::vector<CalibrationPoint> SelectFitPoints(const std::vector<CalibrationPoint>& points,
+                                              const std::vector<size_t>& bucket_bytes, double* lo,
+                                              double* hi) {
+  constexpr double kMiB = 1048576.0;
+  double small = 0, large = 0;
+  for (size_t b : bucket_bytes) {
+    if (b < kMiB) continue;
+    small = small == 0 ? b : std::min(small, static_cast<double>(b));
+    large = std::max(large, static_cast<double>(b));
+  }
+  auto within = [&](double from, double to) {
+    std::vector<CalibrationPoint> out;
+    for (const CalibrationPoint& p : points) {
+      if (p.bytes >= from * 0.999 && p.bytes <= to * 1.001) out.push_back(p);
+    }
+    *lo = from;
+    *hi = to;
+    return out;
+  };
+  std::vector<CalibrationPoint> fit;
+  if (large > 0) {
+    fit = within(small, large);
+    if (fit.size() < 3) fit = within(std::max(kMiB, small / 4), large * 4);
+  }
+  if (fit.size() < 2) fit = within(kMiB, 1e300);
+  if (fit.size() < 2) fit = within(0, 1e300);
+  if (!fit.empty()) {
+    *lo = fit.front().bytes;
+    *hi = fit.back().bytes;
+  }
+  return fit;
 }
 
 base::StatusOr<std::vector<CalibrationPoint>> Calibrate(ringoComm_t comm, ringoComm_t meta_comm,

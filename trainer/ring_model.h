@@ -26,7 +26,7 @@ struct CalibrationPoint {
   double ms = 0;  // median per call, slowest rank
 };
 
-// Least squares of relative errors of t = a + b S over the points, turned
+// Least squares of t = a + b S over the points, turned
 // into alpha = a / (2(N-1)), beta = 2(N-1) / (N b). Needs two sizes; a
 // negative intercept is clamped to 0 (the fit is then redone for b alone).
 RingModel FitRingModel(const std::vector<CalibrationPoint>& points, int nranks);
@@ -41,9 +41,21 @@ base::StatusOr<std::vector<CalibrationPoint>> Calibrate(ringoComm_t comm, ringoC
                                                         ringoDataType_t dtype, size_t dtype_bytes,
                                                         const std::vector<size_t>& sizes);
 
-// The calibration sizes for buckets up to `largest_bytes`: powers of 4 from
-// 256 KiB to at least 4 MiB and past the largest bucket (at most 256 MiB).
-std::vector<size_t> CalibrationSizes(size_t largest_bytes);
+// The calibration sizes for buckets of `bucket_bytes` (on the wire): powers
+// of 4 from 256 KiB to at least 4 MiB and past the largest bucket (at most
+// 256 MiB), and every bucket's own size from 256 KiB up, each a multiple of
+// `elem_bytes`, ascending.
+std::vector<size_t> CalibrationSizes(const std::vector<size_t>& bucket_bytes, size_t elem_bytes);
+
+// The points the model is fitted to: those in the range of the buckets of
+// 1 MiB and more (a message that fits the caches runs much faster than one
+// that streams from memory, which a straight line cannot follow, so the fit
+// keeps to the sizes it predicts); widened to a quarter below and four times
+// above when that leaves fewer than 3, then every size from 1 MiB, then all.
+// *lo and *hi: the range fitted.
+std::vector<CalibrationPoint> SelectFitPoints(const std::vector<CalibrationPoint>& points,
+                                              const std::vector<size_t>& bucket_bytes, double* lo,
+                                              double* hi);
 
 }  // namespace ringo::train
 

@@ -161,20 +161,19 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
       RingoCall(ringoBroadcast(params_, params_, n, ringoFloat32, 0, main_comm_.get(), nullptr),
                 "ringoBroadcast of the parameters", main_comm_.get()));
   if (o_.calibrate) {
-    size_t largest = 0;
-    for (const Bucket& b : info->buckets) largest = std::max(largest, b.count);
     const size_t wire = GradDtypeBytes(o_.grad_dtype);
+    std::vector<size_t> bucket_bytes;
+    for (const Bucket& b : info->buckets) bucket_bytes.push_back(b.count * wire);
     ASSIGN_OR_RETURN(info->calibration,
                      Calibrate(grad_comm_.get(), main_comm_.get(), GradDtypeRingo(o_.grad_dtype),
-                               wire, CalibrationSizes(largest * wire)));
-    std::vector<CalibrationPoint> fit_points;
-    for (const CalibrationPoint& p : info->calibration) {
-      if (p.bytes >= 1048576.0) fit_points.push_back(p);
-    }
-    if (fit_points.size() < 2) fit_points = info->calibration;
+                               wire, CalibrationSizes(bucket_bytes, wire)));
+    std::vector<CalibrationPoint> fit_points =
+        SelectFitPoints(info->calibration, bucket_bytes, &info->fit_lo, &info->fit_hi);
     info->fit = FitRingModel(fit_points, nranks_);
     if (!info->fit.valid) {  // two noisy large sizes: every size then
       fit_points = info->calibration;
+      info->fit_lo = fit_points.front().bytes;
+      info->fit_hi = fit_points.back().bytes;
       info->fit = FitRingModel(fit_points, nranks_);
     }
     info->fit_error = MaxFitError(info->fit, fit_points, nranks_);

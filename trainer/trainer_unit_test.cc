@@ -150,9 +150,26 @@ TEST(RingModel, FitRecoversAlphaAndBeta) {
   EXPECT_NEAR((RingModel{0, 1, true}).PredictMs(1e6, 2), 1.0, 1e-12);
   EXPECT_EQ((RingModel{0, 1, true}).PredictMs(1e6, 1), 0.0);
   EXPECT_FALSE(FitRingModel({{1e6, 1.0}}, 2).valid);
-  const auto sizes = CalibrationSizes(30 << 20);
-  EXPECT_EQ(sizes.front(), size_t{256} << 10);
-  EXPECT_GE(sizes.back(), size_t{30} << 20);
+  const auto sizes = CalibrationSizes({size_t{30} << 20, 7000000, 4, 100}, 4);
+  EXPECT_EQ(sizes,
+            (std::vector<size_t>{size_t{256} << 10, size_t{1} << 20, size_t{4} << 20, 7000000,
+                                 size_t{16} << 20, size_t{30} << 20, size_t{64} << 20}));
+  // The fit keeps to the buckets' range (7 MB..30 MiB: 7 MB, 16 MiB, 30 MiB).
+  std::vector<CalibrationPoint> pts;
+  for (size_t s : sizes) pts.push_back({static_cast<double>(s), 1.0});
+  double lo = 0, hi = 0;
+  auto fit = SelectFitPoints(pts, {size_t{30} << 20, 7000000, 4}, &lo, &hi);
+  ASSERT_EQ(fit.size(), 3u);
+  EXPECT_EQ(lo, 7000000);
+  EXPECT_EQ(hi, 30 << 20);
+  // One bucket of 30 MiB: a quarter below to four times above (16, 30, 64 MiB).
+  fit = SelectFitPoints(pts, {size_t{30} << 20}, &lo, &hi);
+  EXPECT_EQ(fit.size(), 3u);
+  EXPECT_EQ(lo, 16 << 20);
+  // No bucket of 1 MiB: every size from 1 MiB.
+  fit = SelectFitPoints(pts, {1000}, &lo, &hi);
+  EXPECT_EQ(fit.size(), 6u);
+  EXPECT_EQ(lo, 1 << 20);
 }
 
 TEST(Predict, OverlapHidesAllButTheLastBucket) {
