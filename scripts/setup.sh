@@ -6,7 +6,9 @@
 # cross hosts, iperf3 measures their links (bench/net_compare); QEMU,
 # busybox, rdma-core and perftest build the SoftRoCE guest of the verbs test
 # (tests/rdma/), which boots Debian's kernel package, fetched here into
-# /var/cache/ringo-rxe (RINGO_RXE_CACHE).
+# /var/cache/ringo-rxe (RINGO_RXE_CACHE). ringo-train multiplies matrices with
+# OpenBLAS (libopenblas-dev) and trains on Fashion-MNIST (dataset-fashion-mnist:
+# IDX files, about 30 MB).
 # Needs root (or sudo). The CUDA toolkit is optional: with one at /usr/local/cuda
 # (or $CUDA_PATH) the GPU code is compiled too.
 set -euo pipefail
@@ -18,6 +20,7 @@ packages=(
   python3-torch libtorch-dev pybind11-dev
   iproute2 util-linux iperf3
   qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest kmod cpio
+  libopenblas-dev zlib1g-dev dataset-fashion-mnist
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,47 @@
+// ringo-train's use of the public C API (include/ringo/ringo.h): results as
+// Status with Ringo's own message, and the few collectives the training loop
+// calls directly. Nothing here reaches past the public header.
+#ifndef RINGO_TRAINER_COMM_H_
+#define RINGO_TRAINER_COMM_H_
+
+#include <cstddef>
+#include <string>
+
+#include "base/status.h"
+#include "ringo/ringo.h"
+
+namespace ringo::train {
+
+// OK for ringoSuccess; otherwise a Status whose message is
+// "<what>: <result name>: <ringoGetLastError(comm)>".
+base::Status RingoCall(ringoResult_t result, const std::string& what, ringoComm_t comm);
+
+// Sums (or maxes) `count` doubles in place over the communicator. Blocking.
+base::Status AllReduceDoubles(ringoComm_t comm, double* data, size_t count, ringoRedOp_t op);
+// Rank `root`'s `bytes` bytes to every rank, in place. Blocking.
+base::Status BroadcastBytes(ringoComm_t comm, void* data, size_t bytes, int root);
+
+// A communicator made as ringoCommInitRankConfig with host memory (the
+// trainer's gradients live in host memory), destroyed (or aborted, when
+// Abort was called) with the object.
+class Communicator {
+ public:
+  Communicator() = default;
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  base::Status Init(int nranks, const ringoUniqueId& id, int rank, int timeout_ms);
+  ringoComm_t get() const { return comm_; }
+  // Marks the communicator aborted (its peers see ringoRemoteError) and
+  // releases it. Any thread; once.
+  void Abort();
+
+ private:
+  ringoComm_t comm_ = nullptr;
+  bool aborted_ = false;
+};
+
+}  // namespace ringo::train
+
+#endif  // RINGO_TRAINER_COMM_H_

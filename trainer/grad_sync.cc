@@ -1,0 +1,188 @@
+#include "trainer/grad_sync.h"
+
+#include <utility>
+
+#include "trainer/comm.h"
+#include "trainer/half.h"
+
+namespace ringo::train {
+
+const char* GradDtypeName(GradDtype dtype) {
+  switch (dtype) {
+    case GradDtype::kBf16:
+      return "bf16";
+    case GradDtype::kFp16:
+      return "fp16";
+    default:
+      return "fp32";
+  }
+}
+
+size_t GradDtypeBytes(GradDtype dtype) { return dtype == GradDtype::kFp32 ? 4 : 2; }
+
+ringoDataType_t GradDtypeRingo(GradDtype dtype) {
+  switch (dtype) {
+    case GradDtype::kBf16:
+      return ringoBfloat16;
+    case GradDtype::kFp16:
+      return ringoFloat16;
+    default:
+      return ringoFloat32;
+  }
+}
+
+std::vector<Bucket> MakeBuckets(const std::vector<ParamInfo>& params, size_t cap_bytes) {
+  std::vector<Bucket> buckets;
+  for (int i = 0; i < static_cast<int>(params.size()); ++i) {
+    if (buckets.empty() || buckets.back().count * sizeof(float) >= cap_bytes) {
+      Bucket b;
+      b.offset = params[i].offset;
+      b.first_param = i;
+      b.layers = params[i].name;
+      buckets.push_back(b);
+    }
+    Bucket& b = buckets.back();
+    b.count += params[i].count;
+    b.last_param = i;
+  }
+  for (Bucket& b : buckets) {
+    if (b.last_param != b.first_param) b.layers += ".." + params[b.last_param].name;
+  }
+  return buckets;
+}
+
+GradSync::GradSync(ringoComm_t comm, float* grads, std::vector<Bucket> buckets, GradDtype dtype,
+                   bool overlap)
+    : comm_(comm), grads_(grads), buckets_(std::move(buckets)), dtype_(dtype), overlap_(overlap) {
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
+    bucket_of_param_.resize(buckets_[b].last_param + 1, b);
+  }
+  pending_.resize(buckets_.size());
+  timings_.resize(buckets_.size());
+}
+
+GradSync::~GradSync() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (packed_ != nullptr) (void)ringoMemFree(packed_);
+}
+
+base::Status GradSync::Start() {
+  if (dtype_ != GradDtype::kFp32 && !buckets_.empty()) {
+    const Bucket& last = buckets_.back();
+    const size_t bytes = (last.offset + last.count) * sizeof(uint16_t);
+    RETURN_IF_ERROR(RingoCall(ringoMemAlloc(&packed_, bytes), "ringoMemAlloc", nullptr));
+  }
+  thread_ = std::thread([this] { Loop(); });
+  return base::OkStatus();
+}
+
+double GradSync::Since(Clock::time_point t) const {
+  return std::chrono::duration<double, std::milli>(t - step_start_).count();
+}
+
+void GradSync::BeginStep() {
+  step_start_ = Clock::now();
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    pending_[b] = buckets_[b].last_param - buckets_[b].first_param + 1;
+    timings_[b] = BucketTiming();
+  }
+  next_to_enqueue_ = 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  done_ = 0;
+}
+
+void GradSync::ParamReady(int param) {
+  const int b = bucket_of_param_[param];
+  if (--pending_[b] != 0) return;
+  timings_[b].ready_ms = Since(Clock::now());
+  if (overlap_) Enqueue(b);
+}
+
+void GradSync::Enqueue(int bucket) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(bucket);
+  }
+  cv_.notify_all();
+  next_to_enqueue_ = bucket + 1;
+}
+
+base::Status GradSync::Finish(double* exposed_ms) {
+  const auto wait_start = Clock::now();
+  for (int b = next_to_enqueue_; b < static_cast<int>(buckets_.size()); ++b) Enqueue(b);
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_ == static_cast<int>(buckets_.size()) || !error_.ok(); });
+  *exposed_ms = std::chrono::duration<double, std::milli>(Clock::now() - wait_start).count();
+  return error_;
+}
+
+void GradSync::Loop() {
+  for (;;) {
+    int bucket;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      bucket = queue_.front();
+      queue_.pop_front();
+      if (!error_.ok()) continue;  // a failed communicator: nothing more to run
+    }
+    base::Status status = Run(bucket);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!status.ok() && error_.ok()) error_ = status;
+      ++done_;
+    }
+    cv_.notify_all();
+  }
+}
+
+base::Status GradSync::Run(int bucket) {
+  const Bucket& b = buckets_[bucket];
+  BucketTiming& t = timings_[bucket];
+  if (!overlap_ && bucket == 0) {
+    const auto before = Clock::now();
+    RETURN_IF_ERROR(
+        RingoCall(ringoAllReduce(&barrier_, &barrier_, 1, ringoFloat32, ringoSum, comm_, nullptr),
+                  "ringoAllReduce (the barrier before the gradient buckets)", comm_));
+    t.wait_ms = std::chrono::duration<double, std::milli>(Clock::now() - before).count();
+  }
+  const auto start = Clock::now();
+  t.start_ms = Since(start);
+  float* data = grads_ + b.offset;
+  void* wire = data;
+  if (dtype_ != GradDtype::kFp32) {
+    uint16_t* packed = static_cast<uint16_t*>(packed_) + b.offset;
+    if (dtype_ == GradDtype::kBf16) {
+      ToBf16(data, packed, b.count);
+    } else {
+      ToFp16(data, packed, b.count);
+    }
+    wire = packed;
+  }
+  const auto call = Clock::now();
+  const ringoResult_t result =
+      ringoAllReduce(wire, wire, b.count, GradDtypeRingo(dtype_), ringoAvg, comm_, nullptr);
+  const auto returned = Clock::now();
+  t.allreduce_ms = std::chrono::duration<double, std::milli>(returned - call).count();
+  RETURN_IF_ERROR(
+      RingoCall(result, "ringoAllReduce of gradient bucket " + std::to_string(bucket), comm_));
+  if (dtype_ != GradDtype::kFp32) {
+    const uint16_t* packed = static_cast<const uint16_t*>(wire);
+    if (dtype_ == GradDtype::kBf16) {
+      FromBf16(packed, data, b.count);
+    } else {
+      FromFp16(packed, data, b.count);
+    }
+  }
+  t.convert_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count() - t.allreduce_ms;
+  return base::OkStatus();
+}
+
+}  // namespace ringo::train

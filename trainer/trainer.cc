@@ -1,0 +1,394 @@
+#include "trainer/trainer.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "trainer/comm.h"
+#include "trainer/compute.h"
+#include "trainer/data.h"
+#include "trainer/grad_sync.h"
+#include "trainer/mlp.h"
+#include "trainer/ring_model.h"
+
+namespace ringo::train {
+namespace {
+
+using base::Status;
+using base::StatusOr;
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+constexpr int kEvalRows = 500;
+
+// Everything one rank owns while it trains. Members are destroyed in
+// reverse order: the gradient thread before the communicators.
+class Rank {
+ public:
+  Rank(const Options& o, int rank, int nranks) : o_(o), rank_(rank), nranks_(nranks) {}
+  ~Rank();
+  // Trains; on failure aborts both communicators first, so that peers
+  // blocked on this rank wake with an error instead of waiting out the timeout.
+  Status Run(const ringoUniqueId& id, RunInfo* info) {
+    Status status = Train(id, info);
+    if (!status.ok()) AbortAll();
+    return status;
+  }
+
+ private:
+  Status Train(const ringoUniqueId& id, RunInfo* info);
+  Status Setup(const ringoUniqueId& id, RunInfo* info);
+  Status TrainStep(int64_t step, const std::vector<int>& perm, int64_t step_in_epoch,
+                   StepRecord* rec);
+  StatusOr<double> Evaluate();
+  Status Gather(RunInfo* info);
+  void AbortAll() {
+    grad_comm_.Abort();
+    main_comm_.Abort();
+  }
+
+  const Options& o_;
+  const int rank_, nranks_;
+  ShardPlan plan_;
+  Dataset train_, test_;
+  Communicator main_comm_;  // the training loop's: broadcasts, SyncBatchNorm, metrics
+  Communicator grad_comm_;  // the gradient thread's
+  std::unique_ptr<Compute> compute_;
+  std::unique_ptr<Mlp> model_;
+  float* params_ = nullptr;
+  float* grads_ = nullptr;
+  bool grads_from_ringo_ = false;
+  float* momentum_ = nullptr;
+  std::unique_ptr<GradSync> sync_;
+  StatsReducer bn_reducer_;
+  std::vector<float> x_;
+  std::vector<uint8_t> y_;
+  float* x_dev_ = nullptr;
+  float* dlogits_ = nullptr;
+  std::vector<StepRecord> steps_;
+  std::vector<BucketTiming> bucket_times_;
+  double loss_sum_ = 0, correct_sum_ = 0, count_sum_ = 0;  // since the last report
+};
+
+Rank::~Rank() {
+  sync_.reset();
+  if (compute_) {
+    if (x_dev_) compute_->Free(x_dev_);
+    if (dlogits_) compute_->Free(dlogits_);
+    if (params_) compute_->Free(params_);
+    if (momentum_) compute_->Free(momentum_);
+    if (grads_ && !grads_from_ringo_) compute_->Free(grads_);
+  }
+  if (grads_ && grads_from_ringo_) (void)ringoMemFree(grads_);
+  model_.reset();
+}
+
+Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
+  plan_ = ShardPlan{o_.batch, o_.accum, nranks_};
+  if (o_.batch % (o_.accum * nranks_) != 0) {
+    return base::InvalidArgument(
+        "--batch " + std::to_string(o_.batch) +
+        " is not a multiple of --accum x ranks = " + std::to_string(o_.accum * nranks_));
+  }
+  ASSIGN_OR_RETURN(train_, LoadIdx(o_.data_dir, "train"));
+  ASSIGN_OR_RETURN(test_, LoadIdx(o_.data_dir, "t10k"));
+  if (train_.features != o_.model.inputs || test_.features != o_.model.inputs) {
+    return base::InvalidArgument(o_.data_dir + ": images of " + std::to_string(train_.features) +
+                                 " pixels, the model takes " + std::to_string(o_.model.inputs));
+  }
+  if (train_.count < o_.batch) {
+    return base::InvalidArgument("--batch is larger than the training set");
+  }
+  if (nranks_ > 1) {
+    RETURN_IF_ERROR(main_comm_.Init(nranks_, id, rank_, o_.timeout_ms));
+    // The gradient thread's communicator: rank 0 makes its id, the first one carries it.
+    ringoUniqueId grad_id{};
+    if (rank_ == 0) {
+      RETURN_IF_ERROR(RingoCall(ringoGetUniqueId(&grad_id), "ringoGetUniqueId", nullptr));
+    }
+    RETURN_IF_ERROR(BroadcastBytes(main_comm_.get(), &grad_id, sizeof(grad_id), 0));
+    RETURN_IF_ERROR(grad_comm_.Init(nranks_, grad_id, rank_, o_.timeout_ms));
+    if (o_.sync_bn) {
+      ringoComm_t comm = main_comm_.get();
+      bn_reducer_ = [comm](double* data, size_t count) {
+        return AllReduceDoubles(comm, data, count, ringoSum);
+      };
+    }
+  }
+  compute_ = MakeCpuCompute(o_.blas_threads);
+  const int micro = plan_.micro();
+  model_ = std::make_unique<Mlp>(compute_.get(), o_.model, std::max(micro, kEvalRows));
+  const size_t n = model_->num_params();
+  params_ = compute_->Alloc(n);
+  momentum_ = compute_->Alloc(n);
+  if (nranks_ > 1) {
+    void* p = nullptr;
+    RETURN_IF_ERROR(RingoCall(ringoMemAlloc(&p, n * sizeof(float)), "ringoMemAlloc", nullptr));
+    grads_ = static_cast<float*>(p);
+    grads_from_ringo_ = true;
+  } else {
+    grads_ = compute_->Alloc(n);
+  }
+  model_->Bind(params_, grads_);
+  model_->Init(o_.seed);
+  x_.resize(static_cast<size_t>(std::max(micro, kEvalRows)) * o_.model.inputs);
+  y_.resize(std::max(micro, kEvalRows));
+  x_dev_ = compute_->Alloc(x_.size());
+  dlogits_ = compute_->Alloc(static_cast<size_t>(micro) * o_.model.classes);
+
+  info->nranks = nranks_;
+  info->global_batch = o_.batch;
+  info->micro = micro;
+  info->accum = o_.accum;
+  info->model = o_.model.Describe();
+  info->params = n;
+  info->compute = compute_->Name();
+  info->grad_dtype = o_.grad_dtype;
+  info->overlap = o_.overlap;
+  info->sync_bn = o_.sync_bn;
+  info->buckets = MakeBuckets(model_->params(), static_cast<size_t>(o_.bucket_mb * 1048576.0));
+  if (nranks_ == 1) return base::OkStatus();
+
+  // As DDP does: every replica starts from rank 0's parameters.
+  RETURN_IF_ERROR(
+      RingoCall(ringoBroadcast(params_, params_, n, ringoFloat32, 0, main_comm_.get(), nullptr),
+                "ringoBroadcast of the parameters", main_comm_.get()));
+  if (o_.calibrate) {
+    const size_t wire = GradDtypeBytes(o_.grad_dtype);
+    std::vector<size_t> bucket_bytes;
+    for (const Bucket& b : info->buckets) bucket_bytes.push_back(b.count * wire);
+    ASSIGN_OR_RETURN(info->calibration,
+                     Calibrate(grad_comm_.get(), main_comm_.get(), GradDtypeRingo(o_.grad_dtype),
+                               wire, CalibrationSizes(bucket_bytes, wire)));
+    std::vector<CalibrationPoint> fit_points =
+        SelectFitPoints(info->calibration, bucket_bytes, &info->fit_lo, &info->fit_hi);
+    info->fit = FitRingModel(fit_points, nranks_);
+    if (!info->fit.valid) {  // two noisy large sizes: every size then
+      fit_points = info->calibration;
+      info->fit_lo = fit_points.front().bytes;
+      info->fit_hi = fit_points.back().bytes;
+      info->fit = FitRingModel(fit_points, nranks_);
+    }
+    info->fit_error = MaxFitError(info->fit, fit_points, nranks_);
+  }
+  sync_ = std::make_unique<GradSync>(grad_comm_.get(), grads_, info->buckets, o_.grad_dtype,
+                                     o_.overlap);
+  return sync_->Start();
+}
+
+Status Rank::TrainStep(int64_t step, const std::vector<int>& perm, int64_t step_in_epoch,
+                       StepRecord* rec) {
+  const int micro = plan_.micro();
+  const StatsReducer* reducer = bn_reducer_ ? &bn_reducer_ : nullptr;
+  const float scale = 1.0f / static_cast<float>(micro * o_.accum);
+  const auto step_start = Clock::now();
+  double loss = 0;
+  int64_t correct = 0;
+  for (int m = 0; m < o_.accum; ++m) {
+    auto t0 = Clock::now();
+    GatherBatch(train_, perm, plan_.First(step_in_epoch, m, rank_), micro, x_.data(), y_.data());
+    compute_->Upload(x_.data(), x_dev_, static_cast<size_t>(micro) * o_.model.inputs);
+    auto t1 = Clock::now();
+    RETURN_IF_ERROR(model_->Forward(x_dev_, micro, true, reducer));
+    loss += compute_->SoftmaxCrossEntropy(micro, o_.model.classes, model_->logits(), y_.data(),
+                                          scale, dlogits_, &correct);
+    auto t2 = Clock::now();
+    if (rank_ == o_.kill_rank && step == o_.kill_step && m + 1 == o_.accum) {
+      std::fprintf(stderr, "ringo-train: rank %d: --kill-rank: killing itself at step %lld\n",
+                   rank_, static_cast<long long>(step));
+      std::fflush(stderr);
+      raise(SIGKILL);
+    }
+    const bool last = m + 1 == o_.accum;
+    if (last && sync_) sync_->BeginStep();
+    GradReadyFn ready = [&](int param) {
+      if (last && sync_) sync_->ParamReady(param);
+    };
+    RETURN_IF_ERROR(model_->Backward(x_dev_, dlogits_, micro, m > 0, reducer, ready));
+    auto t3 = Clock::now();
+    rec->data_ms += Ms(t0, t1);
+    rec->fwd_ms += Ms(t1, t2);
+    rec->bwd_ms += Ms(t2, t3);
+  }
+  if (sync_) {
+    RETURN_IF_ERROR(sync_->Finish(&rec->exposed_ms));
+    bucket_times_.insert(bucket_times_.end(), sync_->timings().begin(), sync_->timings().end());
+  }
+  const auto t4 = Clock::now();
+  compute_->SgdStep(model_->num_params(), params_, grads_, momentum_, static_cast<float>(rec->lr),
+                    static_cast<float>(o_.momentum), static_cast<float>(o_.weight_decay));
+  const auto t5 = Clock::now();
+  rec->opt_ms = Ms(t4, t5);
+  rec->step_ms = Ms(step_start, t5);
+  const double samples = static_cast<double>(micro) * o_.accum;
+  rec->loss = loss / samples;
+  rec->acc = correct / samples;
+  loss_sum_ += loss;
+  correct_sum_ += correct;
+  count_sum_ += samples;
+  return base::OkStatus();
+}
+
+StatusOr<double> Rank::Evaluate() {
+  if (o_.model.batch_norm && !o_.sync_bn && nranks_ > 1) {
+    // Replicas' running statistics differ without SyncBatchNorm: use rank 0's.
+    RETURN_IF_ERROR(
+        RingoCall(ringoBroadcast(model_->buffer_data(), model_->buffer_data(),
+                                 model_->num_buffers(), ringoFloat32, 0, main_comm_.get(), nullptr),
+                  "ringoBroadcast of the batch-norm statistics", main_comm_.get()));
+  }
+  const int first = static_cast<int>(static_cast<int64_t>(test_.count) * rank_ / nranks_);
+  const int last = static_cast<int>(static_cast<int64_t>(test_.count) * (rank_ + 1) / nranks_);
+  double counts[2] = {0, static_cast<double>(last - first)};
+  for (int i = first; i < last; i += kEvalRows) {
+    const int rows = std::min(kEvalRows, last - i);
+    GatherRange(test_, i, rows, x_.data(), y_.data());
+    compute_->Upload(x_.data(), x_dev_, static_cast<size_t>(rows) * o_.model.inputs);
+    RETURN_IF_ERROR(model_->Forward(x_dev_, rows, false, nullptr));
+    counts[0] += compute_->CountCorrect(rows, o_.model.classes, model_->logits(), y_.data());
+  }
+  if (nranks_ > 1) RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), counts, 2, ringoSum));
+  return counts[0] / counts[1];
+}
+
+Status Rank::Gather(RunInfo* info) {
+  const size_t nsteps = steps_.size();
+  std::vector<double> mine(nsteps * StepRecord::kFields);
+  for (size_t i = 0; i < nsteps; ++i) steps_[i].ToDoubles(&mine[i * StepRecord::kFields]);
+  const size_t nb = bucket_times_.size();
+  constexpr int kB = 5;  // doubles per bucket timing
+  std::vector<double> mine_b(nb * kB);
+  for (size_t i = 0; i < nb; ++i) {
+    const BucketTiming& t = bucket_times_[i];
+    const double fields[kB] = {t.ready_ms, t.start_ms, t.wait_ms, t.allreduce_ms, t.convert_ms};
+    std::copy(fields, fields + kB, &mine_b[kB * i]);
+  }
+  std::vector<double> all(mine.size() * nranks_), all_b(mine_b.size() * nranks_);
+  if (nranks_ > 1) {
+    RETURN_IF_ERROR(RingoCall(ringoAllGather(mine.data(), all.data(), mine.size(), ringoFloat64,
+                                             main_comm_.get(), nullptr),
+                              "ringoAllGather of the step records", main_comm_.get()));
+    RETURN_IF_ERROR(RingoCall(ringoAllGather(mine_b.data(), all_b.data(), mine_b.size(),
+                                             ringoFloat64, main_comm_.get(), nullptr),
+                              "ringoAllGather of the bucket records", main_comm_.get()));
+  } else {
+    all = mine;
+    all_b = mine_b;
+  }
+  info->rank_steps.assign(nranks_, {});
+  info->rank_buckets.assign(nranks_, {});
+  for (int r = 0; r < nranks_; ++r) {
+    for (size_t i = 0; i < nsteps; ++i) {
+      StepRecord s;
+      s.FromDoubles(&all[(r * nsteps + i) * StepRecord::kFields]);
+      info->rank_steps[r].push_back(s);
+    }
+    for (size_t i = 0; i < nb; ++i) {
+      const double* d = &all_b[(r * nb + i) * kB];
+      info->rank_buckets[r].push_back(BucketTiming{d[0], d[1], d[2], d[3], d[4]});
+    }
+  }
+  return base::OkStatus();
+}
+
+Status Rank::Train(const ringoUniqueId& id, RunInfo* info) {
+  const auto start = Clock::now();
+  RETURN_IF_ERROR(Setup(id, info));
+  const int64_t per_epoch = train_.count / o_.batch;
+  const int64_t total = o_.steps > 0 ? o_.steps : per_epoch * o_.epochs;
+  info->steps = total;
+  std::vector<int> perm;
+  int perm_epoch = -1;
+  for (int64_t s = 0; s < total; ++s) {
+    const int epoch = static_cast<int>(s / per_epoch);
+    if (epoch != perm_epoch) {
+      perm = EpochPermutation(train_.count, o_.seed, epoch);
+      perm_epoch = epoch;
+    }
+    StepRecord rec;
+    rec.step = static_cast<double>(s);
+    rec.epoch = epoch;
+    rec.lr = LearningRate(o_, o_.batch, s, total, per_epoch);
+    RETURN_IF_ERROR(TrainStep(s, perm, s % per_epoch, &rec));
+    steps_.push_back(rec);
+    const bool eval = o_.eval_every > 0 ? (s + 1) % o_.eval_every == 0 || s + 1 == total
+                                        : (s + 1) % per_epoch == 0 || s + 1 == total;
+    const bool log = o_.log_every > 0 && ((s + 1) % o_.log_every == 0 || eval);
+    if (!log && !eval) continue;
+    double sums[3] = {loss_sum_, correct_sum_, count_sum_};
+    if (nranks_ > 1) RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), sums, 3, ringoSum));
+    loss_sum_ = correct_sum_ = count_sum_ = 0;
+    EvalRecord ev{s + 1, epoch, -1, sums[0] / sums[2], sums[1] / sums[2]};
+    if (eval) {
+      ASSIGN_OR_RETURN(ev.test_acc, Evaluate());
+      info->evals.push_back(ev);
+      info->final_test_acc = ev.test_acc;
+    }
+    if (rank_ == 0 && !o_.quiet) {
+      std::printf("step %6lld/%lld  epoch %d  loss %.4f  train %.2f%%",
+                  static_cast<long long>(s + 1), static_cast<long long>(total), epoch + 1,
+                  ev.train_loss, 100 * ev.train_acc);
+      if (eval) std::printf("  test %.2f%%", 100 * ev.test_acc);
+      std::printf(
+          "  | lr %.4g  step %.1f ms (fwd %.1f bwd %.1f exposed comm %.2f opt %.1f)  %.0f "
+          "samples/s\n",
+          rec.lr, rec.step_ms, rec.fwd_ms, rec.bwd_ms, rec.exposed_ms, rec.opt_ms,
+          o_.batch / rec.step_ms * 1e3);
+      std::fflush(stdout);
+    }
+  }
+  RETURN_IF_ERROR(Gather(info));
+  if (!o_.dump_params.empty() && rank_ == 0) {
+    std::vector<float> host(model_->num_params());
+    compute_->Download(params_, host.data(), host.size());
+    FILE* f = std::fopen(o_.dump_params.c_str(), "wb");
+    if (f == nullptr || std::fwrite(host.data(), sizeof(float), host.size(), f) != host.size()) {
+      if (f) std::fclose(f);
+      return base::SystemError("cannot write " + o_.dump_params);
+    }
+    std::fclose(f);
+  }
+  info->wall_s = Ms(start, Clock::now()) / 1e3;
+  return base::OkStatus();
+}
+
+}  // namespace
+
+void StepRecord::ToDoubles(double* out) const {
+  const double v[kFields] = {step,   epoch,   data_ms, fwd_ms, bwd_ms, exposed_ms,
+                             opt_ms, step_ms, loss,    acc,    lr};
+  std::copy(v, v + kFields, out);
+}
+
+void StepRecord::FromDoubles(const double* in) {
+  double* const fields[kFields] = {&step,   &epoch,   &data_ms, &fwd_ms, &bwd_ms, &exposed_ms,
+                                   &opt_ms, &step_ms, &loss,    &acc,    &lr};
+  for (int i = 0; i < kFields; ++i) *fields[i] = in[i];
+}
+
+double LearningRate(const Options& o, int global_batch, int64_t step, int64_t total,
+                    int64_t steps_per_epoch) {
+  const double target =
+      o.lr * (o.lr_scale_linear ? static_cast<double>(global_batch) / o.base_batch : 1.0);
+  const int64_t warmup =
+      o.warmup_steps >= 0 ? o.warmup_steps : (target > o.lr ? steps_per_epoch : 0);
+  if (step < warmup) return o.lr + (target - o.lr) * static_cast<double>(step) / warmup;
+  if (!o.cosine || total <= warmup) return target;
+  const double progress = static_cast<double>(step - warmup) / static_cast<double>(total - warmup);
+  return target * 0.5 * (1.0 + std::cos(M_PI * progress));
+}
+
+Status TrainRank(const Options& options, int rank, int nranks, const ringoUniqueId& id,
+                 RunInfo* info) {
+  Rank r(options, rank, nranks);
+  return r.Run(id, info);
+}
+
+}  // namespace ringo::train
