@@ -76,7 +76,20 @@ class IbRequest : public Request {
   bool done = false;
 };
 
+// The request of message `seq`, or null (requests may be tested, and so
+// erased, in any order).
+IbRequest* Find(std::deque<std::unique_ptr<IbRequest>>& requests, uint64_t seq) {
+  for (auto& r : requests) {
+    if (r->seq == seq) return r.get();
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+// Parts are whole 4 KiB pages but for the last, so each stays at or under
+// this.
+uint64_t MaxMessage(int nqps) { return static_cast<uint64_t>(kPartMax & ~4095u) * static_cast<uint64_t>(nqps); }
 
 // ---------------------------------------------------------------- queues --
 
@@ -213,6 +226,8 @@ class IbConnection {
     if (wake_fd_ >= 0) ::close(wake_fd_);
   }
 
+  // A sender's memory is only read by its own NIC; a receiver's is written
+  // by the peer's.
   StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* data, size_t bytes, MemoryKind kind) {
     if (kind != MemoryKind::kHost) {
       return base::InvalidArgument(
@@ -220,7 +235,8 @@ class IbConnection {
           "waits for a GPU path across hosts");
     }
     if (bytes == 0) return std::unique_ptr<MemoryRegion>(new IbRegion(q_->v, nullptr));
-    ibv_mr* mr = q_->v->reg_mr(q_->port->pd, data, bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    const int access = sending_ ? 0 : IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    ibv_mr* mr = q_->v->reg_mr(q_->port->pd, data, bytes, access);
     if (mr == nullptr) {
       return base::SystemError(Where() + ": ibv_reg_mr of " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
     }
@@ -255,10 +271,12 @@ class IbConnection {
     if (error_.ok()) error_ = base::InvalidUsage("the connection was aborted by this rank");
   }
 
-  void SendClose() {
+  // The close in good order names how many messages were sent, so the
+  // receiver delivers each of them before it fails a receive beyond.
+  void SendClose(uint64_t messages) {
     if (stopped_) return;
     stopped_ = true;
-    SendControl(Control::kClose, nullptr, 0);
+    SendControl(Control::kClose, &messages, sizeof(messages));
   }
 
   Status ForceError() {
@@ -307,13 +325,16 @@ class IbConnection {
       if (header_got_ == sizeof(ControlHeader)) {
         const bool known = header_.type == static_cast<uint16_t>(Control::kAbort)
                                ? header_.length == sizeof(wire::Notice)
-                               : (header_.type == static_cast<uint16_t>(Control::kClose) && header_.length == 0);
+                               : (header_.type == static_cast<uint16_t>(Control::kClose) &&
+                                  header_.length == sizeof(uint64_t));
         if (header_.magic != kControlMagic || !known) return Broken("garbage on the control connection");
       }
       if (header_got_ < sizeof(ControlHeader) || header_got_ < sizeof(ControlHeader) + header_.length) continue;
       header_got_ = 0;
       if (header_.type == static_cast<uint16_t>(Control::kClose)) {
         closed_ = true;
+        std::memcpy(&closed_after_, body_, sizeof(closed_after_));
+        closed_at_ = Clock::now();
         break;
       }
       wire::Notice w;
@@ -425,6 +446,8 @@ class IbConnection {
   Status error_;
   bool stopped_ = false;  // this side sent its abort or close
   bool closed_ = false;   // the peer's close was read
+  uint64_t closed_after_ = 0;  // the messages the peer sent before its close
+  Clock::time_point closed_at_{};
 
  private:
   void SendControl(Control type, const void* body, uint16_t length) {
@@ -468,7 +491,7 @@ class IbSend : public SendConnection, public IbConnection {
       return base::InvalidArgument(Where() + ": a send of " + std::to_string(bytes) +
                                    " bytes outside registered memory (the verbs transport needs Register first)");
     }
-    const uint64_t max = static_cast<uint64_t>(kPartMax) * q_->qps.size();
+    const uint64_t max = MaxMessage(static_cast<int>(q_->qps.size()));
     if (bytes > max) {
       return base::InvalidArgument(Where() + ": a message of " + std::to_string(bytes) + " bytes; at most " +
                                    std::to_string(max) + " over " + std::to_string(q_->qps.size()) + " queue pair(s)");
@@ -488,7 +511,7 @@ class IbSend : public SendConnection, public IbConnection {
   Status Test(Request* request, bool* done, size_t* bytes) override {
     *done = false;
     RETURN_IF_ERROR(Progress());
-    for (auto it = inflight_.begin(); it != inflight_.end(); ++it) {
+    for (auto it = inflight_.begin(); it != inflight_.end(); ++it) {  // any order: lookups go by sequence number
       if (it->get() != request) continue;
       if ((*it)->done) {
         *done = true;
@@ -500,11 +523,20 @@ class IbSend : public SendConnection, public IbConnection {
     return base::Internal("Test of a request this connection does not hold");
   }
 
+  Status Poll() override { return Progress(); }
   void PollFds(std::vector<int>* fds, std::vector<short>* events) const override { Fds(fds, events); }
   void Abort(const Status& why, int self_rank, uint64_t seq) override { SendAbort(why, self_rank, seq); }
+  // Waits (a bounded time) for every message to complete, then closes in
+  // good order; a message that could not be delivered makes it an abort.
   void Close() override {
     const Deadline until = DeadlineAfterMs(kControlSendMs * 10);
-    while (error_.ok() && Clock::now() < until && !inflight_.empty()) {
+    auto all_done = [this] {
+      for (const auto& r : inflight_) {
+        if (!r->done) return false;
+      }
+      return true;
+    };
+    while (error_.ok() && Clock::now() < until && !all_done()) {
       if (!Progress().ok()) break;
       std::vector<int> fds;
       std::vector<short> events;
@@ -513,7 +545,13 @@ class IbSend : public SendConnection, public IbConnection {
       for (size_t i = 0; i < fds.size(); ++i) p.push_back({fds[i], events[i], 0});
       ::poll(p.data(), p.size(), 10);
     }
-    SendClose();
+    if (error_.ok() && all_done()) {
+      uint64_t sent = next_seq_;
+      SendClose(sent);
+      return;
+    }
+    const std::string what = Where() + ": closed with messages not delivered";
+    SendAbort(error_.ok() ? base::RemoteError(what).WithOrigin(self_rank_, what) : error_, self_rank_, 0);
   }
   const PeerName& peer() const override { return peer_name(); }
 
@@ -528,12 +566,9 @@ class IbSend : public SendConnection, public IbConnection {
         if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM) return Broken("an unexpected completion");
         return PostCtsReceives(q_.get(), 1).WithContext(Where());
       }
-      if (inflight_.empty()) return Broken("an unexpected completion");
-      const uint64_t seq = wc.wr_id / kMaxQps;
-      const uint64_t first = inflight_.front()->seq;
-      if (seq < first || seq - first >= inflight_.size()) return Broken("a completion of an unknown message");
-      IbRequest& r = *inflight_[seq - first];
-      if (--r.parts_left == 0) r.done = true;
+      IbRequest* r = Find(inflight_, wc.wr_id / kMaxQps);
+      if (r == nullptr || r->parts_left <= 0) return Broken("a completion of an unknown message");
+      if (--r->parts_left == 0) r->done = true;
       return Status();
     }));
     for (auto& holder : inflight_) {
@@ -582,17 +617,18 @@ class IbRecv : public RecvConnection, public IbConnection {
     if (posix_memalign(&p, 64, sizeof(Cts) * kMaxRequests) != 0) return base::SystemError("no memory");
     std::memset(p, 0, sizeof(Cts) * kMaxRequests);
     source_.reset(static_cast<Cts*>(p));
-    // Remote write too: a receive of no bytes offers this memory, which an
-    // empty write leaves untouched.
-    source_mr_ = q_->v->reg_mr(q_->port->pd, p, sizeof(Cts) * kMaxRequests,
-                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    source_mr_ = q_->v->reg_mr(q_->port->pd, p, sizeof(Cts) * kMaxRequests, IBV_ACCESS_LOCAL_WRITE);
     if (source_mr_ == nullptr) return base::SystemError(Where() + ": ibv_reg_mr: " + std::strerror(errno));
+    // What a receive of no bytes offers: an empty write leaves it untouched.
+    sink_mr_ = q_->v->reg_mr(q_->port->pd, sink_, sizeof(sink_), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (sink_mr_ == nullptr) return base::SystemError(Where() + ": ibv_reg_mr: " + std::strerror(errno));
     return Status();
   }
   ~IbRecv() override {
     const VerbsApi* v = q_->v;
     q_.reset();
     if (source_mr_ != nullptr) v->dereg_mr(source_mr_);
+    if (sink_mr_ != nullptr) v->dereg_mr(sink_mr_);
   }
 
   StatusOr<std::unique_ptr<MemoryRegion>> Register(void* data, size_t bytes, MemoryKind kind) override {
@@ -620,8 +656,8 @@ class IbRecv : public RecvConnection, public IbConnection {
       if (rc != 0) return Broken("ibv_post_recv on queue pair " + std::to_string(q) + ": " + std::strerror(rc));
     }
     Cts& entry = source_.get()[req->seq % kMaxRequests];
-    entry.addr = bytes > 0 ? reinterpret_cast<uintptr_t>(data) : reinterpret_cast<uintptr_t>(source_.get());
-    entry.rkey = bytes > 0 ? r->mr()->rkey : source_mr_->rkey;
+    entry.addr = bytes > 0 ? reinterpret_cast<uintptr_t>(data) : reinterpret_cast<uintptr_t>(sink_);
+    entry.rkey = bytes > 0 ? r->mr()->rkey : sink_mr_->rkey;
     entry.capacity = static_cast<uint32_t>(req->capacity);
     entry.seq_plus_1 = req->seq + 1;
     // With an immediate: the sender's completion wakes a sleeping proxy.
@@ -648,9 +684,10 @@ class IbRecv : public RecvConnection, public IbConnection {
     return base::Internal("Test of a request this connection does not hold");
   }
 
+  Status Poll() override { return Progress(); }
   void PollFds(std::vector<int>* fds, std::vector<short>* events) const override { Fds(fds, events); }
   void Abort(const Status& why, int self_rank, uint64_t seq) override { SendAbort(why, self_rank, seq); }
-  void Close() override { SendClose(); }
+  void Close() override { SendClose(next_seq_); }
   const PeerName& peer() const override { return peer_name(); }
 
  private:
@@ -660,11 +697,17 @@ class IbRecv : public RecvConnection, public IbConnection {
     RETURN_IF_ERROR(PollCompletions([this](const ibv_wc& wc) -> Status { return OnCompletion(wc); }));
     RETURN_IF_ERROR(control);
     if (!posted_.empty() && !posted_.back()->done) RETURN_IF_ERROR(CheckQueuePairs());
-    // The sender closed after its last write completed: what it sent is
-    // here; a receive still waiting waits for nothing.
+    // The sender closed after its last write completed: a receive of a
+    // message it sent completes (its completion may trail the notice
+    // briefly); one beyond waits for nothing.
     if (closed_) {
       for (const auto& r : posted_) {
-        if (!r->done) return Closed();
+        if (r->done) continue;
+        if (r->seq >= closed_after_) return Closed();
+        if (Clock::now() - closed_at_ > std::chrono::seconds(1)) {
+          return Broken("the peer closed after " + std::to_string(closed_after_) + " messages, but message " +
+                        std::to_string(r->seq) + " never completed here");
+        }
       }
     }
     return Status();
@@ -674,10 +717,9 @@ class IbRecv : public RecvConnection, public IbConnection {
     if ((wc.wr_id & kCtsWrId) != 0) return Status();  // an offer went out
     if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM) return Broken("a completion that is not a write with immediate");
     const uint64_t seq = wc.wr_id / kMaxQps;
-    if (posted_.empty() || seq < posted_.front()->seq || seq - posted_.front()->seq >= posted_.size()) {
-      return Broken("a completion of an unknown message");
-    }
-    IbRequest& r = *posted_[seq - posted_.front()->seq];
+    IbRequest* found = Find(posted_, seq);
+    if (found == nullptr) return Broken("a completion of an unknown message");
+    IbRequest& r = *found;
     const uint32_t imm = ntohl(wc.imm_data);
     const uint32_t slot = imm >> kPartBits, part = imm & kTooBig;
     if (part == kTooBig) {
@@ -701,6 +743,8 @@ class IbRecv : public RecvConnection, public IbConnection {
   uint32_t remote_rkey_;
   std::unique_ptr<Cts, FreeDeleter> source_;  // the offers this side writes from
   ibv_mr* source_mr_ = nullptr;
+  alignas(64) char sink_[64] = {};
+  ibv_mr* sink_mr_ = nullptr;
   std::deque<std::unique_ptr<IbRequest>> posted_;
   uint64_t next_seq_ = 0;
 };

@@ -217,8 +217,8 @@ class IbNet : public Net {
     n.latency_us = 2;
     n.max_requests = ib::kMaxRequests;
     n.gpu_direct = false;
-    n.dmabuf = v_->reg_dmabuf_mr != nullptr;
-    n.max_message = static_cast<size_t>(ib::kPartMax) * static_cast<size_t>(options_.qps);
+    n.dmabuf = false;  // GPU memory is not registered yet (ibv_reg_dmabuf_mr is its route)
+    n.max_message = static_cast<size_t>(ib::MaxMessage(options_.qps));
     n.fabric = p.fabric;
     return n;
   }

@@ -80,6 +80,11 @@ class Connection {
   // Progresses `request`; *done once it completed (*bytes: its size).
   // After done the request is released. An error ends the connection.
   virtual base::Status Test(Request* request, bool* done, size_t* bytes) = 0;
+  // Progresses what needs no request: reads what the peer sent beside the
+  // messages (its abort or close, flow-control notices), so that none of it
+  // keeps PollFds readable while no request is in flight. An error ends the
+  // connection, as Test's do. The proxy calls it before it sleeps.
+  virtual base::Status Poll() { return base::Status(); }
   // File descriptors that become readable or writable when this connection
   // can make progress (the proxy sleeps in poll() on them); `events` as poll's.
   virtual void PollFds(std::vector<int>* fds, std::vector<short>* events) const = 0;

@@ -262,6 +262,73 @@ TEST_P(NetConformance, APeerThatGoesAwayIsAnError) {
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.0);
 }
 
+// Close in good order: every message sent arrives, then a receive beyond
+// fails saying the peer closed after everything (kAfterEveryCollective).
+TEST_P(NetConformance, ACloseInGoodOrderDeliversEverythingFirst) {
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  Connect(&send, &recv);
+  constexpr int kMessages = 5;
+  std::vector<char> out(kMessages * 1000), in(2000);
+  for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<char>(k * 7);
+  auto out_region = Reg(*send, out.data(), out.size());
+  auto in_region = Reg(*recv, in.data(), in.size());
+  std::thread sender([&] {
+    std::vector<Request*> sent;
+    for (int m = 0; m < kMessages; ++m) {
+      auto r = send->Isend(out.data() + m * 1000, 1000, out_region.get());
+      if (r.ok() && *r != nullptr) sent.push_back(*r);
+    }
+    send->Close();  // waits for the messages, then closes
+  });
+  for (int m = 0; m < kMessages; ++m) {
+    auto r = recv->Irecv(in.data(), in.size(), in_region.get());
+    ASSERT_TRUE(r.ok() && *r != nullptr) << r.status().ToString();
+    size_t bytes = 0;
+    Status st = Finish(*recv, *r, &bytes);
+    ASSERT_TRUE(st.ok()) << "message " << m << ": " << st.ToString();
+    ASSERT_EQ(bytes, 1000u);
+    ASSERT_EQ(in[999], static_cast<char>((m * 1000 + 999) * 7));
+  }
+  sender.join();
+  auto r = recv->Irecv(in.data(), in.size(), in_region.get());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  size_t bytes = 0;
+  Status st = *r == nullptr ? base::Internal("no request") : Finish(*recv, *r, &bytes, 3000);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.origin(), 1) << st.ToString();
+  EXPECT_EQ(st.origin_seq(), kAfterEveryCollective) << st.ToString();
+}
+
+// Requests may be tested in any order: a later one first.
+TEST_P(NetConformance, RequestsCompleteWhicheverIsTestedFirst) {
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  Connect(&send, &recv);
+  std::vector<char> out(3000, 'a'), in(3000);
+  out[1500] = 'b';
+  auto out_region = Reg(*send, out.data(), out.size());
+  auto in_region = Reg(*recv, in.data(), in.size());
+  auto r1 = recv->Irecv(in.data(), 1500, in_region.get());
+  auto r2 = recv->Irecv(in.data() + 1500, 1500, in_region.get());
+  auto s1 = send->Isend(out.data(), 1000, out_region.get());
+  auto s2 = send->Isend(out.data() + 1500, 1200, out_region.get());
+  ASSERT_TRUE(r1.ok() && *r1 && r2.ok() && *r2 && s1.ok() && *s1 && s2.ok() && *s2);
+  size_t b1 = 0, b2 = 0, sb1 = 0, sb2 = 0;
+  std::thread pump([&] {
+    EXPECT_TRUE(Finish(*send, *s2, &sb2).ok());
+    EXPECT_TRUE(Finish(*send, *s1, &sb1).ok());
+  });
+  EXPECT_TRUE(Finish(*recv, *r2, &b2).ok());
+  EXPECT_TRUE(Finish(*recv, *r1, &b1).ok());
+  pump.join();
+  EXPECT_EQ(b1, 1000u);
+  EXPECT_EQ(b2, 1200u);
+  EXPECT_EQ(sb1, 1000u);
+  EXPECT_EQ(sb2, 1200u);
+  EXPECT_EQ(in[1500], 'b');
+}
+
 TEST_P(NetConformance, AConnectionOfAnotherCommunicatorIsRefused) {
   NetHandle handle;
   auto listener = net_->Listen(0, ConnectOptions{0, 1, 77}, &handle);

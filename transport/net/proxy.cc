@@ -99,11 +99,12 @@ void Proxy::Shutdown(bool drain, int64_t timeout_ms) {
 
 namespace {
 
-// The whole FIFO (header, prefixes and slots), registered for the network.
+// The FIFO's slots with their prefixes, registered for the network (not
+// its header: nothing a peer writes may reach the counters and notices).
 base::StatusOr<std::unique_ptr<MemoryRegion>> RegisterFifo(Connection& c, FifoMemory& fifo) {
   const auto* h = static_cast<const FifoHeader*>(fifo.base());
-  const size_t bytes = kFifoDataOffset + kSlots * static_cast<size_t>(h->slot_stride);
-  return c.Register(fifo.base(), bytes, MemoryKind::kHost);
+  return c.Register(static_cast<char*>(fifo.base()) + kFifoDataOffset, kSlots * static_cast<size_t>(h->slot_stride),
+                    MemoryKind::kHost);
 }
 
 }  // namespace
@@ -143,6 +144,9 @@ base::Status Proxy::Start() {
 void Proxy::FailLocal(Edge& e, const base::Status& st) {
   RINGO_LOG(INFO) << "rank " << options_.self_rank << " channel " << e.channel << " proxy: " << st.ToString();
   e.failed = true;
+  // The peer may not see the fault by itself (a verbs queue pair in error
+  // is silent to the other end): tell it, best effort.
+  e.connection().Abort(st, options_.self_rank, 0);
   FifoHeader* h = e.header;
   // The remote end's notice and flag, as the executor reads them.
   if (e.recv) {
@@ -267,7 +271,15 @@ void Proxy::Sleep() {
     std::vector<int> fds;
     std::vector<short> events;
     for (auto& e : edges_) {
-      if (!e->failed) e->connection().PollFds(&fds, &events);
+      if (e->failed) continue;
+      // What arrived beside the messages is taken first, so it does not
+      // keep the descriptors readable.
+      const base::Status st = e->connection().Poll();
+      if (!st.ok()) {
+        FailLocal(*e, st.WithContext("channel " + std::to_string(e->channel)));
+        continue;
+      }
+      e->connection().PollFds(&fds, &events);
     }
     std::vector<pollfd> p;
     p.push_back({wake_fd_, POLLIN, 0});

@@ -324,6 +324,7 @@ class TcpSend : public SendConnection, private TcpConnection {
     return base::Internal("Test of a request this connection does not hold");
   }
 
+  Status Poll() override { return Progress(); }
   void PollFds(std::vector<int>* fds, std::vector<short>* events) const override { Fds(true, fds, events); }
   void Abort(const Status& why, int self_rank, uint64_t seq) override { TcpConnection::Abort(why, self_rank, seq); }
   void Close() override {
@@ -433,6 +434,7 @@ class TcpRecv : public RecvConnection, private TcpConnection {
     return base::Internal("Test of a request this connection does not hold");
   }
 
+  Status Poll() override { return Progress(); }
   void PollFds(std::vector<int>* fds, std::vector<short>* events) const override { Fds(false, fds, events); }
   void Abort(const Status& why, int self_rank, uint64_t seq) override { TcpConnection::Abort(why, self_rank, seq); }
   void Close() override { CloseStreams(); }

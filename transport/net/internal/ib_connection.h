@@ -23,6 +23,9 @@ inline constexpr uint32_t kPartBits = 28;             // an immediate: slot (4 b
 inline constexpr uint32_t kTooBig = (1u << kPartBits) - 1;  // part size meaning "your receive is too small"
 inline constexpr uint32_t kPartMax = kTooBig - 1;           // the largest part of a message
 
+// The largest message over `nqps` queue pairs.
+uint64_t MaxMessage(int nqps);
+
 // An active port, and its device's context and protection domain (shared by
 // the device's ports, owned by the net).
 struct Port {
