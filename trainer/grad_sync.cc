@@ -1,5 +1,7 @@
 #include "trainer/grad_sync.h"
 
+#include <algorithm>
+
 #include <utility>
 
 #include "trainer/comm.h"
@@ -31,10 +33,11 @@ ringoDataType_t GradDtypeRingo(GradDtype dtype) {
   }
 }
 
-std::vector<Bucket> MakeBuckets(const std::vector<ParamInfo>& params, size_t cap_bytes) {
+std::vector<Bucket> MakeBuckets(const std::vector<ParamInfo>& params, size_t cap_bytes, size_t first_cap_bytes) {
   std::vector<Bucket> buckets;
   for (int i = 0; i < static_cast<int>(params.size()); ++i) {
-    if (buckets.empty() || buckets.back().count * sizeof(float) >= cap_bytes) {
+    const size_t cap = buckets.size() == 1 ? std::min(first_cap_bytes, cap_bytes) : cap_bytes;
+    if (buckets.empty() || buckets.back().count * sizeof(float) >= cap) {
       Bucket b;
       b.offset = params[i].offset;
       b.first_param = i;

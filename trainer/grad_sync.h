@@ -40,8 +40,10 @@ struct Bucket {
 
 // PyTorch DDP's rule over the parameters in backward order: a bucket takes
 // parameters until it holds at least `cap_bytes` (of fp32 gradient), then
-// the next one starts.
-std::vector<Bucket> MakeBuckets(const std::vector<ParamInfo>& params, size_t cap_bytes);
+// the next one starts; the first bucket closes at `first_cap_bytes` already
+// (DDP's 1 MiB), so the first all-reduce starts early in the backward pass.
+std::vector<Bucket> MakeBuckets(const std::vector<ParamInfo>& params, size_t cap_bytes,
+                                size_t first_cap_bytes = size_t{1} << 20);
 
 // One step's record of one bucket, times from BeginStep.
 struct BucketTiming {

@@ -177,7 +177,8 @@ int PredictMain(const Options& o) {
   in.gpus_per_host = o.gpus_per_host;
   const size_t wire = GradDtypeBytes(o.grad_dtype);
   for (const Bucket& b :
-       MakeBuckets(model.params(), static_cast<size_t>(o.bucket_mb * 1048576.0))) {
+       MakeBuckets(model.params(), static_cast<size_t>(o.bucket_mb * 1048576.0),
+                   static_cast<size_t>(o.first_bucket_mb * 1048576.0))) {
     in.bucket_bytes.push_back(static_cast<double>(b.count) * wire);
   }
   if (o.compute_ms > 0) {

@@ -68,6 +68,7 @@ Mlp::Mlp(Compute* compute, const ModelSpec& spec, int max_rows)
   logits_ = compute_->Alloc(rows * spec.classes);
   scratch_[0] = compute_->Alloc(rows * widest);
   scratch_[1] = compute_->Alloc(rows * widest);
+  if (spec.batch_norm) bn_means_ = compute_->Alloc(2 * widest);  // whatever the batch's rows
   if (num_buffers_) running_ = compute_->Alloc(num_buffers_);
 }
 
@@ -81,6 +82,7 @@ Mlp::~Mlp() {
   compute_->Free(logits_);
   compute_->Free(scratch_[0]);
   compute_->Free(scratch_[1]);
+  if (bn_means_) compute_->Free(bn_means_);
   if (running_) compute_->Free(running_);
 }
 
@@ -241,7 +243,7 @@ base::Status Mlp::BatchNormBackward(Block& blk, int rows, bool accumulate, const
     mean_dy[c] = static_cast<float>(stats_[c] / count);
     mean_dy_xhat[c] = static_cast<float>(stats_[n + c] / count);
   }
-  float* dev = scratch_[d == scratch_[0] ? 1 : 0];  // [2n] staging for the means
+  float* dev = bn_means_;  // [2n] staging for the means
   compute_->Upload(mean_dy.data(), dev, n);
   compute_->Upload(mean_dy_xhat.data(), dev + n, n);
   compute_->BatchNormBackward(rows, n, d, blk.xhat, P(blk.gamma), blk.invstd, dev, dev + n, d);

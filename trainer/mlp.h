@@ -111,6 +111,7 @@ class Mlp {
   float* running_ = nullptr;                // owned
   float* logits_ = nullptr;                 // owned
   float* scratch_[2] = {nullptr, nullptr};  // owned, [rows x max width]
+  float* bn_means_ = nullptr;                // owned, [2 x max width]: batch norm's staged means
   std::vector<float> host_tmp_;
   std::vector<double> stats_;
 };

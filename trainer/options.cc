@@ -94,6 +94,7 @@ const char* Usage() {
          "  --momentum M --weight-decay WD  (default 0.9, 5e-4)\n"
          "Data parallelism:\n"
          "  --bucket-mb MB       gradient bucket size, MiB (default 25, as PyTorch DDP)\n"
+         "  --first-bucket-mb MB the first bucket's size, MiB (default 1, as PyTorch DDP)\n"
          "  --no-overlap         all-reduce after the backward pass, not during it\n"
          "  --sync-bn            batch-norm statistics over all ranks (SyncBatchNorm)\n"
          "  --grad-dtype fp32|bf16|fp16  all-reduce compressed gradients (default fp32)\n"
@@ -147,6 +148,7 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
       {"--momentum", Real(&o.momentum, 0, 1)},
       {"--weight-decay", Real(&o.weight_decay, 0, 1)},
       {"--bucket-mb", Real(&o.bucket_mb, 0, 1 << 20)},
+      {"--first-bucket-mb", Real(&o.first_bucket_mb, 0, 1 << 20)},
       {"--grad-dtype", Text(&grad_dtype)},
       {"--log-every", Int(&o.log_every, 0, 1 << 30)},
       {"--eval-every", Int(&o.eval_every, 0, 1 << 30)},

@@ -40,6 +40,7 @@ struct Options {
 
   // Data parallelism
   double bucket_mb = 25;
+  double first_bucket_mb = 1;  // DDP's first-bucket size
   bool overlap = true;
   bool sync_bn = false;
   GradDtype grad_dtype = GradDtype::kFp32;

@@ -153,7 +153,8 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   info->grad_dtype = o_.grad_dtype;
   info->overlap = o_.overlap;
   info->sync_bn = o_.sync_bn;
-  info->buckets = MakeBuckets(model_->params(), static_cast<size_t>(o_.bucket_mb * 1048576.0));
+  info->buckets = MakeBuckets(model_->params(), static_cast<size_t>(o_.bucket_mb * 1048576.0),
+                                static_cast<size_t>(o_.first_bucket_mb * 1048576.0));
   if (nranks_ == 1) return base::OkStatus();
 
   // As DDP does: every replica starts from rank 0's parameters.

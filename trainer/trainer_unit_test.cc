@@ -71,6 +71,17 @@ TEST(Buckets, DdpRuleClosesABucketOnceItReachesTheCap) {
   EXPECT_EQ(MakeBuckets(Params({10, 10}), 0).size(), 2u);  // cap 0: one per parameter
 }
 
+TEST(Buckets, TheFirstBucketClosesAtItsOwnSmallerCap) {
+  // Caps of 100 floats, the first 20 (DDP: 25 MiB and 1 MiB).
+  const auto b = MakeBuckets(Params({10, 50, 60, 200, 5, 5}), 400, 80);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].count, 60u);   // 10 + 50: reached 20 with the second
+  EXPECT_EQ(b[1].count, 260u);  // 60 + 200
+  EXPECT_EQ(b[2].count, 10u);
+  // A first cap above the cap changes nothing.
+  EXPECT_EQ(MakeBuckets(Params({10, 50, 60, 200, 5, 5}), 400, 4000)[0].count, 120u);
+}
+
 TEST(Sampler, SamePermutationEverywhereAndEpochsDiffer) {
   const auto a = EpochPermutation(1000, 7, 0);
   EXPECT_EQ(a, EpochPermutation(1000, 7, 0));
