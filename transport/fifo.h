@@ -95,8 +95,15 @@ class SendEnd {
   SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self);
   // Waits for a free slot; returns its memory (slot_bytes long).
   base::StatusOr<void*> Acquire(const WaitContext& ctx, int64_t step);
+  // The free slot's memory, or null while the receiver holds every slot
+  // (never waits; point-to-point engines poll several ends).
+  void* TryAcquire();
   // Publishes the acquired slot holding `bytes` of the collective `sig`.
   void Post(size_t bytes, const CallSignature& sig = CallSignature());
+  // Slots posted so far, and whether the receiver has released all of the
+  // first `posted` (it has read them).
+  uint64_t posted() const { return tail_; }
+  bool Released(uint64_t posted);
   // Writes this end's fault notice (`why`, which must not be OK), raises its
   // abort flag and wakes both ends.
   void Abort(const base::Status& why, int self_rank, uint64_t seq);
@@ -122,6 +129,8 @@ class RecvEnd {
   // sender.
   base::StatusOr<const void*> Acquire(const WaitContext& ctx, int64_t step, size_t* bytes,
                                       CallSignature* sig = nullptr);
+  // As Acquire, but null at once when no slot is filled.
+  base::StatusOr<const void*> TryAcquire(size_t* bytes, CallSignature* sig);
   // Frees the acquired slot for the sender.
   void Release();
   void Abort(const base::Status& why, int self_rank, uint64_t seq);

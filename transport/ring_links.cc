@@ -113,7 +113,7 @@ namespace {
 // The network edges of rank `rank`: connections accepted from its
 // predecessor and made to its successor, every rank taking part in the
 // bootstrap exchange of handles.
-base::Status ConnectNetEdges(Bootstrap& bootstrap, uint64_t tag, int rank, int prev, int next, bool recv_net,
+base::Status ConnectNetEdges(Exchange& bootstrap, uint64_t tag, int rank, int prev, int next, bool recv_net,
                              bool send_net, const RingSpec& spec, RingLinks* links) {
   const base::Config& config = base::GetConfig();
   net::Net* network = nullptr;
@@ -188,7 +188,7 @@ base::Status ConnectNetEdges(Bootstrap& bootstrap, uint64_t tag, int rank, int p
 
 }  // namespace
 
-base::StatusOr<RingLinks> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int rank, const RingSpec& spec,
+base::StatusOr<RingLinks> ConnectRing(Exchange& bootstrap, uint64_t tag, int rank, const RingSpec& spec,
                                       const std::vector<PeerInfo>& peers) {
   const int n = spec.nranks;
   const int pos = PositionOf(spec, rank);

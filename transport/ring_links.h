@@ -74,7 +74,7 @@ struct RingSpec {
 };
 
 // Connects rank `rank`'s edges through `bootstrap` (collective over ranks).
-base::StatusOr<RingLinks> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int rank, const RingSpec& spec,
+base::StatusOr<RingLinks> ConnectRing(Exchange& bootstrap, uint64_t tag, int rank, const RingSpec& spec,
                                       const std::vector<PeerInfo>& peers);
 
 // Connects every rank of a ring whose ranks are threads of this process;

@@ -108,6 +108,8 @@ Status GpuComm::Enqueue(const kernels::CollArgs& args, void* stream) {
   a.coll = args.coll;
   a.dtype = args.dtype;
   a.op = args.op;
+  a.scalar = args.scalar;
+  a.scalar_ptr = args.scalar_ptr;
   a.send = args.send;
   a.recv = args.recv;
   a.count = args.count;
