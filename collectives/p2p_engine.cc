@@ -1,6 +1,8 @@
 #include "collectives/p2p_engine.h"
 
 #include <sched.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,9 +15,10 @@ using base::Status;
 
 namespace {
 
-// How long one sleep on one operation's counter lasts while others are
-// pending (the others are polled between sleeps).
-constexpr int64_t kSliceMs = 2;
+// While several operations are pending: how long one sleep on all their
+// counters lasts, and then one check of one operation's peer and flags.
+constexpr int64_t kSleepMs = 20;
+constexpr int64_t kSliceMs = 1;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -32,6 +35,34 @@ int64_t NowMs() {
 
 const char* OpName(const P2pOp& op) { return op.send ? "ringoSend" : "ringoRecv"; }
 
+// What a descriptor slot carries: where the sender's bytes are.
+struct Descriptor {
+  int32_t pid;
+  uint32_t reserved;
+  uint64_t addr;
+  uint64_t bytes;
+};
+
+// Copies `bytes` at `addr` in process `pid` (this one or another) to `dst`.
+Status Pull(const Descriptor& d, void* dst) {
+  if (d.pid == ::getpid()) {
+    std::memcpy(dst, reinterpret_cast<const void*>(d.addr), d.bytes);
+    return Status();
+  }
+  uint64_t done = 0;
+  while (done < d.bytes) {
+    iovec local{static_cast<char*>(dst) + done, d.bytes - done};
+    iovec remote{reinterpret_cast<void*>(d.addr + done), d.bytes - done};
+    const ssize_t n = ::process_vm_readv(d.pid, &local, 1, &remote, 1, 0);
+    if (n <= 0) {
+      return base::SystemError("process_vm_readv of " + std::to_string(d.bytes) + " bytes from pid " +
+                               std::to_string(d.pid) + " failed: " + std::strerror(errno));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return Status();
+}
+
 }  // namespace
 
 struct P2pEngine::Progress {
@@ -42,6 +73,10 @@ struct P2pEngine::Progress {
   int64_t slots = 0;      // slots moved so far
   size_t offset = 0;      // bytes moved so far
   bool done = false;
+  // A send as a descriptor: posted, and the slot count that releases it.
+  bool direct = false;
+  bool posted = false;
+  uint64_t ticket = 0;
 };
 
 P2pEngine::P2pEngine(int rank, int nranks, std::unique_ptr<transport::PeerLinks> links)
@@ -83,6 +118,28 @@ void P2pEngine::RunSelf(const std::vector<P2pOp>& ops) {
 
 Status P2pEngine::Advance(Progress& p, bool* moved) {
   const P2pOp& op = *p.op;
+  if (op.send && p.direct) {
+    transport::SendEnd* end = links_->send(op.peer);
+    if (!p.posted) {
+      void* slot = end->TryAcquire();
+      if (slot == nullptr) return Status();
+      const Descriptor d{static_cast<int32_t>(::getpid()), 0, reinterpret_cast<uint64_t>(op.send_buf), op.bytes};
+      std::memcpy(slot, &d, sizeof(d));
+      transport::CallSignature sig;
+      sig.seq = p.msg;
+      sig.count = static_cast<int64_t>(op.bytes);
+      sig.shape = kP2pDirectShape;
+      end->Post(sizeof(d), sig);
+      p.ticket = end->posted();
+      p.posted = true;
+      *moved = true;
+    }
+    if (end->Released(p.ticket)) {  // the receiver has copied the bytes
+      p.done = true;
+      *moved = true;
+    }
+    return Status();
+  }
   if (op.send) {
     transport::SendEnd* end = links_->send(op.peer);
     while (p.slots < p.nslots) {
@@ -109,7 +166,19 @@ Status P2pEngine::Advance(Progress& p, bool* moved) {
       if (slot == nullptr) break;
       const std::string where = "rank " + std::to_string(rank_) + " receiving from peer rank " +
                                 std::to_string(op.peer) + " (ringoRecv #" + std::to_string(p.msg) + ")";
-      if (sig.shape != kP2pShape || sig.seq != p.msg) {
+      if (sig.shape == kP2pDirectShape && sig.seq == p.msg && p.slots == 0 && n == sizeof(Descriptor) &&
+          static_cast<uint64_t>(sig.count) == op.bytes) {
+        Descriptor d;
+        std::memcpy(&d, slot, sizeof(d));
+        if (d.bytes != op.bytes) return base::RemoteError(where + ": a descriptor of the wrong size");
+        RETURN_IF_ERROR(Pull(d, op.recv_buf).WithContext(where));
+        end->Release();
+        p.offset = op.bytes;
+        p.slots = p.nslots = 1;
+        *moved = true;
+        break;
+      }
+      if ((sig.shape != kP2pShape && sig.shape != kP2pDirectShape) || sig.seq != p.msg) {
         return base::RemoteError(where + ": the peer's slot belongs to no message this rank expects")
             .WithOrigin(op.peer, where + ": a slot of no expected message");
       }
@@ -139,6 +208,7 @@ Status P2pEngine::WaitOn(Progress& p, const transport::WaitContext& base_ctx) {
   transport::WaitContext ctx = base_ctx;
   ctx.coll = OpName(*p.op);
   ctx.seq = p.msg;
+  if (p.op->send && p.posted) return links_->send(p.op->peer)->WaitReleased(p.ticket, ctx, 0);
   if (p.op->send) return links_->send(p.op->peer)->Acquire(ctx, p.slots).status();
   size_t bytes = 0;
   return links_->recv(p.op->peer)->Acquire(ctx, p.slots, &bytes, nullptr).status();
@@ -161,6 +231,8 @@ Status P2pEngine::Run(const std::vector<P2pOp>& ops, const transport::WaitContex
     p.msg = op.send ? ++sent_[op.peer] : ++received_[op.peer];
     p.slot_bytes = op.send ? links_->send(op.peer)->slot_bytes() : links_->recv(op.peer)->slot_bytes();
     p.nslots = op.bytes == 0 ? 1 : static_cast<int64_t>((op.bytes + p.slot_bytes - 1) / p.slot_bytes);
+    p.direct = op.send && op.bytes >= kDirectMinBytes &&
+               links_->send(op.peer)->header()->receiver_pulls.load(std::memory_order_acquire) == 1;
     progress.push_back(p);
   }
   std::vector<char> busy_send(nranks_), busy_recv(nranks_);
@@ -198,6 +270,20 @@ Status P2pEngine::Run(const std::vector<P2pOp>& ops, const transport::WaitContex
     if (idle <= static_cast<int64_t>(wait.spin_count) + wait.yield_count) {
       sched_yield();
       continue;
+    }
+    if (active.size() > 1) {
+      // Several operations: sleep on all their counters at once (a publish
+      // on any wakes this rank), then check one operation's peer and flags
+      // (in turn) in a short wait of its own.
+      std::vector<transport::CounterTarget> targets;
+      for (size_t i : active) {
+        const Progress& q = progress[i];
+        const P2pOp& op = *q.op;
+        targets.push_back(!op.send  ? links_->recv(op.peer)->FilledSlotTarget()
+                          : q.posted ? links_->send(op.peer)->ReleasedTarget(q.ticket)
+                                     : links_->send(op.peer)->FreeSlotTarget());
+      }
+      if (transport::SleepUntilAny(targets.data(), static_cast<int>(targets.size()), kSleepMs)) continue;
     }
     Progress& p = progress[active[turn++ % active.size()]];
     if (active.size() == 1) {

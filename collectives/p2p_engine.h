@@ -12,6 +12,13 @@
 // message of 0 bytes is one empty slot. Sends and receives with oneself are
 // copies and must be matched within the batch.
 //
+// Large messages (kDirectMinBytes and up) between ranks of one host whose
+// receiver can read the sender's memory (the same process, or
+// process_vm_readv) go as one descriptor slot (the sender's pid, address and
+// size): the receiver copies straight from the sender's buffer into its own
+// and releases the slot, which completes the send. One copy instead of two,
+// and no slot-sized steps.
+//
 // Progress: every operation of a batch advances as far as its FIFO allows
 // before the engine waits, so a batch never waits on one peer while another
 // could move (a rank may send to and receive from the same peer, in any
@@ -74,8 +81,13 @@ class P2pEngine {
   std::vector<uint64_t> received_;  // messages received from each peer so far
 };
 
-// The shape word of point-to-point slots (transport::CallSignature::shape).
+// The shape word of point-to-point slots (transport::CallSignature::shape):
+// the message's bytes, or a descriptor of the sender's buffer.
 inline constexpr uint32_t kP2pShape = 0x50325000u;
+inline constexpr uint32_t kP2pDirectShape = 0x50325001u;
+// Messages from this size go as a descriptor where the receiver can read
+// the sender's memory.
+inline constexpr size_t kDirectMinBytes = size_t{64} << 10;
 
 }  // namespace ringo::collectives
 

@@ -13,7 +13,7 @@ namespace ringo::transport {
 namespace {
 
 constexpr uint32_t kFifoMagic = 0x46474e52;  // "RNGF"
-constexpr uint32_t kFifoVersion = 2;
+constexpr uint32_t kFifoVersion = 3;
 
 // After a publish (seq_cst): a proxy that declared itself asleep (seq_cst)
 // before checking the counter either saw the publish or is woken here.
@@ -97,6 +97,14 @@ bool SendEnd::Released(uint64_t posted) {
   if (head_cache_ >= posted) return true;
   head_cache_ = header_->head.value.load(std::memory_order_acquire);
   return head_cache_ >= posted;
+}
+
+base::Status SendEnd::WaitReleased(uint64_t posted, const WaitContext& ctx, int64_t step) {
+  if (head_cache_ >= posted) return base::OkStatus();
+  const PeerRef peer{&header_->receiver_aborted, header_->receiver_rank, header_->receiver_process, "sending to",
+                     step, &header_->receiver_notice};
+  ASSIGN_OR_RETURN(head_cache_, WaitAtLeast(header_->head, posted, peer, ctx));
+  return base::OkStatus();
 }
 
 void SendEnd::Post(size_t bytes, const CallSignature& sig) {

@@ -1,7 +1,10 @@
 #include "transport/peer_links.h"
 
+#include <sys/uio.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <random>
 #include <cstring>
 #include <map>
 #include <string>
@@ -32,12 +35,35 @@ struct OfferWire {
   net::NetHandle handle;
 };
 
-// The sender's answer: it opened the FIFO (or why not).
+// The sender's answer: it opened the FIFO (or why not), and where the
+// receiver may test reading its memory (ProbeWord).
 struct AckWire {
   uint32_t magic;
   int32_t ok;
+  uint64_t probe_addr;
+  uint64_t probe_value;
   char why[128];
 };
+
+// A word whose address and value a sender announces: a receiver in another
+// process that reads the same value there with process_vm_readv may copy
+// straight out of the sender's buffers (the same user, no ptrace
+// restriction, and truly that process: not a namesake in another pid
+// namespace).
+const uint64_t* ProbeWord() {
+  static const uint64_t* const word = [] {
+    std::random_device rd;
+    return new uint64_t((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ 0x52494e474f505242ull);
+  }();
+  return word;
+}
+
+bool CanRead(int32_t pid, uint64_t addr, uint64_t want) {
+  uint64_t got = 0;
+  iovec local{&got, sizeof(got)};
+  iovec remote{reinterpret_cast<void*>(addr), sizeof(got)};
+  return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof(got)) && got == want;
+}
 
 template <size_t N>
 void CopyText(char (&dst)[N], const std::string& text) {
@@ -224,6 +250,8 @@ Status PeerLinks::Answer(int peer, net::Proxy* proxy, bool* proxy_used) {
   AckWire ack{};
   ack.magic = kLinkMagic;
   ack.ok = st.ok() ? 1 : 0;
+  ack.probe_addr = reinterpret_cast<uint64_t>(ProbeWord());
+  ack.probe_value = *ProbeWord();
   CopyText(ack.why, st.message());
   Status sent = exchange_->Send(peer, PairTag(kTagPeerAck, spec_.rank, peer), &ack, sizeof(ack));
   RETURN_IF_ERROR(st);
@@ -257,6 +285,17 @@ Status PeerLinks::Settle(int peer, Incoming* in, net::Proxy* proxy, bool* proxy_
   if (ack.ok != 1) {
     return base::RemoteError(where + ": it could not open this rank's FIFO: " + ReadText(ack.why))
         .WithOrigin(peer, ReadText(ack.why));
+  }
+  auto* header = static_cast<FifoHeader*>(in->memory->base());
+  if (in->kind == OfferKind::kProcess) {
+    header->receiver_pulls.store(1, std::memory_order_release);
+  } else if (in->kind == OfferKind::kShm) {
+    const bool pulls = CanRead(spec_.peers[peer].pid, ack.probe_addr, ack.probe_value);
+    if (!pulls) {
+      RINGO_LOG(INFO) << where << ": cannot read the peer's memory (process_vm_readv: " << std::strerror(errno)
+                      << "); its large messages go through the FIFO";
+    }
+    header->receiver_pulls.store(pulls ? 1 : 2, std::memory_order_release);
   }
   if (in->kind == OfferKind::kNet) {
     if (in->accepted == nullptr) return base::RemoteError(where + ": its network connection never arrived");

@@ -7,6 +7,11 @@
 // FIFO on each side whose slots a proxy thread moves over the network
 // (net/proxy.h).
 //
+// A receiver that can copy straight out of its sender's memory (the same
+// process, or process_vm_readv, probed at connection) says so in the FIFO
+// header (FifoHeader::receiver_pulls): large messages then go as one
+// descriptor slot instead of their bytes.
+//
 // The handshake goes over the communicator's exchange (exchange.h): the
 // receiver makes its FIFO and offers it (a name, or a network handle), the
 // sender opens it and acknowledges, then the receiver unlinks the shared
