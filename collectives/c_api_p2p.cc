@@ -132,6 +132,10 @@ ringoResult_t ringoAllToAll(const void* sendbuff, void* recvbuff, size_t count, 
       RETURN_IF_ERROR(c->CheckBuffer(recvbuff, "recvbuff"));
     }
     const char* from = static_cast<const char*>(sendbuff);
+    if (bytes > 0 && sendbuff == recvbuff && c->kind() == ringo::collectives::DeviceKind::kCuda) {
+      return base::InvalidUsage("an in-place ringoAllToAll on a GPU communicator is not supported yet: "
+                                "pass separate send and receive buffers");
+    }
     if (bytes > 0 && sendbuff == recvbuff) {
       // In place: the blocks go out from a copy of the input, taken when the batch runs.
       op.staged = std::make_shared<std::vector<char>>(bytes * static_cast<size_t>(n));

@@ -16,6 +16,7 @@
 #include "collectives/device_choice.h"
 #include "collectives/internal/direct_post.h"
 #include "collectives/internal/gpu_comm.h"
+#include "collectives/internal/gpu_p2p.h"
 #include "collectives/internal/gpu_placement.h"
 #include "collectives/p2p_engine.h"
 #include "collectives/ring_choice.h"
@@ -44,6 +45,7 @@ Communicator::Communicator(int rank, int nranks, const base::Config& config, con
 
 Communicator::~Communicator() {
   gpu_.reset();  // waits for this rank's kernels before freeing their memory
+  gpu_p2p_.reset();
   // What this rank posted for its peers on other hosts goes out before the
   // connections close (a collective returns once its slots are posted).
   const bool drain = !failed_.load() && !abort_.load();
@@ -236,7 +238,14 @@ Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream) {
   Status failed = AsyncError();
   if (!failed.ok()) return failed.WithContext("the communicator failed earlier; abort or destroy it");
   if (abort_.load()) return base::InvalidUsage("the communicator was aborted");
-  if (gpu_) return base::InvalidUsage("point-to-point on a GPU communicator is not implemented yet");
+  if (gpu_) {
+    RETURN_IF_ERROR(P2pEngine::CheckSelf(rank_, ops));
+    if (gpu_p2p_ == nullptr) return base::Internal("this GPU communicator has no point-to-point engine");
+    Status st = gpu_p2p_->Run(ops, stream, *gpu_);
+    // A launch that failed after connections were made leaves peers waiting.
+    if (st.code() == base::Code::kCudaError) Fail(st);
+    return st;
+  }
   if (stream != nullptr) return base::InvalidArgument("stream must be NULL on a host communicator");
   if (p2p_ == nullptr) return base::Internal("this communicator has no point-to-point engine");
   RETURN_IF_ERROR(p2p_->Check(ops));  // a call that cannot run leaves the communicator as it was

@@ -38,6 +38,7 @@ namespace ringo::collectives {
 
 namespace internal {
 class GpuComm;
+class GpuP2p;
 struct DirectPost;
 }
 class P2pEngine;
@@ -120,6 +121,8 @@ class Communicator {
   // The point-to-point engine (host communicators); net[p]: pairs with p go
   // over the network.
   void StartP2p(const std::vector<bool>& net);
+  // The GPU communicator's point-to-point engine on `device`.
+  void StartGpuP2p(int device);
   static base::StatusOr<std::vector<std::unique_ptr<Communicator>>> InitAllCuda(
       int nranks, const CommOptions& options, const std::vector<int>& cuda_devices);
   // InitRank's GPU half, once the ranks agreed on GPU memory.
@@ -218,7 +221,8 @@ class Communicator {
   std::vector<transport::PeerInfo> peer_infos_;
   uint64_t splits_ = 0;  // ringoCommSplit calls so far (each child's context)
   internal::UserOps user_ops_;
-  std::unique_ptr<P2pEngine> p2p_;  // host communicators of 2 ranks or more
+  std::unique_ptr<P2pEngine> p2p_;  // host communicators
+  std::unique_ptr<internal::GpuP2p> gpu_p2p_;  // GPU communicators
 
   mutable std::mutex error_mu_;
   base::Status async_error_;  // GUARDED_BY(error_mu_)

@@ -11,6 +11,7 @@
 #include "collectives/communicator.h"
 #include "collectives/device_choice.h"
 #include "collectives/internal/gpu_comm.h"
+#include "collectives/internal/gpu_p2p.h"
 #include "collectives/internal/gpu_placement.h"
 #include "collectives/p2p_engine.h"
 #include "collectives/ring_choice.h"
@@ -234,6 +235,17 @@ Status Communicator::Setup(transport::Exchange& exchange, const CommOptions& opt
 }
 
 
+void Communicator::StartGpuP2p(int device) {
+  if (exchange_ == nullptr) return;
+  transport::GpuPeerSpec spec;
+  spec.rank = rank_;
+  spec.nranks = nranks_;
+  spec.device = device;
+  spec.slot_bytes = static_cast<uint64_t>((P2pSlotBytes(config_) + 15) / 16 * 16);
+  spec.timeout_ms = timeout_ms_;
+  gpu_p2p_ = std::make_unique<internal::GpuP2p>(exchange_.get(), spec);
+}
+
 void Communicator::StartP2p(const std::vector<bool>& net) {
   if (exchange_ == nullptr) return;
   transport::PeerLinkSpec spec;
@@ -346,6 +358,7 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAllCuda(
     RINGO_LOG(INFO) << "rank " << r << "/" << nranks << " ready: CUDA device " << cuda_devices[r] << ", "
                     << geometry.nchannels << " channel(s), slot " << geometry.slot_bytes << " B, LL slot "
                     << geometry.ll_slot_bytes << " B, timeout " << comm->timeout_ms_ << " ms";
+    comm->StartGpuP2p(cuda_devices[r]);
     comms.push_back(std::move(comm));
   }
   if (nranks > 1) RINGO_LOG(INFO) << "GPU ring: " << ring.Describe();
@@ -387,6 +400,7 @@ Status Communicator::ConnectGpu(transport::Exchange& bootstrap, const base::Conf
   // A rank that failed here would leave the others' first collective waiting.
   RETURN_IF_ERROR(transport::AgreeOk(bootstrap, made.status(), "set up its GPU communicator"));
   gpu_ = std::move(made).value();
+  StartGpuP2p(device);
   RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: CUDA device " << device << " (CUDA IPC across "
                   << "processes), " << geometry.nchannels << " channel(s), slot " << geometry.slot_bytes
                   << " B, LL slot " << geometry.ll_slot_bytes << " B, timeout " << timeout_ms_ << " ms";

@@ -82,7 +82,7 @@ struct P2pEngine::Progress {
 P2pEngine::P2pEngine(int rank, int nranks, std::unique_ptr<transport::PeerLinks> links)
     : rank_(rank), nranks_(nranks), links_(std::move(links)), sent_(nranks, 0), received_(nranks, 0) {}
 
-Status P2pEngine::Check(const std::vector<P2pOp>& ops) const {
+Status P2pEngine::CheckSelf(int rank_, const std::vector<P2pOp>& ops) {
   std::vector<const P2pOp*> sends, recvs;
   for (const P2pOp& op : ops) {
     if (op.peer != rank_) continue;

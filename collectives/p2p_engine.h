@@ -55,9 +55,11 @@ class P2pEngine {
  public:
   P2pEngine(int rank, int nranks, std::unique_ptr<transport::PeerLinks> links);
 
-  // Whether `ops` can run: sends to and receives from oneself pair up, with
-  // equal sizes (InvalidUsage otherwise). Touches nothing.
-  base::Status Check(const std::vector<P2pOp>& ops) const;
+  // Whether `ops` can run on rank `rank`: sends to and receives from
+  // oneself pair up, with equal sizes (InvalidUsage otherwise). Touches
+  // nothing; the GPU engine's rule too.
+  static base::Status CheckSelf(int rank, const std::vector<P2pOp>& ops);
+  base::Status Check(const std::vector<P2pOp>& ops) const { return CheckSelf(rank_, ops); }
 
   // Runs `ops` (which passed Check) to completion on this rank. `wait` is the communicator's
   // (abort flag, patience, wait states); any failure leaves the pairs in an

@@ -134,6 +134,19 @@ Status GpuComm::Enqueue(const kernels::CollArgs& args, void* stream) {
   return order_launches_.After(stream, done);
 }
 
+Status GpuComm::EnqueueP2p(const kernels::gpu::P2pKernelArgs& args, void* stream) {
+  ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device_));
+  if (ranks_sharing_gpu_ > 1) {
+    ASSIGN_OR_RETURN(const base::StreamFacts facts, base::GetStreamFacts(stream));
+    RETURN_IF_ERROR(GpuStreamRule(facts.non_blocking, facts.legacy, ranks_sharing_gpu_));
+  }
+  DoneEvent done(&done_);
+  RETURN_IF_ERROR(order_launches_.Before(stream, done));
+  RETURN_IF_ERROR(kernels::gpu::LaunchP2pKernel(args, stream, static_cast<ErrorRecord*>(error_.device()),
+                                                static_cast<const int*>(abort_.device()), timeout_ns_));
+  return order_launches_.After(stream, done);
+}
+
 Status GpuComm::Synchronize() { return done_.Synchronize(); }
 
 void GpuComm::RaiseAbort() {

@@ -260,7 +260,10 @@ RINGO_API ringoResult_t ringoReduce(const void* sendbuff, void* recvbuff, size_t
  * ones as it receives them). Sends and receives that must progress together
  * (a rank that sends to and receives from a peer, rings of exchanges) go in
  * one ringoGroupStart/End: the group runs them all at once. A send to
- * oneself must meet its receive in the same group. */
+ * oneself must meet its receive in the same group. GPU communicators
+ * enqueue on `stream` (a group's sends and receives as one kernel, at most
+ * 256 operations) and return at once; the first use of a pair connects it on
+ * the host, which waits for the peer to reach its matching call. */
 RINGO_API ringoResult_t ringoSend(const void* sendbuff, size_t count, ringoDataType_t datatype, int peer,
                                   ringoComm_t comm, ringoStream_t stream);
 /* Receives `count` elements from rank `peer` into recvbuff (see ringoSend). */
@@ -269,7 +272,7 @@ RINGO_API ringoResult_t ringoRecv(void* recvbuff, size_t count, ringoDataType_t 
 
 /* recvbuff[r * count + i] = sendbuff of rank r [rank * count + i]: each rank
  * sends block p of its input to rank p. In place (sendbuff == recvbuff)
- * allowed. */
+ * allowed on host communicators. */
 RINGO_API ringoResult_t ringoAllToAll(const void* sendbuff, void* recvbuff, size_t count,
                                       ringoDataType_t datatype, ringoComm_t comm, ringoStream_t stream);
 /* On `root`: recvbuff[r * count + i] = sendbuff of rank r [i]; recvbuff is

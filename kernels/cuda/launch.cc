@@ -205,6 +205,7 @@ StatusOr<RingResidency> LoadOnDevice(int device) {
     }
   }
   RETURN_IF_ERROR(LaunchResult(internal::LoadCopyKernel(), "loading the copy kernel"));
+  RETURN_IF_ERROR(LaunchResult(internal::LoadP2pKernel(), "loading the point-to-point kernel"));
   if (blocks == (1 << 30)) return base::Internal("no ring kernel was loaded");
   r.blocks_per_sm = blocks;
   return r;
@@ -297,6 +298,36 @@ Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* host_ch
                                             mapped_abort, timeout_ns, &p, &dtype, &op));
   return LaunchResult(Dispatch<RingFn>(dtype, op, p, args.proto, cuda_stream),
                       std::string("ring kernel ") + Where(args.dtype, args.op));
+}
+
+Status LaunchP2pKernel(const P2pKernelArgs& args, void* cuda_stream, ErrorRecord* mapped_error,
+                       const int* mapped_abort, uint64_t timeout_ns) {
+  if (!KernelsBuilt()) return NotBuilt();
+  if (args.nlanes < 1 || args.nlanes > kMaxP2pLanes) {
+    return base::InvalidArgument("between 1 and " + std::to_string(kMaxP2pLanes) + " lanes");
+  }
+  for (int l = 0; l < args.nlanes; ++l) {
+    const P2pLane& lane = args.lanes[l];
+    if (lane.nops < 0 || lane.first_op < 0 || lane.first_op + lane.nops > kMaxP2pOps) {
+      return base::InvalidArgument("lane " + std::to_string(l) + "'s operations are out of range");
+    }
+    if (lane.kind == P2pLaneKind::kSelf) continue;
+    const DeviceFifo& f = lane.fifo;
+    if (f.head == nullptr || f.tail == nullptr || f.slots == nullptr || f.slot_bytes == 0 || !Aligned(f.head, 8) ||
+        !Aligned(f.tail, 8)) {
+      return base::InvalidArgument("lane " + std::to_string(l) + " has no connector");
+    }
+  }
+#if RINGO_CUDA_KERNELS
+  return LaunchResult(internal::LaunchP2pTyped(args, mapped_abort, mapped_error, timeout_ns, cuda_stream),
+                      "point-to-point kernel");
+#else
+  (void)cuda_stream;
+  (void)mapped_error;
+  (void)mapped_abort;
+  (void)timeout_ns;
+  return NotBuilt();
+#endif
 }
 
 Status LaunchReduceKernel(DataType dtype, RedOp op, const void* a, const void* b, void* dst, int64_t count,

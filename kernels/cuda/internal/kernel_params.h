@@ -9,6 +9,7 @@
 
 #include "base/device/dtype.h"
 #include "kernels/cuda/device_types.h"
+#include "kernels/cuda/p2p_types.h"
 #include "kernels/schedule.h"
 
 namespace ringo::kernels::gpu::internal {
@@ -80,6 +81,11 @@ int LoadRingTyped(int* blocks_per_sm);
 template <typename T, base::RedOp kOp>
 int LaunchPreTyped(const void* src, void* dst, int64_t count, uint64_t scalar, const void* scalar_ptr,
                    void* stream);
+
+// The point-to-point kernel (ring_p2p.cu), and its loading.
+int LaunchP2pTyped(const P2pKernelArgs& args, const int* abort, ErrorRecord* error, uint64_t timeout_ns,
+                   void* stream);
+int LoadP2pKernel();
 
 // Byte copy through the same loop (ring_int8.cu), and its loading.
 int LaunchCopyBytes(const void* src, void* dst, int64_t bytes, void* stream);
