@@ -38,6 +38,12 @@ Status CudaCallStatus(int error, const char* call, const char* file, int line) {
 }
 
 StatusOr<int> CurrentDevice() { return NoCuda("cudaGetDevice"); }
+StatusOr<void*> DeviceMalloc(size_t) { return NoCuda("cudaMalloc"); }
+Status DeviceFree(void* ptr) { return ptr == nullptr ? Status() : NoCuda("cudaFree"); }
+Status CopyToHost(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+  return Status();
+}
 Status PciBusId(int, char*, int) { return NoCuda("cudaDeviceGetPCIBusId"); }
 StatusOr<StreamFacts> GetStreamFacts(void*) { return NoCuda("cudaStreamGetFlags"); }
 Status CudaEvent::MakeStreamWait(void*) { return NoCuda("cudaStreamWaitEvent"); }
@@ -125,6 +131,29 @@ const CudaProbe& ProbeCuda() {
 }
 
 bool CudaRuntimeBuilt() { return true; }
+
+StatusOr<void*> DeviceMalloc(size_t bytes) {
+  if (ProbeCuda().device_count == 0) return InvalidUsage("cudaMalloc: " + ProbeCuda().reason);
+  void* ptr = nullptr;
+  RINGO_CUDA_RETURN_IF_ERROR(cudaMalloc(&ptr, bytes));
+  return ptr;
+}
+
+Status DeviceFree(void* ptr) {
+  if (ptr == nullptr) return Status();
+  RINGO_CUDA_RETURN_IF_ERROR(cudaFree(ptr));
+  return Status();
+}
+
+Status CopyToHost(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return Status();
+  if (PointerDevice(src) < 0) {
+    std::memcpy(dst, src, bytes);
+    return Status();
+  }
+  RINGO_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  return Status();
+}
 
 bool IsDevicePointer(const void* ptr) { return PointerDevice(ptr) >= 0; }
 

@@ -58,6 +58,16 @@ struct StreamFacts {
 };
 StatusOr<StreamFacts> GetStreamFacts(void* stream);
 
+// cudaMalloc on the calling thread's current device (libnccl.so.2's
+// ncclMemAlloc), and cudaFree of what it returned. Blocking.
+StatusOr<void*> DeviceMalloc(size_t bytes);
+Status DeviceFree(void* ptr);
+
+// Copies `bytes` from `src` (host or device memory) into host memory at
+// `dst`; blocking (the copy is complete on return). Host memory needs no
+// CUDA at all.
+Status CopyToHost(void* dst, const void* src, size_t bytes);
+
 // OK for error 0 (cudaSuccess); otherwise kCudaError naming the call, where
 // it was made and CUDA's name and text for the error. Clears the runtime's
 // last-error slot. `error` is a cudaError_t.

@@ -44,6 +44,8 @@ static_assert(sizeof(ringoUniqueId) == ringo::transport::kUniqueIdBytes, "unique
 static_assert(ringoTimeout == static_cast<int>(base::Code::kTimeout), "result codes match");
 static_assert(ringoBfloat16 == static_cast<int>(base::DataType::kBFloat16), "datatypes match");
 static_assert(ringoAvg == static_cast<int>(base::RedOp::kAvg), "ops match");
+static_assert(ringoFloat8e5m2 == static_cast<int>(base::DataType::kFloat8E5M2), "datatypes match");
+static_assert(ringoNumTypes == base::kNumDataTypes && ringoNumOps == base::kNumRedOps, "enum sizes match");
 
 // This rank's wish for its memory (collectives/device_choice.h): the
 // config's device kind, else RINGO_DEVICE, against what this process sees.
@@ -262,6 +264,45 @@ ringoResult_t ringoCommCuDevice(const ringoComm_t comm, int* device) {
     ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
     *device = c->device();  // -1: host memory
     return Status();
+  });
+}
+
+ringoResult_t ringoRedOpCreatePreMulSum(ringoRedOp_t* op, void* scalar, ringoDataType_t datatype,
+                                        ringoScalarResidence_t residence, ringoComm_t comm) {
+  return Guard("ringoRedOpCreatePreMulSum", comm, [&]() -> Status {
+    if (op == nullptr) return base::InvalidArgument("op is NULL");
+    if (scalar == nullptr) return base::InvalidArgument("scalar is NULL");
+    if (!base::IsValidDataType(datatype)) {
+      return base::InvalidArgument("datatype " + std::to_string(datatype) + " is not a ringoDataType_t");
+    }
+    if (residence != ringoScalarDevice && residence != ringoScalarHostImmediate) {
+      return base::InvalidArgument("residence " + std::to_string(residence) + " is not a ringoScalarResidence_t");
+    }
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    ringo::collectives::internal::UserOps::Op made;
+    made.dtype = static_cast<base::DataType>(datatype);
+    const size_t bytes = base::DataTypeSize(made.dtype);
+    if (residence == ringoScalarHostImmediate) {
+      if (base::PointerDevice(scalar) >= 0) {
+        return base::InvalidArgument("scalar is GPU memory, but ringoScalarHostImmediate reads host memory");
+      }
+      std::memcpy(&made.bits, scalar, bytes);
+    } else if (c->kind() == ringo::collectives::DeviceKind::kCuda) {
+      RETURN_IF_ERROR(c->CheckBuffer(scalar, "scalar (ringoScalarDevice)"));
+      made.ptr = scalar;
+    } else {
+      made.ptr = scalar;  // read (host or GPU memory) when each collective runs
+    }
+    *op = static_cast<ringoRedOp_t>(c->user_ops().Create(made));
+    return Status();
+  });
+}
+
+ringoResult_t ringoRedOpDestroy(ringoRedOp_t op, ringoComm_t comm) {
+  return Guard("ringoRedOpDestroy", comm, [&]() -> Status {
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    if (base::IsValidRedOp(op)) return base::InvalidArgument("op " + std::to_string(op) + " is built in");
+    return c->user_ops().Destroy(op);
   });
 }
 

@@ -1,5 +1,6 @@
 // The collectives and groups at the C boundary: argument validation, then
-// either run now or queue until the outermost ringoGroupEnd.
+// either run now or queue until the outermost ringoGroupEnd
+// (internal/group.h).
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -10,6 +11,7 @@
 #include "base/cuda.h"
 #include "base/device/dtype.h"
 #include "collectives/internal/boundary.h"
+#include "collectives/internal/group.h"
 #include "ringo/ringo.h"
 
 namespace {
@@ -21,15 +23,6 @@ using ringo::collectives::Communicator;
 using ringo::collectives::internal::Guard;
 using ringo::collectives::internal::IsLive;
 using ringo::collectives::internal::ResolveReady;
-
-struct Pending {
-  ringoComm* comm;
-  kernels::CollArgs args;
-  ringoStream_t stream;
-};
-
-thread_local int t_group_depth = 0;
-thread_local std::vector<Pending> t_group;
 
 const char* CollName(kernels::Coll c) {
   switch (c) {
@@ -49,10 +42,8 @@ Status CheckBuffer(const Communicator* c, const void* p, const char* name, bool 
 }
 
 // Everything about a call that can be wrong before any data moves.
-Status Validate(Communicator* c, const kernels::CollArgs& a, int datatype, int op, ringoStream_t stream,
-                bool uses_op) {
+Status Validate(Communicator* c, const kernels::CollArgs& a, int datatype, ringoStream_t stream) {
   if (!base::IsValidDataType(datatype)) return base::InvalidArgument("datatype " + std::to_string(datatype) + " is not a ringoDataType_t");
-  if (uses_op && !base::IsValidRedOp(op)) return base::InvalidArgument("op " + std::to_string(op) + " is not a ringoRedOp_t");
   if (stream != nullptr && c->kind() == ringo::collectives::DeviceKind::kHost) {
     return base::InvalidArgument("stream must be NULL on a host communicator");
   }
@@ -78,6 +69,26 @@ Status Validate(Communicator* c, const kernels::CollArgs& a, int datatype, int o
   return Status();
 }
 
+// A built-in operator, or one ringoRedOpCreatePreMulSum made on `c` for
+// this call's datatype: a premul-sum with its scalar.
+Status ResolveOp(Communicator* c, int op, kernels::CollArgs* a) {
+  if (base::IsValidRedOp(op)) {
+    a->op = static_cast<base::RedOp>(op);
+    return Status();
+  }
+  if (op < ringoNumOps) return base::InvalidArgument("op " + std::to_string(op) + " is not a ringoRedOp_t");
+  ASSIGN_OR_RETURN(const ringo::collectives::internal::UserOps::Op made, c->user_ops().Find(op));
+  if (made.dtype != a->dtype) {
+    return base::InvalidArgument("op " + std::to_string(op) + " was made by ringoRedOpCreatePreMulSum for " +
+                                 base::DataTypeName(made.dtype) + ", but this call's datatype is " +
+                                 base::DataTypeName(a->dtype));
+  }
+  a->op = base::RedOp::kPreMulSum;
+  a->scalar = made.bits;
+  a->scalar_ptr = made.ptr;
+  return Status();
+}
+
 ringoResult_t Issue(kernels::Coll coll, const void* send, void* recv, size_t count, int datatype, int op, int root,
                     ringoComm* comm, ringoStream_t stream) {
   return Guard(CollName(coll), comm, [&]() -> Status {
@@ -85,29 +96,27 @@ ringoResult_t Issue(kernels::Coll coll, const void* send, void* recv, size_t cou
     kernels::CollArgs a;
     a.coll = coll;
     a.dtype = static_cast<base::DataType>(datatype);
-    a.op = static_cast<base::RedOp>(op);
+    a.op = base::RedOp::kSum;
     a.send = send;
     a.recv = recv;
     a.count = count > static_cast<size_t>(std::numeric_limits<int64_t>::max()) ? -1 : static_cast<int64_t>(count);
     a.root = root;
     const bool uses_op = coll != kernels::Coll::kAllGather && coll != kernels::Coll::kBroadcast;
-    if (!uses_op) a.op = base::RedOp::kSum;
-    RETURN_IF_ERROR(Validate(c, a, datatype, op, stream, uses_op));
+    RETURN_IF_ERROR(Validate(c, a, datatype, stream));
+    if (uses_op) RETURN_IF_ERROR(ResolveOp(c, op, &a));
     if (c->finalized()) return base::InvalidUsage("the communicator was finalized");
-    if (t_group_depth > 0) {
-      t_group.push_back({comm, a, stream});
+    ringo::collectives::internal::QueuedOp queued;
+    queued.kind = ringo::collectives::internal::QueuedOp::Kind::kCollective;
+    queued.comm = comm;
+    queued.name = CollName(coll);
+    queued.stream = stream;
+    queued.args = a;
+    if (ringo::collectives::internal::InGroup()) {
+      ringo::collectives::internal::Queue(std::move(queued));
       return Status();
     }
     return c->Run(a, stream);
   });
-}
-
-// Runs (host) or enqueues (GPU) one communicator's queued operations in order.
-Status RunQueue(ringoComm* comm, const std::vector<Pending>& ops) {
-  auto c = ResolveReady(comm);
-  if (!c.ok()) return c.status();
-  for (const Pending& p : ops) RETURN_IF_ERROR((*c)->Run(p.args, p.stream).WithContext(CollName(p.args.coll)));
-  return Status();
 }
 
 }  // namespace
@@ -140,43 +149,11 @@ ringoResult_t ringoReduce(const void* sendbuff, void* recvbuff, size_t count, ri
 }
 
 ringoResult_t ringoGroupStart(void) {
-  return Guard("ringoGroupStart", nullptr, []() -> Status {
-    ++t_group_depth;
-    return Status();
-  });
+  return Guard("ringoGroupStart", nullptr, [] { return ringo::collectives::internal::GroupStart(); });
 }
 
 ringoResult_t ringoGroupEnd(void) {
-  return Guard("ringoGroupEnd", nullptr, []() -> Status {
-    if (t_group_depth == 0) return base::InvalidUsage("ringoGroupEnd without a matching ringoGroupStart");
-    if (--t_group_depth > 0) return Status();
-    std::vector<Pending> queued;
-    queued.swap(t_group);
-    // Per communicator, in issue order; communicators run side by side, since
-    // one thread may be driving every rank of the ring.
-    std::vector<ringoComm*> order;
-    std::map<ringoComm*, std::vector<Pending>> per_comm;
-    for (const Pending& p : queued) {
-      if (per_comm.count(p.comm) == 0) order.push_back(p.comm);
-      per_comm[p.comm].push_back(p);
-    }
-    std::vector<Status> results(order.size());
-    std::vector<std::thread> threads;
-    for (size_t i = 1; i < order.size(); ++i) {
-      threads.emplace_back([&, i] { results[i] = RunQueue(order[i], per_comm[order[i]]); });
-    }
-    if (!order.empty()) results[0] = RunQueue(order[0], per_comm[order[0]]);
-    for (auto& t : threads) t.join();
-    for (size_t i = 0; i < order.size(); ++i) {
-      if (!results[i].ok()) {
-        ringo::collectives::internal::Finish(order[i], "ringoGroupEnd", results[i]);
-      }
-    }
-    for (const Status& st : results) {
-      if (!st.ok()) return st;
-    }
-    return Status();
-  });
+  return Guard("ringoGroupEnd", nullptr, [] { return ringo::collectives::internal::GroupEnd(); });
 }
 
 }  // extern "C"

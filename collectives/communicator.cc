@@ -16,7 +16,9 @@
 #include "collectives/device_choice.h"
 #include "collectives/internal/direct_post.h"
 #include "collectives/internal/gpu_comm.h"
+#include "collectives/internal/gpu_p2p.h"
 #include "collectives/internal/gpu_placement.h"
+#include "collectives/p2p_engine.h"
 #include "collectives/ring_choice.h"
 #include "transport/p2p.h"
 #include "transport/p2p_ipc.h"
@@ -31,11 +33,6 @@ namespace {
 // The most direct-planned calls skipped after a fallback (Communicator::direct_skip_).
 constexpr int64_t kMaxDirectSkip = 1024;
 
-int Cores() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
-}
-
 int64_t TimeoutMs(const base::Config& config, const CommOptions& options) {
   return options.timeout_ms > 0 ? options.timeout_ms : config.timeout_ms;
 }
@@ -48,255 +45,18 @@ Communicator::Communicator(int rank, int nranks, const base::Config& config, con
 
 Communicator::~Communicator() {
   gpu_.reset();  // waits for this rank's kernels before freeing their memory
+  gpu_p2p_.reset();
   // What this rank posted for its peers on other hosts goes out before the
   // connections close (a collective returns once its slots are posted).
-  if (proxy_) proxy_->Shutdown(/*drain=*/!failed_.load() && !abort_.load(), timeout_ms_);
+  const bool drain = !failed_.load() && !abort_.load();
+  if (p2p_) p2p_->Shutdown(drain, timeout_ms_);
+  if (proxy_) proxy_->Shutdown(drain, timeout_ms_);
   {
     std::lock_guard<std::mutex> lock(job_mu_);
     stop_ = true;
   }
   job_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
-}
-
-StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::UniqueId& id, int nranks, int rank,
-                                                               const CommOptions& options) {
-  const base::Config& config = base::GetConfig();
-  RETURN_IF_ERROR(config.parse_status);
-  std::unique_ptr<Communicator> comm(new Communicator(rank, nranks, config, options));
-  if (id.root_started_by_rank0 && rank == 0) {
-    RETURN_IF_ERROR(transport::StartRootForRank0(id, comm->timeout_ms_));
-  }
-  ASSIGN_OR_RETURN(auto bootstrap, transport::Bootstrap::Connect(id, rank, nranks, comm->timeout_ms_));
-
-  // Round 1: who is where, and rank 0's settings for the shared geometry.
-  transport::PeerInfo mine = transport::LocalPeerInfo(rank, -1, config.host_id);
-  mine.numa = LocalNumaNode(config);
-  mine.nchannels = static_cast<int32_t>(config.nchannels);
-  mine.slot_bytes = config.slot_bytes;
-  mine.algorithm = static_cast<int32_t>(ParseAlgorithm(config.algo));
-  mine.proto = static_cast<int32_t>(ParseProto(config.proto));
-  mine.check = config.check ? 1 : 0;
-  mine.deterministic = config.deterministic ? 1 : 0;
-  mine.device_wish = options.device_wish;
-  if (options.device_wish != static_cast<int32_t>(DeviceWish::kHost)) mine.device = options.cuda_device;
-  std::vector<transport::PeerInfo> peers(nranks);
-  RETURN_IF_ERROR(bootstrap->AllGather(&mine, sizeof(mine), peers.data()));
-  RETURN_IF_ERROR(transport::ValidatePeerInfos(peers));
-  // Host or GPU memory: every rank decides alike from the same wishes.
-  std::vector<DeviceWish> wishes;
-  std::vector<uint64_t> host_hashes;
-  for (const auto& p : peers) {
-    wishes.push_back(static_cast<DeviceWish>(p.device_wish));
-    host_hashes.push_back(p.host_hash);
-  }
-  ASSIGN_OR_RETURN(const DeviceAgreement memory, AgreeOnDevice(wishes, host_hashes));
-  if (!memory.note.empty() && options.device_wish != static_cast<int32_t>(DeviceWish::kHost)) {
-    RINGO_LOG(WARN) << "rank " << rank << ": " << memory.note;
-  }
-  int local_ranks = 0;
-  int machine_ranks = 0;
-  for (const auto& p : peers) {
-    local_ranks += p.host_hash == mine.host_hash ? 1 : 0;
-    machine_ranks += p.machine_hash == mine.machine_hash ? 1 : 0;
-  }
-  const bool net = local_ranks < nranks;
-  base::Config shared = config;  // rank 0's channel and slot settings apply to all
-  shared.nchannels = peers[0].nchannels;
-  shared.slot_bytes = peers[0].slot_bytes;
-  shared.algo = peers[0].algorithm == static_cast<int32_t>(Algorithm::kRing)      ? "ring"
-                : peers[0].algorithm == static_cast<int32_t>(Algorithm::kOneShot) ? "oneshot"
-                : peers[0].algorithm == static_cast<int32_t>(Algorithm::kDirect)  ? "direct"
-                                                                                  : "";
-  shared.proto = peers[0].proto == static_cast<int32_t>(ProtoChoice::kSimple) ? "simple"
-                 : peers[0].proto == static_cast<int32_t>(ProtoChoice::kLL)   ? "ll"
-                                                                              : "";
-  shared.check = peers[0].check != 0;
-  shared.deterministic = peers[0].deterministic != 0;
-  comm->geometry_ = ChooseGeometry(shared, nranks, local_ranks, Cores(), machine_ranks, net);
-  const CommGeometry local = ChooseGeometry(config, nranks, local_ranks, Cores(), machine_ranks, net);  // waits are local
-  comm->geometry_.spin_count = local.spin_count;
-  if (!comm->geometry_.fixed_channels && nranks > 1) {
-    // Every rank must run the same channels: the fewest any rank's cores allow.
-    int agreed = 1 << 20;
-    for (const auto& p : peers) {
-      int on_machine = 0;
-      for (const auto& q : peers) on_machine += q.machine_hash == p.machine_hash ? 1 : 0;
-      agreed = std::min(agreed, ChannelsForCores(p.cores, on_machine));
-    }
-    comm->geometry_.nchannels = agreed;
-  }
-  comm->geometry_.yield_count = local.yield_count;
-
-  // The ring: order and transports from the topology, the same on every rank.
-  std::vector<topology::RankInfo> places(nranks);
-  std::vector<uint64_t> hosts;
-  for (int r = 0; r < nranks; ++r) {
-    auto it = std::find(hosts.begin(), hosts.end(), peers[r].host_hash);
-    places[r].host = static_cast<int>(it - hosts.begin());
-    if (it == hosts.end()) hosts.push_back(peers[r].host_hash);
-    places[r].numa = peers[r].numa;
-  }
-  ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(shared, places));
-  if (rank == 0) RINGO_LOG(INFO) << "ring: " << ring.Describe();
-  if (memory.cuda) {
-    RETURN_IF_ERROR(comm->ConnectGpu(*bootstrap, shared, ring.order, options.cuda_device));
-    return comm;
-  }
-  transport::RingSpec spec;
-  spec.nranks = nranks;
-  spec.order = ring.order;
-  spec.nchannels = comm->geometry_.nchannels;
-  spec.slot_bytes = static_cast<size_t>(comm->geometry_.slot_bytes);
-  spec.timeout_ms = comm->timeout_ms_;
-  for (const topology::RingEdge& e : ring.edges) spec.net_edges.push_back(e.transport == topology::TransportKind::kNet);
-  spec.proxy_spin_count = comm->geometry_.spin_count;
-  spec.proxy_yield_count = comm->geometry_.yield_count;
-  transport::RingLinks links;
-  if (nranks > 1) {
-    ASSIGN_OR_RETURN(links, transport::ConnectRing(*bootstrap, id.nonce, rank, spec, peers));
-  }
-  comm->proxy_ = std::move(links.proxy);
-  std::unique_ptr<transport::Board> board;
-  if (comm->geometry_.board_bytes > 0) {
-    ASSIGN_OR_RETURN(board, transport::ConnectBoard(*bootstrap, id.nonce, rank, nranks,
-                                                    static_cast<size_t>(comm->geometry_.board_bytes)));
-  }
-  comm->one_process_ = std::all_of(peers.begin(), peers.end(), [&](const transport::PeerInfo& p) {
-    return p.host_hash == mine.host_hash && p.pid == mine.pid;
-  });
-  comm->Start(std::move(links.channels), std::move(board), spec.order, local_ranks);
-  return comm;
-}
-
-StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAll(int nranks, const CommOptions& options,
-                                                                           const std::vector<int>& cuda_devices) {
-  if (!cuda_devices.empty()) return InitAllCuda(nranks, options, cuda_devices);
-  const base::Config& config = base::GetConfig();
-  RETURN_IF_ERROR(config.parse_status);
-  // Threads of this process: one host, this thread's NUMA node.
-  std::vector<topology::RankInfo> places(nranks);
-  for (auto& p : places) p.numa = LocalNumaNode(config);
-  ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(config, places));
-  transport::RingSpec spec;
-  spec.nranks = nranks;
-  spec.order = ring.order;
-  const CommGeometry geometry = ChooseGeometry(config, nranks, nranks, Cores());
-  spec.nchannels = geometry.nchannels;
-  spec.slot_bytes = static_cast<size_t>(geometry.slot_bytes);
-  std::vector<std::vector<transport::ChannelLinks>> links;
-  if (nranks > 1) links = transport::ConnectRingInProcess(spec);
-  std::vector<std::unique_ptr<transport::Board>> boards;
-  if (geometry.board_bytes > 0) {
-    boards = transport::ConnectBoardsInProcess(nranks, static_cast<size_t>(geometry.board_bytes));
-  }
-  std::vector<std::unique_ptr<Communicator>> comms;
-  for (int r = 0; r < nranks; ++r) {
-    std::unique_ptr<Communicator> comm(new Communicator(r, nranks, config, options));
-    comm->geometry_ = geometry;
-    comm->one_process_ = true;
-    comm->Start(nranks > 1 ? std::move(links[r]) : std::vector<transport::ChannelLinks>(),
-                boards.empty() ? nullptr : std::move(boards[r]), spec.order, nranks);
-    comms.push_back(std::move(comm));
-  }
-  return comms;
-}
-
-StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAllCuda(
-    int nranks, const CommOptions& options, const std::vector<int>& cuda_devices) {
-  const base::Config& config = base::GetConfig();
-  RETURN_IF_ERROR(config.parse_status);
-  if (static_cast<int>(cuda_devices.size()) != nranks) {
-    return base::InvalidArgument("one CUDA device per rank: " + std::to_string(cuda_devices.size()) + " for " +
-                                 std::to_string(nranks) + " ranks");
-  }
-  std::vector<topology::RankInfo> places(nranks);
-  for (auto& p : places) p.numa = LocalNumaNode(config);
-  ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(config, places));
-  // Loads every kernel on every device, then channels from what they hold.
-  ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus, internal::LocalPlaces(cuda_devices));
-  const internal::GpuLayout layout = internal::LayoutOf(gpus);
-  const DeviceGeometry geometry =
-      ChooseDeviceGeometry(config, nranks, layout.residency, layout.max_ranks_per_gpu);
-  RETURN_IF_ERROR(internal::CheckPlaces(gpus, geometry.nchannels));
-  std::shared_ptr<transport::P2pRing> p2p;
-  if (nranks > 1) {
-    transport::P2pRingSpec spec;
-    spec.nranks = nranks;
-    spec.order = ring.order;
-    spec.devices = cuda_devices;
-    spec.nchannels = geometry.nchannels;
-    spec.slot_bytes = static_cast<uint64_t>(geometry.slot_bytes);
-    spec.ll_slot_bytes = static_cast<uint64_t>(geometry.ll_slot_bytes);
-    ASSIGN_OR_RETURN(std::unique_ptr<transport::P2pRing> made, transport::P2pRing::Create(spec));
-    p2p = std::move(made);
-  }
-  auto ends_of = [&](int r) -> std::unique_ptr<transport::P2pEnds> {
-    if (p2p == nullptr) return nullptr;
-    for (int p = 0; p < nranks; ++p) {
-      if (ring.order[p] == r) return transport::P2pRing::EndsOf(p2p, p);
-    }
-    return nullptr;
-  };
-  std::vector<std::unique_ptr<Communicator>> comms;
-  for (int r = 0; r < nranks; ++r) {
-    std::unique_ptr<Communicator> comm(new Communicator(r, nranks, config, options));
-    const uint64_t timeout_ns = static_cast<uint64_t>(comm->timeout_ms_) * 1000000ull;
-    ASSIGN_OR_RETURN(comm->gpu_, internal::GpuComm::Create(
-                                     r, nranks, cuda_devices[r], ring.order, ends_of(r), geometry,
-                                     timeout_ns, internal::RanksSharingGpuInProcess(gpus, r)));
-    comm->order_ = ring.order;
-    for (int p = 0; p < nranks; ++p) {
-      if (comm->order_[p] == r) comm->pos_ = p;
-    }
-    RINGO_LOG(INFO) << "rank " << r << "/" << nranks << " ready: CUDA device " << cuda_devices[r] << ", "
-                    << geometry.nchannels << " channel(s), slot " << geometry.slot_bytes << " B, LL slot "
-                    << geometry.ll_slot_bytes << " B, timeout " << comm->timeout_ms_ << " ms";
-    comms.push_back(std::move(comm));
-  }
-  if (nranks > 1) RINGO_LOG(INFO) << "GPU ring: " << ring.Describe();
-  return comms;
-}
-
-Status Communicator::ConnectGpu(transport::Bootstrap& bootstrap, const base::Config& shared,
-                                const std::vector<int>& order, int device) {
-  // Every rank loads its kernels and sees every rank's GPU: the same channels
-  // and the same verdict on every rank.
-  ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus,
-                   internal::ExchangePlaces(bootstrap, device));
-  const internal::GpuLayout layout = internal::LayoutOf(gpus);
-  const DeviceGeometry geometry =
-      ChooseDeviceGeometry(shared, nranks_, layout.residency, layout.max_ranks_per_gpu);
-  RETURN_IF_ERROR(internal::CheckPlaces(gpus, geometry.nchannels));
-  std::unique_ptr<transport::P2pEnds> ends;
-  if (nranks_ > 1) {
-    transport::P2pIpcSpec spec;
-    spec.rank = rank_;
-    spec.nranks = nranks_;
-    spec.order = order;
-    spec.device = device;
-    spec.nchannels = geometry.nchannels;
-    spec.slot_bytes = static_cast<uint64_t>(geometry.slot_bytes);
-    spec.ll_slot_bytes = static_cast<uint64_t>(geometry.ll_slot_bytes);
-    spec.timeout_ms = timeout_ms_;
-    ASSIGN_OR_RETURN(std::unique_ptr<transport::P2pIpcRing> ring, transport::P2pIpcRing::Connect(bootstrap, spec));
-    ends = std::move(ring);
-  }
-  order_ = order;
-  for (int p = 0; p < nranks_; ++p) {
-    if (order_[p] == rank_) pos_ = p;
-  }
-  const uint64_t timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
-  auto made =
-      internal::GpuComm::Create(rank_, nranks_, device, order, std::move(ends), geometry,
-                                timeout_ns, internal::RanksSharingGpuInProcess(gpus, rank_));
-  // A rank that failed here would leave the others' first collective waiting.
-  RETURN_IF_ERROR(transport::AgreeOk(bootstrap, made.status(), "set up its GPU communicator"));
-  gpu_ = std::move(made).value();
-  RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: CUDA device " << device << " (CUDA IPC across "
-                  << "processes), " << geometry.nchannels << " channel(s), slot " << geometry.slot_bytes
-                  << " B, LL slot " << geometry.ll_slot_bytes << " B, timeout " << timeout_ms_ << " ms";
-  return Status();
 }
 
 void Communicator::Start(std::vector<transport::ChannelLinks> links, std::unique_ptr<transport::Board> board,
@@ -398,6 +158,7 @@ void Communicator::AbortTransports(const Status& why) {
     l.send->Abort(why, rank_, sequence_);
   }
   if (board_) board_->Abort(why, sequence_);
+  if (p2p_) p2p_->Abort(why, rank_, sequence_);
 }
 
 int Communicator::device() const { return gpu_ ? gpu_->device() : -1; }
@@ -453,13 +214,45 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
   if (abort_.load()) return base::InvalidUsage("the communicator was aborted");
   if (gpu_) return RunGpu(args, stream);
   if (stream != nullptr) return base::InvalidArgument("stream must be NULL on a host communicator");
+  kernels::CollArgs resolved = args;
+  if (args.op == base::RedOp::kPreMulSum && args.scalar_ptr != nullptr) {
+    // ringoScalarDevice on a host communicator: the scalar as it is now.
+    resolved.scalar = 0;
+    RETURN_IF_ERROR(base::CopyToHost(&resolved.scalar, args.scalar_ptr, base::DataTypeSize(args.dtype))
+                        .WithContext("reading the premul-sum scalar"));
+    resolved.scalar_ptr = nullptr;
+  }
   ++sequence_;
   coll_name_ = CollName(args.coll);
   const transport::CallSignature sig =
-      geometry_.check && nranks_ > 1 ? kernels::MakeSignature(args, sequence_) : transport::CallSignature();
-  Status st = RunHost(args, sig);
+      geometry_.check && nranks_ > 1 ? kernels::MakeSignature(resolved, sequence_) : transport::CallSignature();
+  Status st = RunHost(resolved, sig);
   if (!st.ok()) Fail(st);
   Status first = AsyncError();  // the first failure of any channel, in time order
+  return first.ok() ? st : first;
+}
+
+Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream) {
+  std::lock_guard<std::mutex> run_lock(run_mu_);
+  if (finalized_) return base::InvalidUsage("the communicator was finalized");
+  Status failed = AsyncError();
+  if (!failed.ok()) return failed.WithContext("the communicator failed earlier; abort or destroy it");
+  if (abort_.load()) return base::InvalidUsage("the communicator was aborted");
+  if (gpu_) {
+    RETURN_IF_ERROR(P2pEngine::CheckSelf(rank_, ops));
+    if (gpu_p2p_ == nullptr) return base::Internal("this GPU communicator has no point-to-point engine");
+    Status st = gpu_p2p_->Run(ops, stream, *gpu_);
+    // A launch that failed after connections were made leaves peers waiting.
+    if (st.code() == base::Code::kCudaError) Fail(st);
+    return st;
+  }
+  if (stream != nullptr) return base::InvalidArgument("stream must be NULL on a host communicator");
+  if (p2p_ == nullptr) return base::Internal("this communicator has no point-to-point engine");
+  RETURN_IF_ERROR(p2p_->Check(ops));  // a call that cannot run leaves the communicator as it was
+  coll_name_ = "point-to-point";
+  Status st = p2p_->Run(ops, MakeWait(0));
+  if (!st.ok()) Fail(st);
+  Status first = AsyncError();
   return first.ok() ? st : first;
 }
 

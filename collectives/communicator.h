@@ -24,10 +24,12 @@
 
 #include "base/config.h"
 #include "base/status.h"
+#include "collectives/internal/user_ops.h"
 #include "collectives/planner.h"
 #include "kernels/host_executor.h"
 #include "transport/board.h"
 #include "transport/bootstrap.h"
+#include "transport/exchange.h"
 #include "transport/ring_links.h"
 #include "transport/shared_region.h"
 #include "transport/signature.h"
@@ -36,8 +38,11 @@ namespace ringo::collectives {
 
 namespace internal {
 class GpuComm;
+class GpuP2p;
 struct DirectPost;
 }
+class P2pEngine;
+struct P2pOp;
 
 enum class DeviceKind : int { kHost = 0, kCuda = 1 };
 
@@ -45,9 +50,11 @@ struct CommOptions {
   int64_t timeout_ms = 0;  // 0: RINGO_TIMEOUT_MS
   // InitRank: this rank's wish (collectives/device_choice.h; an int so this
   // header needs no more) and, when it wishes for a GPU, its CUDA device.
-  int32_t device_wish = 0;  // DeviceWish::kHost
+  int32_t device_wish = 0;  // DeviceWish::kHost; Split: kInheritDevice
   int cuda_device = -1;
 };
+// CommOptions::device_wish of a split child that lives where its parent does.
+inline constexpr int32_t kInheritDevice = -1;
 
 class Communicator {
  public:
@@ -74,6 +81,19 @@ class Communicator {
   // that error, and its peers are told.
   base::Status Run(const kernels::CollArgs& args, void* stream = nullptr);
 
+  // Runs a batch of sends and receives (collectives/p2p_engine.h) to
+  // completion: one ringoSend/ringoRecv, or every one a group queued for
+  // this communicator. Host communicators only (`stream` null). Failures
+  // fail the communicator, as Run's.
+  base::Status RunP2p(const std::vector<P2pOp>& ops, void* stream = nullptr);
+
+  // ringoCommSplit: collective over this communicator's ranks (each passes
+  // its color and key); returns this rank's child (null for a negative
+  // color, RINGO_SPLIT_NOCOLOR), ranked by key then by rank here, made over
+  // this communicator's exchange (no new unique id). `options` null:
+  // inherited (timeout, host or GPU memory and device).
+  base::StatusOr<std::unique_ptr<Communicator>> Split(int color, int key, const CommOptions* options);
+
   // InvalidArgument unless `ptr` is memory this communicator can use: host
   // memory for a host communicator, memory of its device for a CUDA one.
   base::Status CheckBuffer(const void* ptr, const char* name) const;
@@ -83,6 +103,9 @@ class Communicator {
   void Abort();
   base::Status AsyncError() const;
 
+  // ringoRedOpCreatePreMulSum's operators on this communicator.
+  internal::UserOps& user_ops() { return user_ops_; }
+
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   bool finalized() const { return finalized_; }
@@ -91,10 +114,20 @@ class Communicator {
 
  private:
   Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options);
+  // Everything after the ranks found each other: the peer records, the
+  // geometry, the ring or the GPU connectors, the board (collective over
+  // `exchange`, whose members are this communicator's ranks).
+  base::Status Setup(transport::Exchange& exchange, const CommOptions& options);
+  // The point-to-point engine (host communicators); net[p]: pairs with p go
+  // over the network (on the transport every rank's verbs fabric, `fabrics`,
+  // picks for the pair; sockets where it is empty).
+  void StartP2p(const std::vector<bool>& net, const std::vector<uint64_t>& fabrics = {});
+  // The GPU communicator's point-to-point engine on `device`.
+  void StartGpuP2p(int device);
   static base::StatusOr<std::vector<std::unique_ptr<Communicator>>> InitAllCuda(
       int nranks, const CommOptions& options, const std::vector<int>& cuda_devices);
   // InitRank's GPU half, once the ranks agreed on GPU memory.
-  base::Status ConnectGpu(transport::Bootstrap& bootstrap, const base::Config& shared,
+  base::Status ConnectGpu(transport::Exchange& bootstrap, const base::Config& shared,
                           const std::vector<int>& order, int device);
   base::Status RunGpu(const kernels::CollArgs& args, void* stream);
   void Start(std::vector<transport::ChannelLinks> links, std::unique_ptr<transport::Board> board,
@@ -178,6 +211,19 @@ class Communicator {
   std::vector<std::thread> workers_;
 
   std::unique_ptr<internal::GpuComm> gpu_;  // CUDA communicators only
+
+  // Membership after init: the exchange that lazy connections and splits
+  // use (mesh.h across processes, a LocalFabric between threads), the
+  // context its messages travel in, the tag that names this communicator's
+  // shared memory, and every rank's record.
+  std::unique_ptr<transport::Exchange> exchange_;
+  uint64_t context_ = 0;
+  uint64_t tag_ = 0;
+  std::vector<transport::PeerInfo> peer_infos_;
+  uint64_t splits_ = 0;  // ringoCommSplit calls so far (each child's context)
+  internal::UserOps user_ops_;
+  std::unique_ptr<P2pEngine> p2p_;  // host communicators
+  std::unique_ptr<internal::GpuP2p> gpu_p2p_;  // GPU communicators
 
   mutable std::mutex error_mu_;
   base::Status async_error_;  // GUARDED_BY(error_mu_)

@@ -14,6 +14,7 @@ namespace {
 // 10.5, 16 MiB 9.8 / 11.0, 64 MiB 7.3 / 9.7, 256 MiB 7.0 / 8.5.
 constexpr int64_t kDefaultSlotBytes = 512 * 1024;
 constexpr int64_t kSmallSliceBytes = 128 * 1024;
+constexpr int64_t kP2pSlotBytes = 128 * 1024;
 constexpr int64_t kWholeSlotFrom = 16 << 20;
 constexpr int kMaxChannels = 4;
 // Below this much data per channel, another channel costs more (a thread
@@ -153,6 +154,10 @@ CollPlan PlanRingCollective(const kernels::CollArgs& args, int nranks, const Com
 }
 
 CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry) {
+  // A premul-sum multiplies each rank's input by that rank's own scalar,
+  // which only the ring applies (each rank to its own input; the one-shot
+  // and direct paths reduce every rank's input on each rank).
+  if (args.op == base::RedOp::kPreMulSum) return PlanRingCollective(args, nranks, geometry);
   const int coll = static_cast<int>(args.coll);
   const int64_t bytes = CollectiveBytes(args, nranks);
   const bool fits_board = geometry.board_bytes > 0 && kernels::OneShotPostBytes(args, nranks) <= geometry.board_bytes;
@@ -237,6 +242,10 @@ DevicePlan PlanDeviceCollective(const kernels::CollArgs& args, int nranks, const
   }
   plan.slice_bytes = std::max(plan.slice_bytes, esize);
   return plan;
+}
+
+int64_t P2pSlotBytes(const base::Config& config) {
+  return config.slot_bytes > 0 ? config.slot_bytes : kP2pSlotBytes;
 }
 
 }  // namespace ringo::collectives

@@ -53,6 +53,11 @@ int ChannelsForCores(int cores, int ranks_on_machine);
 CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ranks, int cores, int machine_ranks = 0,
                             bool net = false);
 
+// The FIFO slot of point-to-point pairs (collectives/p2p_engine.h):
+// RINGO_SLOT_BYTES where set, else 128 KiB (8 slots, 1 MiB per pair and
+// direction).
+int64_t P2pSlotBytes(const base::Config& config);
+
 struct CollPlan {
   // kRing, kOneShot, or kDirect (whose ring fields below are the fallback's)
   Algorithm algorithm = Algorithm::kRing;

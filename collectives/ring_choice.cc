@@ -49,6 +49,11 @@ std::string RingChoice::Describe() const {
   return s;
 }
 
+base::StatusOr<topology::TransportPolicy> TransportPolicyFor(const base::Config& config) {
+  ASSIGN_OR_RETURN(const topology::Graph* graph, LocalGraph(config));
+  return topology::PolicyFromConfig(config, graph);
+}
+
 base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vector<topology::RankInfo>& ranks) {
   ASSIGN_OR_RETURN(const topology::Graph* graph, LocalGraph(config));
   ASSIGN_OR_RETURN(topology::TransportPolicy policy, topology::PolicyFromConfig(config, graph));

@@ -27,6 +27,10 @@ struct RingChoice {
   std::string Describe() const;         // "0 -> 1 (shm) -> 2 (shm) -> 0 (shm)"
 };
 
+// The transport policy (RINGO_P2P_LEVEL, RINGO_P2P_DISABLE,
+// RINGO_SHM_DISABLE) over this host's topology.
+base::StatusOr<topology::TransportPolicy> TransportPolicyFor(const base::Config& config);
+
 // The ring for `ranks` (host-memory ranks: gpu = -1). Fails if an edge needs
 // a transport this build lacks (the network, between hosts).
 base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vector<topology::RankInfo>& ranks);

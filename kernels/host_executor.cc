@@ -131,10 +131,15 @@ class Channel {
       if (!slot.ok()) return slot.status();
       out = static_cast<T*>(*slot);
     }
-    const int nranks = place_.nranks;
+    const OpParams nranks(place_.nranks, args_.scalar);  // the functor's rank count and scalar
     switch (prim) {
       case Prim::kCopy:
-        if (args_.send != args_.recv) std::memmove(Output(span), Input(span), bytes);
+        // One rank: its input is the result, but a premul-sum's still meets its scalar.
+        if (args_.op == RedOp::kPreMulSum) {
+          loops_.send(Input(span), Output(span), n, nranks, stream_);
+        } else if (args_.send != args_.recv) {
+          std::memmove(Output(span), Input(span), bytes);
+        }
         break;
       case Prim::kSend:
         loops_.send(Input(span), out, n, nranks, stream_fifo_);

@@ -31,6 +31,12 @@ struct CollArgs {
   // received; AllGather: elements per rank sent.
   int64_t count = 0;
   int root = 0;  // rank (Broadcast, Reduce)
+  // RedOp::kPreMulSum: this rank's scalar, one value of dtype in the low
+  // bytes (read from the caller's memory when the collective runs).
+  uint64_t scalar = 0;
+  // ...or, on a GPU communicator, device memory holding it (read by the
+  // kernel when it runs); a host communicator reads it into `scalar` first.
+  const void* scalar_ptr = nullptr;
 };
 
 struct RingPlace {

@@ -100,7 +100,8 @@ const HostIsaTable& BuiltSet(HostIsa isa) {
 }  // namespace
 
 const HostLoops& GetHostLoopsFor(HostIsa isa, base::DataType dtype, base::RedOp op) {
-  RINGO_CHECK(base::IsValidDataType(static_cast<int>(dtype)) && base::IsValidRedOp(static_cast<int>(op)),
+  RINGO_CHECK(base::IsValidDataType(static_cast<int>(dtype)) && static_cast<int>(op) >= 0 &&
+                  static_cast<int>(op) < base::kNumReduceOps,
               "host loops of an unknown datatype or op");
   return BuiltSet(isa).loops[static_cast<int>(dtype)][static_cast<int>(op)];
 }

@@ -34,7 +34,7 @@ std::string DescribeSignature(const transport::CallSignature& sig) {
   const int op = static_cast<int>((sig.shape >> 16) & 0xff);
   const char* name = CollName(coll);
   std::string s = "#" + std::to_string(sig.seq) + " ";
-  if (name == nullptr || !base::IsValidDataType(dtype) || !base::IsValidRedOp(op) || (sig.shape >> 24) != 0) {
+  if (name == nullptr || !base::IsValidDataType(dtype) || op >= base::kNumReduceOps || (sig.shape >> 24) != 0) {
     return s + "an unknown call (shape " + std::to_string(sig.shape) + ", count " + std::to_string(sig.count) + ")";
   }
   s += std::string(name) + "(count " + std::to_string(sig.count) + ", " +

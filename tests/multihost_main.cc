@@ -4,7 +4,11 @@
 // would. Modes:
 //   sweep      every collective x datatype x op x count (0, 1, odd, chunk-1,
 //              chunk, chunk+1, several chunks) x in and out of place x
-//              roots, each checked against the reference; exit 0 when all pass
+//              roots, each checked against the reference; then the
+//              point-to-point rounds of tests/p2p_case.h (pairs across hosts
+//              over the network, within a host over shared memory), an
+//              all-to-all, and a split by host with an all-reduce on each
+//              child; exit 0 when all pass
 //   reduced    the sweep cut for an emulated guest (every collective, 4
 //              datatypes, 3 ops, 5 counts)
 //   survive    AllReduces until one fails; exit 0 when it fails within the
@@ -30,6 +34,7 @@
 
 #include "ringo/ringo.h"
 #include "tests/collective_case.h"
+#include "tests/p2p_case.h"
 #include "tests/reference.h"
 
 namespace {
@@ -150,6 +155,51 @@ int ReducedSweep(int rank, int nranks, ringoComm_t comm) {
   return failures == 0 ? 0 : 1;
 }
 
+// Point-to-point, all-to-all and a split across the hosts.
+int PointToPoint(int rank, int nranks, ringoComm_t comm) {
+  const std::vector<size_t> counts = {0, 1, 7, 100, 4099};
+  for (const Round& round : MakeRounds(nranks, 77u + nranks, counts, 64, true)) {
+    const std::string problem = RunRound(round, rank, comm);
+    if (!problem.empty()) {
+      std::fprintf(stderr, "rank %d: %s\n", rank, problem.c_str());
+      return 1;
+    }
+  }
+  std::vector<int32_t> in(3 * nranks), out(3 * nranks);
+  for (int p = 0; p < nranks; ++p) in[3 * p] = in[3 * p + 1] = in[3 * p + 2] = 1000 * rank + p;
+  if (ringoAllToAll(in.data(), out.data(), 3, ringoInt32, comm, nullptr) != ringoSuccess) {
+    std::fprintf(stderr, "rank %d: all-to-all: %s\n", rank, ringoGetLastError(comm));
+    return 1;
+  }
+  for (int p = 0; p < nranks; ++p) {
+    if (out[3 * p + 2] != 1000 * p + rank) {
+      std::fprintf(stderr, "rank %d: all-to-all block %d is %d\n", rank, p, out[3 * p + 2]);
+      return 1;
+    }
+  }
+  // A split by host name: each child's ranks share a host.
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  int color = 0;
+  for (const char* c = host; *c != 0; ++c) color = (color * 31 + static_cast<unsigned char>(*c)) & 0x7fffffff;
+  ringoComm_t child = nullptr;
+  if (ringoCommSplit(comm, color, rank, &child, nullptr) != ringoSuccess) {
+    std::fprintf(stderr, "rank %d: split: %s\n", rank, ringoGetLastError(comm));
+    return 1;
+  }
+  int size = 0;
+  ringoCommCount(child, &size);
+  float one = 1.0f, sum = 0.0f;
+  const ringoResult_t rc = ringoAllReduce(&one, &sum, 1, ringoFloat32, ringoSum, child, nullptr);
+  ringoCommDestroy(child);
+  if (rc != ringoSuccess || sum != static_cast<float>(size)) {
+    std::fprintf(stderr, "rank %d: child all-reduce: %s\n", rank, ringoGetLastError(nullptr));
+    return 1;
+  }
+  std::printf("rank %d: point-to-point rounds, all-to-all and a split of %d passed\n", rank, size);
+  return 0;
+}
+
 int Survive(int rank, int victim, ringoComm_t comm, int64_t timeout_ms) {
   std::vector<float> in(64 << 10, 1.0f), out(in.size());
   const auto start = std::chrono::steady_clock::now();
@@ -213,7 +263,7 @@ int Garbage(int rank, ringoComm_t comm) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s sweep|survive VICTIM|victim|garbage\n", argv[0]);
+    std::fprintf(stderr, "usage: %s sweep|reduced|survive VICTIM|victim|garbage\n", argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -226,7 +276,8 @@ int main(int argc, char** argv) {
     return rc;
   }
   if (mode == "sweep") {
-    const int rc = Sweep(rank, nranks, comm);
+    int rc = Sweep(rank, nranks, comm);
+    if (rc == 0) rc = PointToPoint(rank, nranks, comm);
     ringoCommDestroy(comm);
     return rc;
   }

@@ -11,6 +11,9 @@ namespace ringo::tests {
 const ringoDataType_t kAllDataTypes[10] = {ringoInt8,    ringoUint8,   ringoInt32,   ringoUint32,
                                            ringoInt64,   ringoUint64,  ringoFloat16, ringoFloat32,
                                            ringoFloat64, ringoBfloat16};
+const ringoDataType_t kEveryDataType[12] = {ringoInt8,    ringoUint8,    ringoInt32,      ringoUint32,
+                                            ringoInt64,   ringoUint64,   ringoFloat16,    ringoFloat32,
+                                            ringoFloat64, ringoBfloat16, ringoFloat8e4m3, ringoFloat8e5m2};
 const ringoRedOp_t kAllOps[5] = {ringoSum, ringoProd, ringoMax, ringoMin, ringoAvg};
 
 namespace {
@@ -146,6 +149,8 @@ size_t DataTypeSize(ringoDataType_t dt) {
   switch (dt) {
     case ringoInt8:
     case ringoUint8:
+    case ringoFloat8e4m3:
+    case ringoFloat8e5m2:
       return 1;
     case ringoFloat16:
     case ringoBfloat16:
@@ -177,6 +182,10 @@ const char* DataTypeName(ringoDataType_t dt) {
       return "int8";
     case ringoUint8:
       return "uint8";
+    case ringoFloat8e4m3:
+      return "float8e4m3";
+    case ringoFloat8e5m2:
+      return "float8e5m2";
     case ringoInt32:
       return "int32";
     case ringoUint32:

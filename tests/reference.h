@@ -32,7 +32,11 @@ namespace ringo::tests {
 
 // ---- Datatypes ----
 
+// The datatypes the reduction reference covers (fp8 has its own tests,
+// tests/fp8_premul_test.cc); kEveryDataType adds the fp8 formats, for
+// tests that move bytes.
 extern const ringoDataType_t kAllDataTypes[10];
+extern const ringoDataType_t kEveryDataType[12];
 extern const ringoRedOp_t kAllOps[5];
 
 size_t DataTypeSize(ringoDataType_t dt);

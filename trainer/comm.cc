@@ -28,11 +28,6 @@ base::Status AllReduceDoubles(ringoComm_t comm, double* data, size_t count, ring
                    "ringoAllReduce", comm);
 }
 
-base::Status BroadcastBytes(ringoComm_t comm, void* data, size_t bytes, int root) {
-  return RingoCall(ringoBroadcast(data, data, bytes, ringoUint8, root, comm, nullptr),
-                   "ringoBroadcast", comm);
-}
-
 Communicator::~Communicator() {
   if (comm_ != nullptr && !aborted_) (void)ringoCommDestroy(comm_);
 }
@@ -44,6 +39,14 @@ base::Status Communicator::Init(int nranks, const ringoUniqueId& id, int rank, i
   ringoComm_t comm = nullptr;
   RETURN_IF_ERROR(RingoCall(ringoCommInitRankConfig(&comm, nranks, id, rank, &config),
                             "ringoCommInitRank", nullptr));
+  comm_ = comm;
+  return base::OkStatus();
+}
+
+base::Status Communicator::SplitFrom(const Communicator& parent, int rank) {
+  ringoComm_t comm = nullptr;
+  RETURN_IF_ERROR(RingoCall(ringoCommSplit(parent.get(), 0, rank, &comm, nullptr), "ringoCommSplit",
+                            parent.get()));
   comm_ = comm;
   return base::OkStatus();
 }

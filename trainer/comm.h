@@ -18,8 +18,6 @@ base::Status RingoCall(ringoResult_t result, const std::string& what, ringoComm_
 
 // Sums (or maxes) `count` doubles in place over the communicator. Blocking.
 base::Status AllReduceDoubles(ringoComm_t comm, double* data, size_t count, ringoRedOp_t op);
-// Rank `root`'s `bytes` bytes to every rank, in place. Blocking.
-base::Status BroadcastBytes(ringoComm_t comm, void* data, size_t bytes, int root);
 
 // A communicator made as ringoCommInitRankConfig with host memory (the
 // trainer's gradients live in host memory), destroyed (or aborted, when
@@ -32,6 +30,10 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   base::Status Init(int nranks, const ringoUniqueId& id, int rank, int timeout_ms);
+  // A second communicator over the same ranks, split from `parent` (no
+  // unique id of its own, so none to collide with a launcher's
+  // RINGO_COMM_ID); collective over the parent's ranks.
+  base::Status SplitFrom(const Communicator& parent, int rank);
   ringoComm_t get() const { return comm_; }
   // Marks the communicator aborted (its peers see ringoRemoteError) and
   // releases it. Any thread; once.

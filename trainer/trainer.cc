@@ -108,13 +108,8 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   }
   if (nranks_ > 1) {
     RETURN_IF_ERROR(main_comm_.Init(nranks_, id, rank_, o_.timeout_ms));
-    // The gradient thread's communicator: rank 0 makes its id, the first one carries it.
-    ringoUniqueId grad_id{};
-    if (rank_ == 0) {
-      RETURN_IF_ERROR(RingoCall(ringoGetUniqueId(&grad_id), "ringoGetUniqueId", nullptr));
-    }
-    RETURN_IF_ERROR(BroadcastBytes(main_comm_.get(), &grad_id, sizeof(grad_id), 0));
-    RETURN_IF_ERROR(grad_comm_.Init(nranks_, grad_id, rank_, o_.timeout_ms));
+    // The gradient thread's communicator: the same ranks, split from the first.
+    RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_));
     if (o_.sync_bn) {
       ringoComm_t comm = main_comm_.get();
       bn_reducer_ = [comm](double* data, size_t count) {

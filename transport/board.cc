@@ -337,7 +337,7 @@ void Board::Abort(const base::Status& why, uint64_t seq) {
   }
 }
 
-base::StatusOr<std::unique_ptr<Board>> ConnectBoard(Bootstrap& bootstrap, uint64_t tag, int rank, int nranks,
+base::StatusOr<std::unique_ptr<Board>> ConnectBoard(Exchange& bootstrap, uint64_t tag, int rank, int nranks,
                                                     size_t buffer_bytes) {
   const std::string mine = BoardName(tag, rank);
   const size_t bytes = BoardBytes(buffer_bytes);

@@ -156,7 +156,7 @@ void FormatBoard(void* memory, size_t buffer_bytes, int rank, const ProcessId& p
 base::Status CheckBoard(const void* memory, size_t buffer_bytes, int rank);
 
 // Connects the boards of every rank (all on this host) through the bootstrap.
-base::StatusOr<std::unique_ptr<Board>> ConnectBoard(Bootstrap& bootstrap, uint64_t tag, int rank, int nranks,
+base::StatusOr<std::unique_ptr<Board>> ConnectBoard(Exchange& bootstrap, uint64_t tag, int rank, int nranks,
                                                     size_t buffer_bytes);
 // Boards for ranks that are threads of this process; result[rank].
 std::vector<std::unique_ptr<Board>> ConnectBoardsInProcess(int nranks, size_t buffer_bytes);

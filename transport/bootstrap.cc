@@ -183,22 +183,4 @@ Status Bootstrap::AllGather(const void* mine, size_t bytes, void* all) {
   return socket_.RecvAll(all, reply.length, deadline).WithContext(reading);
 }
 
-Status Bootstrap::Barrier() {
-  std::vector<char> all(nranks_);
-  char mine = 0;
-  return AllGather(&mine, 1, all.data());
-}
-
-Status AgreeOk(Bootstrap& bootstrap, const Status& mine, const std::string& what) {
-  char ok = mine.ok() ? 1 : 0;
-  std::vector<char> all(bootstrap.nranks());
-  Status gathered = bootstrap.AllGather(&ok, 1, all.data());
-  if (!mine.ok()) return mine;
-  RETURN_IF_ERROR(gathered);
-  for (int r = 0; r < bootstrap.nranks(); ++r) {
-    if (!all[r]) return base::RemoteError("rank " + std::to_string(r) + " could not " + what);
-  }
-  return base::OkStatus();
-}
-
 }  // namespace ringo::transport

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "transport/exchange.h"
 #include "transport/socket.h"
 
 namespace ringo::transport {
@@ -42,8 +43,8 @@ base::StatusOr<UniqueId> CreateUniqueId(const std::string& comm_id, const std::s
 // Starts the root for an id whose root_started_by_rank0 is set (rank 0 only).
 base::Status StartRootForRank0(const UniqueId& id, int64_t timeout_ms);
 
-// One rank's connection to the root. Owned by one thread.
-class Bootstrap {
+// One rank's connection to the root: all-gathers only. Owned by one thread.
+class Bootstrap : public Exchange {
  public:
   // Connects to the root and announces (rank, nranks).
   static base::StatusOr<std::unique_ptr<Bootstrap>> Connect(const UniqueId& id, int rank, int nranks,
@@ -51,11 +52,10 @@ class Bootstrap {
 
   // Gathers `bytes` from every rank into `all` (nranks * bytes, in rank order).
   // Every rank must pass the same `bytes`.
-  base::Status AllGather(const void* mine, size_t bytes, void* all);
-  base::Status Barrier();
+  base::Status AllGather(const void* mine, size_t bytes, void* all) override;
 
-  int rank() const { return rank_; }
-  int nranks() const { return nranks_; }
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
 
  private:
   Bootstrap(Socket socket, uint64_t nonce, int rank, int nranks, int64_t timeout_ms)
@@ -66,12 +66,6 @@ class Bootstrap {
   int nranks_;
   int64_t timeout_ms_;
 };
-
-// A step every rank must pass: each says whether its own part succeeded
-// (`mine`). Returns `mine` if it failed, else an error naming the first rank
-// that could not `what`, else OK. Every rank calls it even after a local
-// failure, so the others fail at once instead of at the timeout.
-base::Status AgreeOk(Bootstrap& bootstrap, const base::Status& mine, const std::string& what);
 
 }  // namespace ringo::transport
 

@@ -1,6 +1,7 @@
 #include "transport/counter.h"
 
 #include <linux/futex.h>
+#include <linux/time_types.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -130,6 +131,48 @@ void Publish(SharedCounter& c, uint64_t value) {
 
 void Wake(SharedCounter& c) {
   syscall(SYS_futex, FutexWord(&c.value), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+bool SleepUntilAny(const CounterTarget* targets, int n, int64_t timeout_ms) {
+  constexpr int kMax = 128;  // futex_waitv's limit
+  if (n <= 0) return false;
+  if (n > kMax) n = kMax;
+  for (int i = 0; i < n; ++i) targets[i].counter->waiters.fetch_add(1, std::memory_order_seq_cst);
+  bool ready = false;
+#if defined(SYS_futex_waitv)
+  futex_waitv waits[kMax];
+  for (int i = 0; i < n && !ready; ++i) {
+    const uint64_t v = targets[i].counter->value.load(std::memory_order_seq_cst);
+    ready = v >= targets[i].target;
+    waits[i] = futex_waitv{};
+    waits[i].val = static_cast<uint32_t>(v);
+    waits[i].uaddr = reinterpret_cast<uintptr_t>(FutexWord(&targets[i].counter->value));
+    waits[i].flags = FUTEX_32;  // shared: the peer may be another process
+  }
+  static std::atomic<bool> missing{false};
+  if (!ready && !missing.load(std::memory_order_relaxed)) {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    __kernel_timespec until{now.tv_sec + timeout_ms / 1000, now.tv_nsec + (timeout_ms % 1000) * 1000000};
+    if (until.tv_nsec >= 1000000000) {
+      until.tv_sec += 1;
+      until.tv_nsec -= 1000000000;
+    }
+    if (syscall(SYS_futex_waitv, waits, n, 0, &until, CLOCK_MONOTONIC) == -1 && errno == ENOSYS) {
+      missing.store(true, std::memory_order_relaxed);
+    }
+    for (int i = 0; i < n && !ready; ++i) ready = targets[i].counter->value.load(std::memory_order_acquire) >= targets[i].target;
+  } else if (!ready) {
+#else
+  {
+#endif
+    const uint64_t v = targets[0].counter->value.load(std::memory_order_seq_cst);
+    ready = v >= targets[0].target;
+    if (!ready) FutexWait(&targets[0].counter->value, static_cast<uint32_t>(v), timeout_ms < 1 ? timeout_ms : 1);
+    for (int i = 0; i < n && !ready; ++i) ready = targets[i].counter->value.load(std::memory_order_acquire) >= targets[i].target;
+  }
+  for (int i = 0; i < n; ++i) targets[i].counter->waiters.fetch_sub(1, std::memory_order_seq_cst);
+  return ready;
 }
 
 std::string DescribeWait(const PeerRef& peer, const WaitContext& ctx) {

@@ -82,6 +82,19 @@ void Wake(SharedCounter& counter);
 base::StatusOr<uint64_t> WaitAtLeast(SharedCounter& counter, uint64_t target, const PeerRef& peer,
                                      const WaitContext& ctx);
 
+// One of several conditions a waiter sleeps on at once.
+struct CounterTarget {
+  SharedCounter* counter;
+  uint64_t target;
+};
+
+// Sleeps until some counters[i].value >= targets[i] or `timeout_ms` passes
+// (checks nothing else: the caller polls its flags between calls); true when
+// one is met. Registers as a sleeper on every counter, so any publish wakes
+// it, and sleeps on all of them at once (Linux's futex_waitv; where the
+// kernel lacks it, on the first counter alone, at most 1 ms at a time).
+bool SleepUntilAny(const CounterTarget* targets, int n, int64_t timeout_ms);
+
 }  // namespace ringo::transport
 
 #endif  // RINGO_TRANSPORT_COUNTER_H_

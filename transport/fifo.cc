@@ -13,7 +13,7 @@ namespace ringo::transport {
 namespace {
 
 constexpr uint32_t kFifoMagic = 0x46474e52;  // "RNGF"
-constexpr uint32_t kFifoVersion = 2;
+constexpr uint32_t kFifoVersion = 3;
 
 // After a publish (seq_cst): a proxy that declared itself asleep (seq_cst)
 // before checking the counter either saw the publish or is woken here.
@@ -85,6 +85,28 @@ base::StatusOr<void*> SendEnd::Acquire(const WaitContext& ctx, int64_t step) {
   return static_cast<void*>(data_ + (tail_ % kSlots) * stride_);
 }
 
+void* SendEnd::TryAcquire() {
+  if (tail_ - head_cache_ >= kSlots) {
+    head_cache_ = header_->head.value.load(std::memory_order_acquire);
+    if (tail_ - head_cache_ >= kSlots) return nullptr;
+  }
+  return data_ + (tail_ % kSlots) * stride_;
+}
+
+bool SendEnd::Released(uint64_t posted) {
+  if (head_cache_ >= posted) return true;
+  head_cache_ = header_->head.value.load(std::memory_order_acquire);
+  return head_cache_ >= posted;
+}
+
+base::Status SendEnd::WaitReleased(uint64_t posted, const WaitContext& ctx, int64_t step) {
+  if (head_cache_ >= posted) return base::OkStatus();
+  const PeerRef peer{&header_->receiver_aborted, header_->receiver_rank, header_->receiver_process, "sending to",
+                     step, &header_->receiver_notice};
+  ASSIGN_OR_RETURN(head_cache_, WaitAtLeast(header_->head, posted, peer, ctx));
+  return base::OkStatus();
+}
+
 void SendEnd::Post(size_t bytes, const CallSignature& sig) {
   SlotMeta& m = header_->meta[tail_ % kSlots];
   m.bytes = bytes;
@@ -128,6 +150,24 @@ base::StatusOr<const void*> RecvEnd::Acquire(const WaitContext& ctx, int64_t ste
     return base::RemoteError(where + ": the peer posted " + std::to_string(*bytes) + " bytes into a " +
                              std::to_string(slot_bytes_) + "-byte slot")
         .WithOrigin(peer.rank, where + ": an oversized slot");
+  }
+  return static_cast<const void*>(data_ + (head_ % kSlots) * stride_);
+}
+
+base::StatusOr<const void*> RecvEnd::TryAcquire(size_t* bytes, CallSignature* sig) {
+  if (tail_cache_ <= head_) {
+    tail_cache_ = header_->tail.value.load(std::memory_order_acquire);
+    if (tail_cache_ <= head_) return static_cast<const void*>(nullptr);
+  }
+  const SlotMeta& m = header_->meta[head_ % kSlots];
+  *bytes = m.bytes;
+  if (sig != nullptr) *sig = m.sig;
+  if (*bytes > slot_bytes_) {
+    const std::string where = "rank " + std::to_string(header_->receiver_rank) + " receiving from peer rank " +
+                              std::to_string(header_->sender_rank);
+    return base::RemoteError(where + ": the peer posted " + std::to_string(*bytes) + " bytes into a " +
+                             std::to_string(slot_bytes_) + "-byte slot")
+        .WithOrigin(header_->sender_rank, where + ": an oversized slot");
   }
   return static_cast<const void*>(data_ + (head_ % kSlots) * stride_);
 }

@@ -66,6 +66,11 @@ struct FifoHeader {
   // the eventfd. Never set in shared memory.
   alignas(64) std::atomic<uint32_t> proxy_sleeping{0};
   int32_t proxy_wake_fd = -1;
+  // Point-to-point pairs (peer_links.h): whether the receiver can copy
+  // straight out of the sender's buffers (0: not known yet, 1: yes, being
+  // in its process or reading it with process_vm_readv, 2: no), set by the
+  // receiver once.
+  std::atomic<uint32_t> receiver_pulls{0};
   alignas(64) FaultNotice sender_notice;
   FaultNotice receiver_notice;
 };
@@ -95,8 +100,21 @@ class SendEnd {
   SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self);
   // Waits for a free slot; returns its memory (slot_bytes long).
   base::StatusOr<void*> Acquire(const WaitContext& ctx, int64_t step);
+  // The free slot's memory, or null while the receiver holds every slot
+  // (never waits; point-to-point engines poll several ends).
+  void* TryAcquire();
   // Publishes the acquired slot holding `bytes` of the collective `sig`.
   void Post(size_t bytes, const CallSignature& sig = CallSignature());
+  // Slots posted so far, and whether the receiver has released all of the
+  // first `posted` (it has read them).
+  uint64_t posted() const { return tail_; }
+  bool Released(uint64_t posted);
+  // What a free slot waits for (the receiver's head reaching a value), for
+  // a waiter that sleeps on several ends at once (SleepUntilAny).
+  CounterTarget FreeSlotTarget() { return {&header_->head, tail_ < kSlots ? 0 : tail_ - kSlots + 1}; }
+  // The receiver has released the first `posted` slots (the same, blocking).
+  CounterTarget ReleasedTarget(uint64_t posted) { return {&header_->head, posted}; }
+  base::Status WaitReleased(uint64_t posted, const WaitContext& ctx, int64_t step);
   // Writes this end's fault notice (`why`, which must not be OK), raises its
   // abort flag and wakes both ends.
   void Abort(const base::Status& why, int self_rank, uint64_t seq);
@@ -122,6 +140,10 @@ class RecvEnd {
   // sender.
   base::StatusOr<const void*> Acquire(const WaitContext& ctx, int64_t step, size_t* bytes,
                                       CallSignature* sig = nullptr);
+  // As Acquire, but null at once when no slot is filled.
+  base::StatusOr<const void*> TryAcquire(size_t* bytes, CallSignature* sig);
+  // What a filled slot waits for (the sender's tail), as SendEnd's.
+  CounterTarget FilledSlotTarget() { return {&header_->tail, head_ + 1}; }
   // Frees the acquired slot for the sender.
   void Release();
   void Abort(const base::Status& why, int self_rank, uint64_t seq);

@@ -81,7 +81,7 @@ P2pFifo FifoAt(void* base, int channel, const P2pIpcSpec& spec, int device) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<P2pIpcRing>> P2pIpcRing::Connect(Bootstrap& bootstrap,
+StatusOr<std::unique_ptr<P2pIpcRing>> P2pIpcRing::Connect(Exchange& bootstrap,
                                                           const P2pIpcSpec& spec) {
   RETURN_IF_ERROR(CheckSpec(spec));
   if (bootstrap.nranks() != spec.nranks || bootstrap.rank() != spec.rank) {

@@ -73,7 +73,7 @@ class P2pIpcRing : public P2pEnds {
   // Collective over every rank of `bootstrap`: allocates, exchanges and opens
   // as described above. Blocking. Every rank learns of a failure of any rank
   // (RemoteError naming it) instead of waiting for its timeout.
-  static base::StatusOr<std::unique_ptr<P2pIpcRing>> Connect(Bootstrap& bootstrap,
+  static base::StatusOr<std::unique_ptr<P2pIpcRing>> Connect(Exchange& bootstrap,
                                                              const P2pIpcSpec& spec);
   // Blocking: the release handshake (see above), then frees.
   ~P2pIpcRing() override;

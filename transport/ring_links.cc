@@ -113,7 +113,7 @@ namespace {
 // The network edges of rank `rank`: connections accepted from its
 // predecessor and made to its successor, every rank taking part in the
 // bootstrap exchange of handles.
-base::Status ConnectNetEdges(Bootstrap& bootstrap, uint64_t tag, int rank, int prev, int next, bool recv_net,
+base::Status ConnectNetEdges(Exchange& bootstrap, uint64_t tag, int rank, int prev, int next, bool recv_net,
                              bool send_net, int numa, const RingSpec& spec, RingLinks* links) {
   const base::Config& config = base::GetConfig();
   // Each edge's transport: verbs where both ends have a port on one fabric,
@@ -121,6 +121,7 @@ base::Status ConnectNetEdges(Bootstrap& bootstrap, uint64_t tag, int rank, int p
   const uint64_t fabric = (recv_net || send_net) ? net::VerbsFabric(config, numa) : 0;
   std::vector<uint64_t> fabrics(spec.nranks);
   RETURN_IF_ERROR(bootstrap.AllGather(&fabric, sizeof(fabric), fabrics.data()));
+  links->fabrics = fabrics;
   base::Status st;
   auto pick = [&](bool used, int peer, const char* way) -> net::Net* {
     if (!used || !st.ok()) return nullptr;
@@ -210,7 +211,7 @@ base::Status ConnectNetEdges(Bootstrap& bootstrap, uint64_t tag, int rank, int p
 
 }  // namespace
 
-base::StatusOr<RingLinks> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int rank, const RingSpec& spec,
+base::StatusOr<RingLinks> ConnectRing(Exchange& bootstrap, uint64_t tag, int rank, const RingSpec& spec,
                                       const std::vector<PeerInfo>& peers) {
   const int n = spec.nranks;
   const int pos = PositionOf(spec, rank);

@@ -57,6 +57,9 @@ struct ChannelLinks {
 struct RingLinks {
   std::vector<ChannelLinks> channels;
   std::unique_ptr<net::Proxy> proxy;
+  // Every rank's verbs fabric (net::VerbsFabric; 0: none), as exchanged
+  // for the ring's network edges; empty where no edge crosses hosts.
+  std::vector<uint64_t> fabrics;
 };
 
 struct RingSpec {
@@ -74,7 +77,7 @@ struct RingSpec {
 };
 
 // Connects rank `rank`'s edges through `bootstrap` (collective over ranks).
-base::StatusOr<RingLinks> ConnectRing(Bootstrap& bootstrap, uint64_t tag, int rank, const RingSpec& spec,
+base::StatusOr<RingLinks> ConnectRing(Exchange& bootstrap, uint64_t tag, int rank, const RingSpec& spec,
                                       const std::vector<PeerInfo>& peers);
 
 // Connects every rank of a ring whose ranks are threads of this process;

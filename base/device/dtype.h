@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/device/fp8.h"
 #include "base/device/half.h"
 #include "base/device/macros.h"
 
@@ -22,11 +23,17 @@ enum class DataType : int {
   kFloat32 = 7,
   kFloat64 = 8,
   kBFloat16 = 9,
+  kFloat8E4M3 = 10,
+  kFloat8E5M2 = 11,
 };
-inline constexpr int kNumDataTypes = 10;
+inline constexpr int kNumDataTypes = 12;
 
-enum class RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
-inline constexpr int kNumRedOps = 5;
+// kPreMulSum: each rank's input times its own scalar, then summed (the
+// operators ringoRedOpCreatePreMulSum makes; its public values are handles
+// from 5 up, so it is internal only).
+enum class RedOp : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4, kPreMulSum = 5 };
+inline constexpr int kNumRedOps = 5;     // the built-in operators (public, NCCL's)
+inline constexpr int kNumReduceOps = 6;  // with kPreMulSum: what the executors and kernels instantiate
 
 RINGO_HD constexpr bool IsValidDataType(int v) { return v >= 0 && v < kNumDataTypes; }
 RINGO_HD constexpr bool IsValidRedOp(int v) { return v >= 0 && v < kNumRedOps; }
@@ -34,7 +41,9 @@ RINGO_HD constexpr bool IsValidRedOp(int v) { return v >= 0 && v < kNumRedOps; }
 RINGO_HD constexpr size_t DataTypeSize(DataType t) {
   switch (t) {
     case DataType::kInt8:
-    case DataType::kUint8: return 1;
+    case DataType::kUint8:
+    case DataType::kFloat8E4M3:
+    case DataType::kFloat8E5M2: return 1;
     case DataType::kFloat16:
     case DataType::kBFloat16: return 2;
     case DataType::kInt32:
@@ -59,6 +68,8 @@ inline const char* DataTypeName(DataType t) {
     case DataType::kFloat32: return "float";
     case DataType::kFloat64: return "double";
     case DataType::kBFloat16: return "bfloat16";
+    case DataType::kFloat8E4M3: return "float8e4m3";
+    case DataType::kFloat8E5M2: return "float8e5m2";
   }
   return "?";
 }
@@ -70,6 +81,7 @@ inline const char* RedOpName(RedOp op) {
     case RedOp::kMax: return "max";
     case RedOp::kMin: return "min";
     case RedOp::kAvg: return "avg";
+    case RedOp::kPreMulSum: return "premulsum";
   }
   return "?";
 }
@@ -86,6 +98,8 @@ template <> struct TypeOf<DataType::kFloat16> { using type = Half; };
 template <> struct TypeOf<DataType::kFloat32> { using type = float; };
 template <> struct TypeOf<DataType::kFloat64> { using type = double; };
 template <> struct TypeOf<DataType::kBFloat16> { using type = BFloat16; };
+template <> struct TypeOf<DataType::kFloat8E4M3> { using type = Fp8E4M3; };
+template <> struct TypeOf<DataType::kFloat8E5M2> { using type = Fp8E5M2; };
 
 }  // namespace ringo::base
 

@@ -32,7 +32,9 @@ TEST(DataTypeTest, EnumValuesMatchNccl) {
   EXPECT_EQ(static_cast<int>(DataType::kFloat32), 7);  // ncclFloat32 / ncclFloat
   EXPECT_EQ(static_cast<int>(DataType::kFloat64), 8);  // ncclFloat64 / ncclDouble
   EXPECT_EQ(static_cast<int>(DataType::kBFloat16), 9); // ncclBfloat16
-  EXPECT_EQ(kNumDataTypes, 10);
+  EXPECT_EQ(static_cast<int>(DataType::kFloat8E4M3), 10);  // ncclFloat8e4m3
+  EXPECT_EQ(static_cast<int>(DataType::kFloat8E5M2), 11);  // ncclFloat8e5m2
+  EXPECT_EQ(kNumDataTypes, 12);
 }
 
 TEST(DataTypeTest, RedOpValuesMatchNccl) {
@@ -46,10 +48,10 @@ TEST(DataTypeTest, RedOpValuesMatchNccl) {
 
 TEST(DataTypeTest, Validity) {
   for (int v = -3; v < 15; ++v) {
-    EXPECT_EQ(IsValidDataType(v), v >= 0 && v <= 9) << v;
+    EXPECT_EQ(IsValidDataType(v), v >= 0 && v <= 11) << v;
     EXPECT_EQ(IsValidRedOp(v), v >= 0 && v <= 4) << v;
   }
-  static_assert(IsValidDataType(9) && !IsValidDataType(10), "constexpr");
+  static_assert(IsValidDataType(11) && !IsValidDataType(12), "constexpr");
   static_assert(IsValidRedOp(4) && !IsValidRedOp(5), "constexpr");
 }
 
@@ -64,6 +66,8 @@ TEST(DataTypeTest, Sizes) {
   EXPECT_EQ(DataTypeSize(DataType::kFloat32), 4u);
   EXPECT_EQ(DataTypeSize(DataType::kFloat64), 8u);
   EXPECT_EQ(DataTypeSize(DataType::kBFloat16), 2u);
+  EXPECT_EQ(DataTypeSize(DataType::kFloat8E4M3), 1u);
+  EXPECT_EQ(DataTypeSize(DataType::kFloat8E5M2), 1u);
   EXPECT_EQ(DataTypeSize(static_cast<DataType>(42)), 0u);
   static_assert(DataTypeSize(DataType::kFloat64) == 8, "constexpr");
 }
@@ -86,6 +90,8 @@ TEST(DataTypeTest, StorageTypesHaveTheDeclaredSize) {
   ExpectStorage<DataType::kFloat32>();
   ExpectStorage<DataType::kFloat64>();
   ExpectStorage<DataType::kBFloat16>();
+  ExpectStorage<DataType::kFloat8E4M3>();
+  ExpectStorage<DataType::kFloat8E5M2>();
   static_assert(std::is_same<TypeOf<DataType::kInt8>::type, int8_t>::value, "");
   static_assert(std::is_same<TypeOf<DataType::kUint64>::type, uint64_t>::value, "");
   static_assert(std::is_same<TypeOf<DataType::kFloat16>::type, Half>::value, "");
@@ -95,14 +101,14 @@ TEST(DataTypeTest, StorageTypesHaveTheDeclaredSize) {
 
 TEST(DataTypeTest, Names) {
   const char* const names[] = {"int8", "uint8", "int32", "uint32", "int64",
-                               "uint64", "half", "float", "double", "bfloat16"};
+                               "uint64", "half", "float", "double", "bfloat16", "float8e4m3", "float8e5m2"};
   for (int t = 0; t < kNumDataTypes; ++t) {
     EXPECT_STREQ(DataTypeName(static_cast<DataType>(t)), names[t]);
   }
-  EXPECT_STREQ(DataTypeName(static_cast<DataType>(10)), "?");
-  const char* const ops[] = {"sum", "prod", "max", "min", "avg"};
-  for (int o = 0; o < kNumRedOps; ++o) EXPECT_STREQ(RedOpName(static_cast<RedOp>(o)), ops[o]);
-  EXPECT_STREQ(RedOpName(static_cast<RedOp>(5)), "?");
+  EXPECT_STREQ(DataTypeName(static_cast<DataType>(12)), "?");
+  const char* const ops[] = {"sum", "prod", "max", "min", "avg", "premulsum"};
+  for (int o = 0; o < kNumReduceOps; ++o) EXPECT_STREQ(RedOpName(static_cast<RedOp>(o)), ops[o]);
+  EXPECT_STREQ(RedOpName(static_cast<RedOp>(6)), "?");
 }
 
 // ----------------------------------------------------------- references ----

@@ -10,6 +10,10 @@
 //
 //   nccl-perf [--nccl-lib PATH] allreduce -np 1 -b 8 -e 256M -f 4
 //
+// --host runs host buffers instead, for a library that takes them: Ringo's
+// libnccl.so.2, measured this way beside ringo-perf --threads --host to see
+// what the shim adds (nothing but a call).
+//
 // Exit status: 0 all right, 1 wrong results or a failure, 2 bad usage, 3
 // NCCL refused the ranks (ncclCommInitAll failed). Without a visible GPU it
 // prints why and exits 0 (1 under RINGO_REQUIRE_GPU=1).
@@ -56,6 +60,12 @@ struct NcclApi {
   int (*AllGather)(const void*, void*, size_t, int, NcclComm, void*) = nullptr;
   int (*Broadcast)(const void*, void*, size_t, int, int, NcclComm, void*) = nullptr;
   int (*Reduce)(const void*, void*, size_t, int, int, int, NcclComm, void*) = nullptr;
+  // NCCL 2.7 and later (send/recv), 2.28 (all-to-all); may be null.
+  int (*Send)(const void*, size_t, int, int, NcclComm, void*) = nullptr;
+  int (*Recv)(void*, size_t, int, int, NcclComm, void*) = nullptr;
+  int (*AlltoAll)(const void*, void*, size_t, int, NcclComm, void*) = nullptr;
+  int (*GroupStart)() = nullptr;
+  int (*GroupEnd)() = nullptr;
 
   std::string Error(int result, NcclComm comm) const {
     std::string text = GetErrorString != nullptr ? GetErrorString(result) : "NCCL error";
@@ -96,6 +106,11 @@ base::StatusOr<NcclApi> LoadNccl(const std::string& path) {
   Find(api.handle, "ncclAllGather", &api.AllGather, true, &missing);
   Find(api.handle, "ncclBroadcast", &api.Broadcast, true, &missing);
   Find(api.handle, "ncclReduce", &api.Reduce, true, &missing);
+  Find(api.handle, "ncclSend", &api.Send, false, &missing);
+  Find(api.handle, "ncclRecv", &api.Recv, false, &missing);
+  Find(api.handle, "ncclAlltoAll", &api.AlltoAll, false, &missing);
+  Find(api.handle, "ncclGroupStart", &api.GroupStart, true, &missing);
+  Find(api.handle, "ncclGroupEnd", &api.GroupEnd, true, &missing);
   if (!missing.empty())
     return base::InvalidUsage(path + " lacks " + missing + ": not an NCCL 2.x library");
   return api;
@@ -123,7 +138,15 @@ class NcclCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::string Library() const override { return library_; }
   int CudaDevice() const override { return device_; }
-  Status Supports(Collective, DataType, RedOp) const override { return Status(); }
+  Status Supports(Collective c, DataType, RedOp) const override {
+    if (c == Collective::kSendRecv && (api_.Send == nullptr || api_.Recv == nullptr)) {
+      return base::InvalidUsage("unsupported: this NCCL has no ncclSend/ncclRecv");
+    }
+    if (c == Collective::kAllToAll && api_.AlltoAll == nullptr) {
+      return base::InvalidUsage("unsupported: this NCCL has no ncclAlltoAll (2.28 and later)");
+    }
+    return Status();
+  }
   Status Issue(Collective c, const void* send, void* recv, size_t count, DataType type, RedOp op,
                int root, void* stream) override {
     const int dt = static_cast<int>(type);
@@ -144,6 +167,18 @@ class NcclCommunicator final : public Communicator {
         break;
       case Collective::kReduce:
         result = api_.Reduce(send, recv, count, dt, rop, root, comm_, stream);
+        break;
+      case Collective::kSendRecv: {
+        const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+        result = api_.GroupStart();
+        const int s = api_.Send(send, count, dt, next, comm_, stream);
+        const int r = api_.Recv(recv, count, dt, prev, comm_, stream);
+        const int e = api_.GroupEnd();
+        result = result != 0 ? result : s != 0 ? s : r != 0 ? r : e;
+        break;
+      }
+      case Collective::kAllToAll:
+        result = api_.AlltoAll(send, recv, count, dt, comm_, stream);
         break;
     }
     if (result == 0) return Status();
@@ -191,15 +226,16 @@ int Main(int argc, char** argv) {
     return 0;
   }
   if (o.num_procs == 0) o.num_procs = 1;
-  if (o.host_memory) return UsageError(kProgram, "NCCL runs on GPU memory only (--host)");
   if (o.local_register != 0) return UsageError(kProgram, "-R 1 is Ringo's (ringoMemAlloc)");
   const base::CudaProbe& probe = base::ProbeCuda();
-  if (probe.device_count == 0) {
-    std::printf("no CUDA device visible (%s): nothing to measure\n", probe.reason.c_str());
-    return base::GetConfig().require_gpu ? kExitFailure : 0;
+  if (!o.host_memory) {
+    if (probe.device_count == 0) {
+      std::printf("no CUDA device visible (%s): nothing to measure\n", probe.reason.c_str());
+      return base::GetConfig().require_gpu ? kExitFailure : 0;
+    }
+    const base::Status fits = CheckDeviceCount(o.num_procs, o.ranks_per_gpu, probe.device_count);
+    if (!fits.ok()) return UsageError(kProgram, fits.message());
   }
-  const base::Status fits = CheckDeviceCount(o.num_procs, o.ranks_per_gpu, probe.device_count);
-  if (!fits.ok()) return UsageError(kProgram, fits.message());
   auto loaded = LoadNccl(lib);
   if (!loaded.ok()) {
     std::fprintf(stderr, "%s: %s\n", kProgram, loaded.status().message().c_str());
@@ -213,10 +249,12 @@ int Main(int argc, char** argv) {
   if (!csv.ok()) return UsageError(kProgram, csv.status().message());
 
   const int n = o.num_procs;
-  std::vector<int> devlist(n);
-  for (int r = 0; r < n; ++r) devlist[r] = RankDevice(r, o.ranks_per_gpu, probe.device_count);
+  std::vector<int> devlist(n, -1);
+  if (!o.host_memory) {
+    for (int r = 0; r < n; ++r) devlist[r] = RankDevice(r, o.ranks_per_gpu, probe.device_count);
+  }
   std::vector<NcclComm> comms(n, nullptr);
-  const int init = api.CommInitAll(comms.data(), n, devlist.data());
+  const int init = api.CommInitAll(comms.data(), n, o.host_memory ? nullptr : devlist.data());
   if (init != 0) {
     std::string where;
     for (int d : devlist) where += (where.empty() ? "" : ",") + std::to_string(d);
@@ -229,7 +267,7 @@ int Main(int argc, char** argv) {
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       NcclCommunicator comm(api, comms[r], r, n, devlist[r], library);
-      const base::Status used = UseCudaDevice(devlist[r]);
+      const base::Status used = o.host_memory ? base::Status() : UseCudaDevice(devlist[r]);
       if (!used.ok()) {
         std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, r, used.message().c_str());
         comm.Abort();

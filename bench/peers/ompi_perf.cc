@@ -1,6 +1,7 @@
 // ompi-perf: ringo-perf's benchmark (same flags, loop, verification and
-// columns) driving Open MPI's MPI_Allreduce on host buffers, the peer that
-// bench/compare measures Ringo against. Start it with mpirun; the MPI
+// columns) driving Open MPI on host buffers (allreduce: MPI_Allreduce;
+// sendrecv: MPI_Sendrecv to rank + 1 from rank - 1; alltoall:
+// MPI_Alltoall), the peer that bench/compare measures Ringo against. Start it with mpirun; the MPI
 // settings under test (algorithm, BTL, malloc tuning) come from mpirun's
 // --mca flags and environment. Exit status as ringo-perf's.
 #include <mpi.h>
@@ -37,7 +38,9 @@ bool MpiType(DataType type, MPI_Datatype* out) {
     case DataType::kFloat32: *out = MPI_FLOAT; return true;
     case DataType::kFloat64: *out = MPI_DOUBLE; return true;
     case DataType::kFloat16:
-    case DataType::kBFloat16: return false;
+    case DataType::kBFloat16:
+    case DataType::kFloat8E4M3:
+    case DataType::kFloat8E5M2: return false;
   }
   return false;
 }
@@ -49,7 +52,8 @@ bool MpiOp(RedOp op, MPI_Op* out) {
     case RedOp::kProd: *out = MPI_PROD; return true;
     case RedOp::kMax: *out = MPI_MAX; return true;
     case RedOp::kMin: *out = MPI_MIN; return true;
-    case RedOp::kAvg: return false;
+    case RedOp::kAvg:
+    case RedOp::kPreMulSum: return false;
   }
   return false;
 }
@@ -57,15 +61,17 @@ bool MpiOp(RedOp op, MPI_Op* out) {
 Status MpiSupports(Collective c, DataType type, RedOp op) {
   MPI_Datatype t;
   MPI_Op o;
-  if (c != Collective::kAllReduce) {
-    return base::InvalidUsage(std::string("unsupported: ") + kProgram + " runs allreduce only, not " +
+  if (c != Collective::kAllReduce && c != Collective::kSendRecv && c != Collective::kAllToAll) {
+    return base::InvalidUsage(std::string("unsupported: ") + kProgram + " runs allreduce, sendrecv and alltoall, not " +
                               CollectiveName(c));
   }
   if (!MpiType(type, &t)) {
+    // Data movement does not care what the bytes are.
+    if (c != Collective::kAllReduce) return Status();
     return base::InvalidUsage(std::string("unsupported: MPI has no ") +
                               base::DataTypeName(type) + " datatype");
   }
-  if (!MpiOp(op, &o)) return base::InvalidUsage("unsupported: MPI has no avg operator");
+  if (c == Collective::kAllReduce && !MpiOp(op, &o)) return base::InvalidUsage("unsupported: MPI has no avg operator");
   return Status();
 }
 
@@ -94,7 +100,7 @@ class MpiCommunicator final : public Communicator {
     const size_t comma = name.find(',');
     if (comma != std::string::npos) name.resize(comma);
     while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-    return name + " MPI_Allreduce";
+    return name;
   }
   Status Supports(Collective c, DataType type, RedOp op) const override {
     return MpiSupports(c, type, op);
@@ -104,6 +110,24 @@ class MpiCommunicator final : public Communicator {
                int, void*) override {
     MPI_Datatype t;
     MPI_Op o;
+    if (c == Collective::kSendRecv || c == Collective::kAllToAll) {
+      RETURN_IF_ERROR(MpiSupports(c, type, op));
+      // Bytes, whatever the type (MPI has no half types).
+      const size_t bytes = count * base::DataTypeSize(type);
+      if (bytes > static_cast<size_t>(INT_MAX)) {
+        return base::InvalidUsage("MPI takes an int count; " + std::to_string(bytes) + " bytes is too many");
+      }
+      const int n = static_cast<int>(bytes);
+      if (c == Collective::kSendRecv) {
+        const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+        return MpiStatus(MPI_Sendrecv(send, n, MPI_BYTE, next, 0, recv, n, MPI_BYTE, prev, 0, MPI_COMM_WORLD,
+                                      MPI_STATUS_IGNORE),
+                         "MPI_Sendrecv");
+      }
+      return MpiStatus(MPI_Alltoall(send == recv ? MPI_IN_PLACE : send, n, MPI_BYTE, recv, n, MPI_BYTE,
+                                    MPI_COMM_WORLD),
+                       "MPI_Alltoall");
+    }
     if (c != Collective::kAllReduce || !MpiType(type, &t) || !MpiOp(op, &o)) {
       return MpiSupports(c, type, op);
     }

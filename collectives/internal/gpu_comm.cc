@@ -108,6 +108,8 @@ Status GpuComm::Enqueue(const kernels::CollArgs& args, void* stream) {
   a.coll = args.coll;
   a.dtype = args.dtype;
   a.op = args.op;
+  a.scalar = args.scalar;
+  a.scalar_ptr = args.scalar_ptr;
   a.send = args.send;
   a.recv = args.recv;
   a.count = args.count;
@@ -129,6 +131,19 @@ Status GpuComm::Enqueue(const kernels::CollArgs& args, void* stream) {
       a, channels_.data(), static_cast<const kernels::gpu::DeviceChannel*>(device_channels_.get()),
       plan.nchannels, stream, static_cast<ErrorRecord*>(error_.device()),
       static_cast<const int*>(abort_.device()), timeout_ns_));
+  return order_launches_.After(stream, done);
+}
+
+Status GpuComm::EnqueueP2p(const kernels::gpu::P2pKernelArgs& args, void* stream) {
+  ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device_));
+  if (ranks_sharing_gpu_ > 1) {
+    ASSIGN_OR_RETURN(const base::StreamFacts facts, base::GetStreamFacts(stream));
+    RETURN_IF_ERROR(GpuStreamRule(facts.non_blocking, facts.legacy, ranks_sharing_gpu_));
+  }
+  DoneEvent done(&done_);
+  RETURN_IF_ERROR(order_launches_.Before(stream, done));
+  RETURN_IF_ERROR(kernels::gpu::LaunchP2pKernel(args, stream, static_cast<ErrorRecord*>(error_.device()),
+                                                static_cast<const int*>(abort_.device()), timeout_ns_));
   return order_launches_.After(stream, done);
 }
 

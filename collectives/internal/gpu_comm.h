@@ -26,6 +26,7 @@
 #include "collectives/internal/gpu_order.h"
 #include "collectives/planner.h"
 #include "kernels/cuda/device_types.h"
+#include "kernels/cuda/p2p_types.h"
 #include "kernels/host_executor.h"
 #include "transport/p2p.h"
 
@@ -59,6 +60,11 @@ class GpuComm {
   // blocking streams) after the previous collective's completion, and returns
   // at once. Every rank must enqueue the same collective.
   base::Status Enqueue(const kernels::CollArgs& args, void* stream);
+  // Enqueues a batch of sends and receives (kernels/cuda/p2p_types.h) on
+  // `stream` after the previous launch's completion, as Enqueue does, with
+  // this rank's abort flag, error record and timeout.
+  base::Status EnqueueP2p(const kernels::gpu::P2pKernelArgs& args, void* stream);
+  int rank() const { return rank_; }
   // Blocks until everything enqueued so far has completed.
   base::Status Synchronize();
   // Stops this rank's running kernels and tells its ring neighbours' kernels

@@ -59,7 +59,7 @@ StatusOr<std::vector<GpuPlace>> LocalPlaces(const std::vector<int>& devices) {
   return places;
 }
 
-StatusOr<std::vector<GpuPlace>> ExchangePlaces(transport::Bootstrap& bootstrap, int device) {
+StatusOr<std::vector<GpuPlace>> ExchangePlaces(transport::Exchange& bootstrap, int device) {
   StatusOr<GpuPlace> mine = LoadPlace(device);
   GpuPlace sent = mine.ok() ? mine.value() : Unplaced();
   if (!mine.ok())

@@ -59,7 +59,7 @@ base::StatusOr<std::vector<GpuPlace>> LocalPlaces(const std::vector<int>& device
 // rank's place goes round in one all-gather (sent even after a local failure,
 // so every rank fails at once naming the rank that could not). Collective;
 // blocking.
-base::StatusOr<std::vector<GpuPlace>> ExchangePlaces(transport::Bootstrap& bootstrap, int device);
+base::StatusOr<std::vector<GpuPlace>> ExchangePlaces(transport::Exchange& bootstrap, int device);
 
 // Whether two places name the same GPU (same host and PCI bus id).
 bool SameGpu(const GpuPlace& a, const GpuPlace& b);

@@ -69,21 +69,34 @@ typedef enum {
   ringoFloat64 = 8,
   ringoDouble = 8,
   ringoBfloat16 = 9,
-  ringoNumTypes = 10
+  /* 8-bit floats (OCP E4M3 with no infinities, largest 448; E5M2, largest
+   * 57344): reduced in fp32, each stored result rounded to nearest even and
+   * saturated to the largest finite value (NaN stays NaN), as NCCL does. */
+  ringoFloat8e4m3 = 10,
+  ringoFloat8e5m2 = 11,
+  ringoNumTypes = 12
 } ringoDataType_t;
 
 /* Reduction operators; values equal NCCL's ncclRedOp_t.
  * ringoAvg is the sum divided by the rank count: floating-point inputs are
  * multiplied by 1/nranks before they are summed; integer sums are divided
- * by nranks at the end, truncating toward zero. */
+ * by nranks at the end, truncating toward zero. Values from ringoNumOps up
+ * are operators made by ringoRedOpCreatePreMulSum. */
 typedef enum {
   ringoSum = 0,
   ringoProd = 1,
   ringoMax = 2,
   ringoMin = 3,
   ringoAvg = 4,
-  ringoNumOps = 5
+  ringoNumOps = 5,
+  ringoMaxRedOp = 0x7fffffff
 } ringoRedOp_t;
+
+/* Where a premul-sum's scalar is read (NCCL's ncclScalarResidence_t). */
+typedef enum {
+  ringoScalarDevice = 0,       /* read through the pointer when each collective runs */
+  ringoScalarHostImmediate = 1 /* read (host memory) when the operator is made */
+} ringoScalarResidence_t;
 
 /* A CUDA stream (cudaStream_t converts to it implicitly); NULL for host
  * communicators. */
@@ -235,12 +248,87 @@ RINGO_API ringoResult_t ringoReduce(const void* sendbuff, void* recvbuff, size_t
                                     ringoDataType_t datatype, ringoRedOp_t op, int root,
                                     ringoComm_t comm, ringoStream_t stream);
 
+/* Point-to-point (defined when this header has it, for code that adapts). */
+#define RINGO_HAS_P2P 1
+
+/* Sends `count` elements from sendbuff to rank `peer`, which must post the
+ * matching ringoRecv (the same size in bytes). Sends and receives between
+ * two ranks match in issue order, per direction; any two ranks may exchange
+ * messages (a connection is made the first time a pair is used, and kept);
+ * count 0 is a message too. Host communicators: returns once the data has
+ * left sendbuff (small messages before the receiver posts its receive, large
+ * ones as it receives them). Sends and receives that must progress together
+ * (a rank that sends to and receives from a peer, rings of exchanges) go in
+ * one ringoGroupStart/End: the group runs them all at once. A send to
+ * oneself must meet its receive in the same group. GPU communicators
+ * enqueue on `stream` (a group's sends and receives as one kernel, at most
+ * 256 operations) and return at once; the first use of a pair connects it on
+ * the host, which waits for the peer to reach its matching call. */
+RINGO_API ringoResult_t ringoSend(const void* sendbuff, size_t count, ringoDataType_t datatype, int peer,
+                                  ringoComm_t comm, ringoStream_t stream);
+/* Receives `count` elements from rank `peer` into recvbuff (see ringoSend). */
+RINGO_API ringoResult_t ringoRecv(void* recvbuff, size_t count, ringoDataType_t datatype, int peer,
+                                  ringoComm_t comm, ringoStream_t stream);
+
+/* recvbuff[r * count + i] = sendbuff of rank r [rank * count + i]: each rank
+ * sends block p of its input to rank p. In place (sendbuff == recvbuff)
+ * allowed on host communicators. */
+RINGO_API ringoResult_t ringoAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                                      ringoDataType_t datatype, ringoComm_t comm, ringoStream_t stream);
+/* On `root`: recvbuff[r * count + i] = sendbuff of rank r [i]; recvbuff is
+ * not used elsewhere (may be NULL). In place: sendbuff == recvbuff + root *
+ * count elements on root. */
+RINGO_API ringoResult_t ringoGather(const void* sendbuff, void* recvbuff, size_t count,
+                                    ringoDataType_t datatype, int root, ringoComm_t comm,
+                                    ringoStream_t stream);
+/* recvbuff = block `rank` of root's sendbuff (count elements each);
+ * sendbuff is read on root only (may be NULL elsewhere). In place:
+ * recvbuff == sendbuff + root * count elements on root. */
+RINGO_API ringoResult_t ringoScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                     ringoDataType_t datatype, int root, ringoComm_t comm,
+                                     ringoStream_t stream);
+
+/* A color that puts this rank in no child of ringoCommSplit (any negative
+ * color does). */
+#define RINGO_SPLIT_NOCOLOR -1
+
+/* Splits `comm`: collective over its ranks, each passing a color and a key;
+ * the ranks of one color form a child communicator, ranked by key, then by
+ * their rank in `comm`. *newcomm is this rank's child (NULL for a negative
+ * color). No unique id is needed: the children are set up over `comm`'s
+ * connections, and live on after `comm` is destroyed. config NULL: the child
+ * inherits comm's timeout and memory kind (a GPU child on comm's device).
+ * Blocking; inside a group, every split queued for the group's
+ * communicators runs at ringoGroupEnd (so one thread may split every rank
+ * of a ringoCommInitAll set), and *newcomm is written then. */
+RINGO_API ringoResult_t ringoCommSplit(ringoComm_t comm, int color, int key, ringoComm_t* newcomm,
+                                       const ringoConfig_t* config);
+
+/* Makes a reduction operator for collectives of `datatype` on `comm`: each
+ * rank's input multiplied by that rank's own scalar (one value of
+ * `datatype` at `scalar`), then summed (integers wrap, floating types are
+ * multiplied and summed in fp32 or wider and rounded as ringoSum's).
+ * ringoScalarHostImmediate reads the scalar now (host memory);
+ * ringoScalarDevice reads it when each collective runs: on a GPU
+ * communicator the kernel reads it from memory of the communicator's device
+ * (so it may be written by earlier work on the stream); on a host
+ * communicator the call reads it (host or GPU memory). *op receives the
+ * handle (ringoNumOps or more), valid on `comm` until ringoRedOpDestroy. Not
+ * collective; every rank makes its own. Thread-safe per communicator. */
+RINGO_API ringoResult_t ringoRedOpCreatePreMulSum(ringoRedOp_t* op, void* scalar, ringoDataType_t datatype,
+                                                  ringoScalarResidence_t residence, ringoComm_t comm);
+/* Destroys an operator made by ringoRedOpCreatePreMulSum on `comm` (once the
+ * last call that used it has returned). */
+RINGO_API ringoResult_t ringoRedOpDestroy(ringoRedOp_t op, ringoComm_t comm);
+
 /* Groups: operations issued by this thread between ringoGroupStart and the
  * matching ringoGroupEnd are queued and run at ringoGroupEnd, in issue order
  * per communicator and concurrently across communicators (so one thread may
- * drive every rank of a ringoCommInitAll set). Groups nest; the outermost
- * ringoGroupEnd runs them and blocks until they finish, returning the first
- * error. Per thread. */
+ * drive every rank of a ringoCommInitAll set). On each communicator the
+ * collectives (and splits) run first, in issue order, then every send and
+ * receive of the group as one batch that progresses together. Groups nest;
+ * the outermost ringoGroupEnd runs them and blocks until they finish,
+ * returning the first error. Per thread. */
 RINGO_API ringoResult_t ringoGroupStart(void);
 RINGO_API ringoResult_t ringoGroupEnd(void);
 

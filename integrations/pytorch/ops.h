@@ -63,6 +63,14 @@ Body BarrierBody(at::Tensor scratch);
 #if RINGO_TORCH_P2P
 Body SendBody(at::Tensor tensor, int peer);
 Body RecvBody(at::Tensor tensor, int peer);
+// A send or receive issued inside an open Ringo group, so that the host
+// worker runs the point-to-point operations queued together as one group
+// (work.h): issues the call (its result, if it is the first failure, into
+// *first) and returns what to do once the group has run (a staged receive
+// buffer copied back).
+using P2pIssue = std::function<std::function<void()>(const RunContext&, ringoResult_t* first)>;
+P2pIssue SendIssue(at::Tensor tensor, int peer);
+P2pIssue RecvIssue(at::Tensor tensor, int peer);
 // Splits are counts of dim-0 slices per peer; empty: equal splits.
 Body AllToAllBaseBody(at::Tensor output, at::Tensor input, std::vector<int64_t> output_splits,
                       std::vector<int64_t> input_splits);

@@ -47,6 +47,28 @@ Body RecvBody(at::Tensor tensor, int peer) {
   };
 }
 
+P2pIssue SendIssue(at::Tensor tensor, int peer) {
+  return [tensor, peer](const RunContext& ctx, ringoResult_t* first) -> std::function<void()> {
+    at::Tensor buf = Dense(tensor);
+    const ringoResult_t rc =
+        ringoSend(buf.data_ptr(), Bytes(buf), ringoUint8, peer, ctx.comm->get(), ctx.stream);
+    if (*first == ringoSuccess) *first = rc;
+    return [buf] {};  // keeps a staged copy alive until the group has run
+  };
+}
+
+P2pIssue RecvIssue(at::Tensor tensor, int peer) {
+  return [tensor, peer](const RunContext& ctx, ringoResult_t* first) -> std::function<void()> {
+    at::Tensor buf = Dense(tensor);
+    const ringoResult_t rc =
+        ringoRecv(buf.data_ptr(), Bytes(buf), ringoUint8, peer, ctx.comm->get(), ctx.stream);
+    if (*first == ringoSuccess) *first = rc;
+    return [tensor, buf]() mutable {
+      if (!buf.is_same(tensor)) tensor.copy_(buf);
+    };
+  };
+}
+
 Body AllToAllBaseBody(at::Tensor output, at::Tensor input, std::vector<int64_t> output_splits,
                       std::vector<int64_t> input_splits) {
   return [output, input, output_splits, input_splits](const RunContext& ctx) {

@@ -181,6 +181,13 @@ WorkPtr ProcessGroupRingo::barrier(const c10d::BarrierOptions& /*opts*/) {
 WorkPtr ProcessGroupRingo::send(std::vector<at::Tensor>& tensors, int dst_rank, int /*tag*/) {
   CheckSingle(tensors, "send");
   CheckPeer(dst_rank, getSize(), "send");
+  if (tensors[0].device().is_cpu()) {
+    ++sequence_;
+    auto work = c10::make_intrusive<HostWork>(getRank(), c10d::OpType::SEND, "ringo:send", tensors,
+                                              std::vector<at::Tensor>{}, SendIssue(tensors[0], dst_rank));
+    worker_->Post(work);
+    return work;
+  }
   return Launch(c10d::OpType::SEND, "ringo:send", tensors, {}, SendBody(tensors[0], dst_rank),
                 tensors[0].device());
 }
@@ -188,6 +195,13 @@ WorkPtr ProcessGroupRingo::send(std::vector<at::Tensor>& tensors, int dst_rank, 
 WorkPtr ProcessGroupRingo::recv(std::vector<at::Tensor>& tensors, int src_rank, int /*tag*/) {
   CheckSingle(tensors, "recv");
   CheckPeer(src_rank, getSize(), "recv");
+  if (tensors[0].device().is_cpu()) {
+    ++sequence_;
+    auto work = c10::make_intrusive<HostWork>(getRank(), c10d::OpType::RECV, "ringo:recv",
+                                              std::vector<at::Tensor>{}, tensors, RecvIssue(tensors[0], src_rank));
+    worker_->Post(work);
+    return work;
+  }
   return Launch(c10d::OpType::RECV, "ringo:recv", {}, tensors, RecvBody(tensors[0], src_rank),
                 tensors[0].device());
 }

@@ -14,6 +14,35 @@ HostWork::HostWork(int rank, c10d::OpType type, const char* title, std::vector<a
           c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
 }
 
+#if RINGO_TORCH_P2P
+HostWork::HostWork(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> inputs,
+                   std::vector<at::Tensor> outputs, P2pIssue issue)
+    : HostWork(rank, type, title, std::move(inputs), std::move(outputs), Body()) {
+  p2p_ = true;
+  issue_ = std::move(issue);
+}
+#endif
+
+void HostWork::Want() {
+  if (!p2p_ || wanted_.exchange(true)) return;
+  if (worker_ != nullptr) worker_->Poke();
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> HostWork::getFuture() {
+  Want();
+  return future_;
+}
+
+bool HostWork::wait(std::chrono::milliseconds timeout) {
+  Want();
+  return WorkBase::wait(timeout);
+}
+
+bool HostWork::isCompleted() {
+  Want();
+  return WorkBase::isCompleted();
+}
+
 void HostWork::Run(Comm* comm, std::exception_ptr error) {
   if (!error) {
     try {
@@ -23,7 +52,36 @@ void HostWork::Run(Comm* comm, std::exception_ptr error) {
       error = std::current_exception();
     }
   }
+  Complete(error);
+}
+
+void HostWork::RunBatch(const std::vector<c10::intrusive_ptr<HostWork>>& batch, Comm* comm,
+                        std::exception_ptr error) {
+#if RINGO_TORCH_P2P
+  std::vector<std::function<void()>> finish;
+  if (!error) {
+    try {
+      comm->CheckUsable(batch.front()->title_.c_str());
+      ringoResult_t first = ringoSuccess;
+      comm->Check(ringoGroupStart(), "send/recv");
+      for (const auto& w : batch) finish.push_back(w->issue_(RunContext{comm, nullptr}, &first));
+      const ringoResult_t end = ringoGroupEnd();
+      comm->Check(first != ringoSuccess ? first : end, batch.size() > 1 ? "send/recv (grouped)" : batch.front()->title_.c_str());
+      for (auto& f : finish) f();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  finish.clear();
+#endif
+  for (const auto& w : batch) w->Complete(error);
+}
+
+void HostWork::Complete(std::exception_ptr error) {
   body_ = nullptr;  // drop the body's tensor references now, not with the Work
+#if RINGO_TORCH_P2P
+  issue_ = nullptr;
+#endif
   if (error) {
     future_->setError(error);
   } else {
@@ -48,6 +106,7 @@ Worker::~Worker() {
 }
 
 void Worker::Post(c10::intrusive_ptr<HostWork> work) {
+  work->worker_ = this;
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(work));
@@ -55,15 +114,34 @@ void Worker::Post(c10::intrusive_ptr<HostWork> work) {
   cv_.notify_one();
 }
 
+void Worker::Poke() {
+  { std::lock_guard<std::mutex> lock(mu_); }  // the waiter sees the want after this
+  cv_.notify_one();
+}
+
+bool Worker::FrontReady() const {
+  if (queue_.empty()) return false;
+  if (stop_ || !queue_.front()->p2p()) return true;
+  // A run of sends and receives goes when one of them is wanted or
+  // something else is queued behind it.
+  for (const auto& w : queue_) {
+    if (!w->p2p() || w->wanted()) return true;
+  }
+  return false;
+}
+
 void Worker::Loop() {
   for (;;) {
-    c10::intrusive_ptr<HostWork> work;
+    std::vector<c10::intrusive_ptr<HostWork>> batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      cv_.wait(lock, [this] { return (stop_ && queue_.empty()) || FrontReady(); });
       if (queue_.empty()) return;  // stopping, and everything posted has run
-      work = std::move(queue_.front());
-      queue_.pop_front();
+      const bool p2p = queue_.front()->p2p();
+      do {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      } while (p2p && !queue_.empty() && queue_.front()->p2p());
     }
     if (!comm_ && !comm_error_) {
       try {
@@ -72,7 +150,11 @@ void Worker::Loop() {
         comm_error_ = std::current_exception();
       }
     }
-    work->Run(comm_.get(), comm_error_);
+    if (batch.front()->p2p()) {
+      HostWork::RunBatch(batch, comm_.get(), comm_error_);
+    } else {
+      batch.front()->Run(comm_.get(), comm_error_);
+    }
   }
 }
 

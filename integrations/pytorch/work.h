@@ -4,9 +4,18 @@
 // c10d's (the base class's) over the state set here; getFuture() returns a
 // future completed with the output tensors (or the error) before the Work
 // itself completes, as gloo's, which is what DDP's buckets wait on.
+//
+// Sends and receives (isend/irecv) wait in the queue until something needs
+// one of them (its wait(), isCompleted() or getFuture()) or another operation
+// is queued behind them; then the worker runs every send and receive queued
+// together as one Ringo group, so that they progress together whatever
+// their order (an irecv before its isend on both ranks, which Ringo's
+// blocking calls one by one would deadlock).
 #ifndef RINGO_INTEGRATIONS_PYTORCH_WORK_H_
 #define RINGO_INTEGRATIONS_PYTORCH_WORK_H_
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -23,25 +32,50 @@
 
 namespace ringo::pytorch {
 
+class Worker;
+
 class HostWork : public WorkBase {
  public:
   // `title` is what the profiler shows ("ringo:all_reduce"); `inputs` are
   // recorded with it; `outputs` are the future's value and result().
   HostWork(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> inputs,
            std::vector<at::Tensor> outputs, Body body);
+#if RINGO_TORCH_P2P
+  // A send or receive, batched with its neighbours in the queue.
+  HostWork(int rank, c10d::OpType type, const char* title, std::vector<at::Tensor> inputs,
+           std::vector<at::Tensor> outputs, P2pIssue issue);
+#endif
 
   std::vector<at::Tensor> result() override { return outputs_; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  bool wait(std::chrono::milliseconds timeout) override;
+  bool isCompleted() override;
 
   // Runs the body on `comm`, then completes the future and the Work, with the
   // exception when the body (or `error`, a failure to set up the
   // communicator) failed. Called once, by the worker thread.
   void Run(Comm* comm, std::exception_ptr error);
+  // Runs a batch of point-to-point Works as one Ringo group. Worker thread.
+  static void RunBatch(const std::vector<c10::intrusive_ptr<HostWork>>& batch, Comm* comm,
+                       std::exception_ptr error);
+
+  bool p2p() const { return p2p_; }
+  bool wanted() const { return wanted_.load(); }
 
  private:
+  friend class Worker;
+  void Complete(std::exception_ptr error);
+  void Want();  // something needs this Work: its batch may run
+
   const std::string title_;
   std::vector<at::Tensor> outputs_;
   Body body_;
+  bool p2p_ = false;
+#if RINGO_TORCH_P2P
+  P2pIssue issue_;
+#endif
+  std::atomic<bool> wanted_{false};
+  Worker* worker_ = nullptr;  // set by Worker::Post
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
@@ -58,9 +92,13 @@ class Worker {
   ~Worker();
 
   void Post(c10::intrusive_ptr<HostWork> work);
+  // A Work's batch is wanted: wakes the thread.
+  void Poke();
 
  private:
   void Loop();
+  // Whether the front of the queue may run (GUARDED_BY(mu_)).
+  bool FrontReady() const;
 
   Connect connect_;
   std::unique_ptr<Comm> comm_;     // owned by the worker thread once it runs

@@ -93,6 +93,11 @@ struct DeviceCollArgs {
   int64_t slice_bytes =
       0;  // chunk bytes: <= slot_bytes - kSlotShiftPad (Simple), <= ll_slot_bytes / 2 (LL)
   Proto proto = Proto::kSimple;
+  // RedOp::kPreMulSum: this rank's scalar, one value of dtype in the low
+  // bytes, or (when scalar_ptr is set) read by the kernel from device memory
+  // when it starts (NCCL's ncclScalarDevice).
+  uint64_t scalar = 0;
+  const void* scalar_ptr = nullptr;
 };
 
 // Why a kernel gave up.

@@ -60,6 +60,17 @@ struct LoadFn {
 };
 
 template <typename T, RedOp kOp>
+struct PreFn {
+  static int Run(const void* src, void* dst, int64_t count, uint64_t scalar, const void* scalar_ptr, void* stream) {
+#if RINGO_CUDA_KERNELS
+    return internal::LaunchPreTyped<T, kOp>(src, dst, count, scalar, scalar_ptr, stream);
+#else
+    return internal::kNotBuilt;
+#endif
+  }
+};
+
+template <typename T, RedOp kOp>
 struct ReduceFn {
   static int Run(const void* a, const void* b, void* dst, int64_t count, void* stream) {
 #if RINGO_CUDA_KERNELS
@@ -116,7 +127,9 @@ Status CheckFifo(const DeviceFifo& f, const char* which, int c, int64_t slice_by
 Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels,
                  const DeviceChannel* device_channels, int nchannels) {
   if (!base::IsValidDataType(static_cast<int>(a.dtype))) return base::InvalidArgument("unknown datatype");
-  if (!base::IsValidRedOp(static_cast<int>(a.op))) return base::InvalidArgument("unknown reduction op");
+  if (static_cast<int>(a.op) < 0 || static_cast<int>(a.op) >= base::kNumReduceOps) {
+    return base::InvalidArgument("unknown reduction op");
+  }
   if (static_cast<int>(a.coll) < 0 || static_cast<int>(a.coll) > static_cast<int>(Coll::kReduce)) {
     return base::InvalidArgument("unknown collective");
   }
@@ -155,6 +168,13 @@ Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels,
 // operand is the identity, float avg included: x * 1), so a device copy.
 Status CopyOneRank(const DeviceCollArgs& a, void* stream) {
   const int64_t bytes = a.count * static_cast<int64_t>(base::DataTypeSize(a.dtype));
+  const bool reduces = a.coll == Coll::kAllReduce || a.coll == Coll::kReduce || a.coll == Coll::kReduceScatter;
+  if (reduces && a.op == RedOp::kPreMulSum) {
+    // The one operand still meets its scalar.
+    if (a.count == 0) return base::OkStatus();
+    return LaunchResult(Dispatch<PreFn>(a.dtype, a.op, a.send, a.recv, a.count, a.scalar, a.scalar_ptr, stream),
+                        "one-rank premul-sum");
+  }
   if (bytes == 0 || a.send == a.recv) return base::OkStatus();
 #if RINGO_CUDA_KERNELS
   return LaunchResult(static_cast<int>(cudaMemcpyAsync(a.recv, a.send, static_cast<size_t>(bytes),
@@ -175,7 +195,7 @@ StatusOr<RingResidency> LoadOnDevice(int device) {
       cudaDeviceGetAttribute(&r.sms, cudaDevAttrMultiProcessorCount, device));
   int blocks = 1 << 30;
   for (int d = 0; d < base::kNumDataTypes; ++d) {
-    for (int o = 0; o < base::kNumRedOps; ++o) {
+    for (int o = 0; o < base::kNumReduceOps; ++o) {
       const auto dtype = static_cast<DataType>(d);
       const auto op = static_cast<RedOp>(o);
       const int err = Dispatch<LoadFn>(dtype, op, &blocks);
@@ -185,6 +205,7 @@ StatusOr<RingResidency> LoadOnDevice(int device) {
     }
   }
   RETURN_IF_ERROR(LaunchResult(internal::LoadCopyKernel(), "loading the copy kernel"));
+  RETURN_IF_ERROR(LaunchResult(internal::LoadP2pKernel(), "loading the point-to-point kernel"));
   if (blocks == (1 << 30)) return base::Internal("no ring kernel was loaded");
   r.blocks_per_sm = blocks;
   return r;
@@ -240,6 +261,8 @@ Status BuildRingParams(const DeviceCollArgs& args, const DeviceChannel* channels
   p->abort = mapped_abort;
   p->error = mapped_error;
   p->timeout_ns = timeout_ns;
+  p->scalar = args.scalar;
+  p->scalar_ptr = args.scalar_ptr;
   p->root_pos = 0;
   if (args.coll == Coll::kBroadcast || args.coll == Coll::kReduce) {
     if (args.nranks > kMaxInlineRanks) {
@@ -277,11 +300,43 @@ Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* host_ch
                       std::string("ring kernel ") + Where(args.dtype, args.op));
 }
 
+Status LaunchP2pKernel(const P2pKernelArgs& args, void* cuda_stream, ErrorRecord* mapped_error,
+                       const int* mapped_abort, uint64_t timeout_ns) {
+  if (!KernelsBuilt()) return NotBuilt();
+  if (args.nlanes < 1 || args.nlanes > kMaxP2pLanes) {
+    return base::InvalidArgument("between 1 and " + std::to_string(kMaxP2pLanes) + " lanes");
+  }
+  for (int l = 0; l < args.nlanes; ++l) {
+    const P2pLane& lane = args.lanes[l];
+    if (lane.nops < 0 || lane.first_op < 0 || lane.first_op + lane.nops > kMaxP2pOps) {
+      return base::InvalidArgument("lane " + std::to_string(l) + "'s operations are out of range");
+    }
+    if (lane.kind == P2pLaneKind::kSelf) continue;
+    const DeviceFifo& f = lane.fifo;
+    if (f.head == nullptr || f.tail == nullptr || f.slots == nullptr || f.slot_bytes == 0 || !Aligned(f.head, 8) ||
+        !Aligned(f.tail, 8)) {
+      return base::InvalidArgument("lane " + std::to_string(l) + " has no connector");
+    }
+  }
+#if RINGO_CUDA_KERNELS
+  return LaunchResult(internal::LaunchP2pTyped(args, mapped_abort, mapped_error, timeout_ns, cuda_stream),
+                      "point-to-point kernel");
+#else
+  (void)cuda_stream;
+  (void)mapped_error;
+  (void)mapped_abort;
+  (void)timeout_ns;
+  return NotBuilt();
+#endif
+}
+
 Status LaunchReduceKernel(DataType dtype, RedOp op, const void* a, const void* b, void* dst, int64_t count,
                           void* cuda_stream) {
   if (!KernelsBuilt()) return NotBuilt();
   if (!base::IsValidDataType(static_cast<int>(dtype))) return base::InvalidArgument("unknown datatype");
-  if (!base::IsValidRedOp(static_cast<int>(op))) return base::InvalidArgument("unknown reduction op");
+  if (static_cast<int>(op) < 0 || static_cast<int>(op) >= base::kNumReduceOps) {
+    return base::InvalidArgument("unknown reduction op");
+  }
   if (count < 0) return base::InvalidArgument("negative count");
   if (count > 0 && (a == nullptr || b == nullptr || dst == nullptr)) return base::InvalidArgument("null buffer");
   return LaunchResult(Dispatch<ReduceFn>(dtype, op, a, b, dst, count, cuda_stream),

@@ -15,6 +15,7 @@
 #include "base/device/dtype.h"
 #include "base/status.h"
 #include "kernels/cuda/device_types.h"
+#include "kernels/cuda/p2p_types.h"
 #include "kernels/cuda/residency.h"
 
 namespace ringo::kernels::gpu {
@@ -74,6 +75,14 @@ base::Status LaunchReduceKernel(base::DataType dtype, base::RedOp op, const void
 // dst = src for `bytes` bytes through the kernels' 16-byte copy loop (any
 // alignment); buffers must not overlap.
 base::Status LaunchCopyKernel(const void* src, void* dst, int64_t bytes, void* cuda_stream);
+
+// Enqueues a batch of sends and receives (p2p_types.h) on `cuda_stream`:
+// one block per lane. Every peer must enqueue the matching operations (a
+// send waits for its receiver's slots); the error record, abort flag and
+// timeout are LaunchRingKernel's. Checks the lanes (counters and slots
+// where a lane needs them, operations in range) before launching.
+base::Status LaunchP2pKernel(const P2pKernelArgs& args, void* cuda_stream, ErrorRecord* mapped_error,
+                             const int* mapped_abort, uint64_t timeout_ns);
 
 // The largest slice a channel can carry with `proto`: the slot size less
 // kSlotShiftPad for Simple, half the LL slot (rounded down to whole lines)

@@ -72,6 +72,9 @@ T ReduceOneOp(RedOp op, T a, T b) {
       return ReduceOne<T, RedOp::kMin>(a, b);
     case RedOp::kAvg:
       return ReduceOne<T, RedOp::kAvg>(a, b);
+    case RedOp::kPreMulSum:  // needs a scalar: the premul-sum tests cover it
+      ADD_FAILURE() << "ReduceOneOp has no scalar for premul-sum";
+      return T{};
   }
   return T{};
 }

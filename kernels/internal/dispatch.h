@@ -23,6 +23,7 @@ auto DispatchOpOr(Unknown unknown, base::RedOp op, Args&&... args) -> decltype(u
     case base::RedOp::kMax: return Fn<T, base::RedOp::kMax>::Run(std::forward<Args>(args)...);
     case base::RedOp::kMin: return Fn<T, base::RedOp::kMin>::Run(std::forward<Args>(args)...);
     case base::RedOp::kAvg: return Fn<T, base::RedOp::kAvg>::Run(std::forward<Args>(args)...);
+    case base::RedOp::kPreMulSum: return Fn<T, base::RedOp::kPreMulSum>::Run(std::forward<Args>(args)...);
   }
   return unknown();
 }
@@ -43,6 +44,8 @@ auto DispatchTypeOpOr(Unknown unknown, base::DataType dtype, base::RedOp op, Arg
     case DataType::kFloat32: return DispatchOpOr<float, Fn>(unknown, op, std::forward<Args>(args)...);
     case DataType::kFloat64: return DispatchOpOr<double, Fn>(unknown, op, std::forward<Args>(args)...);
     case DataType::kBFloat16: return DispatchOpOr<base::BFloat16, Fn>(unknown, op, std::forward<Args>(args)...);
+    case DataType::kFloat8E4M3: return DispatchOpOr<base::Fp8E4M3, Fn>(unknown, op, std::forward<Args>(args)...);
+    case DataType::kFloat8E5M2: return DispatchOpOr<base::Fp8E5M2, Fn>(unknown, op, std::forward<Args>(args)...);
   }
   return unknown();
 }

@@ -171,10 +171,10 @@ void ReduceTiles(const ReduceFunc<T, kOp>& f, const T* const* in, int n, T* cons
 }
 
 template <typename T, RedOp kOp>
-void ReduceAll(const void* const* in_any, int n, void* const* out_any, int nout, int64_t count, int nranks,
+void ReduceAll(const void* const* in_any, int n, void* const* out_any, int nout, int64_t count, const OpParams& op,
                bool stream) {
   static_assert(kFusedInputs == 4, "the cases below");
-  const auto f = ReduceFunc<T, kOp>::Make(nranks);
+  const auto f = ReduceFunc<T, kOp>::Make(op);
   const auto* in = reinterpret_cast<const T* const*>(in_any);
   auto* out = reinterpret_cast<T* const*>(out_any);
   switch (n) {
@@ -188,9 +188,9 @@ void ReduceAll(const void* const* in_any, int n, void* const* out_any, int nout,
 
 // As the ring's chain computes it: partial results rounded to T at every step.
 template <typename T, RedOp kOp>
-void ReduceOrdered(const void* const* in_any, int n, void* const* out_any, int nout, int64_t count, int nranks,
-                   bool stream) {
-  const auto f = ReduceFunc<T, kOp>::Make(nranks);
+void ReduceOrdered(const void* const* in_any, int n, void* const* out_any, int nout, int64_t count,
+                   const OpParams& op, bool stream) {
+  const auto f = ReduceFunc<T, kOp>::Make(op);
   const auto* in = reinterpret_cast<const T* const*>(in_any);
   auto* out = reinterpret_cast<T* const*>(out_any);
   alignas(64) T v[kTile<T>];
@@ -215,14 +215,14 @@ void ReduceOrdered(const void* const* in_any, int n, void* const* out_any, int n
 // ---- the ring's primitives ----
 
 template <typename T, RedOp kOp>
-void Send(const void* src_any, void* out_any, int64_t count, int nranks, bool stream) {
+void Send(const void* src_any, void* out_any, int64_t count, const OpParams& op, bool stream) {
   const auto* src = static_cast<const T*>(src_any);
   auto* out = static_cast<T*>(out_any);
-  if constexpr (!(kOp == RedOp::kAvg && kIsFloating<T>)) {
+  if constexpr (!ReduceFunc<T, kOp>::kHasPre) {
     internal::CopyOut(out, src, static_cast<size_t>(count) * sizeof(T), stream);  // Partial(Pre(x)) is x
   } else {
     using Acc = typename ReduceFunc<T, kOp>::Acc;
-    const auto f = ReduceFunc<T, kOp>::Make(nranks);
+    const auto f = ReduceFunc<T, kOp>::Make(op);
     alignas(64) T v[kTile<T>];
     for (int64_t i = 0; i < count; i += kTile<T>) {
       const int64_t m = TileLen<T>(count, i);
@@ -241,10 +241,10 @@ void Send(const void* src_any, void* out_any, int64_t count, int nranks, bool st
 }
 
 template <typename T, RedOp kOp, bool kFinal>
-void Reduce(const void* in_any, const void* src_any, void* out1_any, void* out2_any, int64_t count, int nranks,
-            bool stream1, bool stream2) {
+void Reduce(const void* in_any, const void* src_any, void* out1_any, void* out2_any, int64_t count,
+            const OpParams& op, bool stream1, bool stream2) {
   using Acc = typename ReduceFunc<T, kOp>::Acc;
-  const auto f = ReduceFunc<T, kOp>::Make(nranks);
+  const auto f = ReduceFunc<T, kOp>::Make(op);
   const auto* in = static_cast<const T*>(in_any);
   const auto* src = static_cast<const T*>(src_any);
   auto* out1 = static_cast<T*>(out1_any);
@@ -277,7 +277,7 @@ void Reduce(const void* in_any, const void* src_any, void* out1_any, void* out2_
 
 template <typename T, RedOp kOp>
 internal::HostLoops MakeLoops() {
-  constexpr bool kRounds = std::is_same<T, base::Half>::value || std::is_same<T, base::BFloat16>::value;
+  constexpr bool kRounds = kIsNarrowFloat<T>;
   return internal::HostLoops{&ReduceAll<T, kOp>, kRounds ? &ReduceOrdered<T, kOp> : &ReduceAll<T, kOp>,
                              &Send<T, kOp>, &Reduce<T, kOp, false>, &Reduce<T, kOp, true>};
 }
@@ -304,6 +304,7 @@ void FillType(internal::HostIsaTable& table, base::DataType dtype) {
   row[static_cast<int>(RedOp::kMax)] = MakeLoops<T, RedOp::kMax>();
   row[static_cast<int>(RedOp::kMin)] = MakeLoops<T, RedOp::kMin>();
   row[static_cast<int>(RedOp::kAvg)] = MakeLoops<T, RedOp::kAvg>();
+  row[static_cast<int>(RedOp::kPreMulSum)] = MakeLoops<T, RedOp::kPreMulSum>();
 }
 
 inline void FillAll(internal::HostIsaTable& table) {
@@ -320,6 +321,8 @@ inline void FillAll(internal::HostIsaTable& table) {
   FillType<float>(table, DataType::kFloat32);
   FillType<double>(table, DataType::kFloat64);
   FillType<base::BFloat16>(table, DataType::kBFloat16);
+  FillType<base::Fp8E4M3>(table, DataType::kFloat8E4M3);
+  FillType<base::Fp8E5M2>(table, DataType::kFloat8E5M2);
 }
 
 }  // namespace ringo::kernels::RINGO_HOST_ISA

@@ -4,8 +4,8 @@
 // Every set computes bit-identical results (the same operations in the same
 // order, no fused multiply-add), so ranks on different CPUs agree.
 //
-// The loops take untyped pointers to elements of the datatype; `nranks`
-// builds the reduction's functor (avg's 1/nranks or divisor). `stream`
+// The loops take untyped pointers to elements of the datatype; `op` (the
+// rank count, a premul-sum's scalar) builds the reduction's functor. `stream`
 // writes that output with non-temporal stores (the caller fences before
 // publishing). Inputs and outputs may be the same memory (in place), but an
 // output must not partly overlap an input.
@@ -16,27 +16,28 @@
 #include <string>
 
 #include "base/device/dtype.h"
+#include "kernels/reduce_op.h"
 
 namespace ringo::kernels::internal {
 
 struct HostLoops {
   // out[k][i] = Post(Pre(in[0][i]) (+) ... (+) Pre(in[n-1][i])) for k < nout, in rank order.
-  void (*reduce_all)(const void* const* in, int n, void* const* out, int nout, int64_t count, int nranks,
+  void (*reduce_all)(const void* const* in, int n, void* const* out, int nout, int64_t count, const OpParams& op,
                      bool stream);
   // As reduce_all, but every partial result rounded to the datatype as the
   // ring's chain does (send, then recvReduceSend ..., recvReduceCopy, in
   // input order): the same bits as a ring Reduce whose ranks are in input
   // order (RINGO_DETERMINISTIC). The same function as reduce_all wherever
   // partial results are not rounded (every type but fp16 and bf16).
-  void (*reduce_ordered)(const void* const* in, int n, void* const* out, int nout, int64_t count, int nranks,
+  void (*reduce_ordered)(const void* const* in, int n, void* const* out, int nout, int64_t count, const OpParams& op,
                          bool stream);
   // out[i] = Partial(Pre(src[i])): a rank's input entering the ring.
-  void (*send)(const void* src, void* out, int64_t count, int nranks, bool stream);
+  void (*send)(const void* src, void* out, int64_t count, const OpParams& op, bool stream);
   // out1[i] (and out2[i] unless out2 is null) = in[i] (+) Pre(src[i]), stored
   // as a partial result (reduce_partial) or the final one (reduce_final).
-  void (*reduce_partial)(const void* in, const void* src, void* out1, void* out2, int64_t count, int nranks,
+  void (*reduce_partial)(const void* in, const void* src, void* out1, void* out2, int64_t count, const OpParams& op,
                          bool stream1, bool stream2);
-  void (*reduce_final)(const void* in, const void* src, void* out1, void* out2, int64_t count, int nranks,
+  void (*reduce_final)(const void* in, const void* src, void* out1, void* out2, int64_t count, const OpParams& op,
                        bool stream1, bool stream2);
 };
 
@@ -68,7 +69,7 @@ const HalfConversions& GetHalfConversionsFor(HostIsa isa);
 
 // Filled by each set's translation unit.
 struct HostIsaTable {
-  HostLoops loops[base::kNumDataTypes][base::kNumRedOps];  // [dtype][op]
+  HostLoops loops[base::kNumDataTypes][base::kNumReduceOps];  // [dtype][op]
   HalfConversions half;
 };
 void FillGenericHostLoops(HostIsaTable& table);

@@ -174,7 +174,7 @@ Status Bench::RunType(DataType type, const std::vector<RedOp>& ops, int64_t* out
       row.root = root;
       row.in_place.measured = false;
       for (bool in_place : {false, true}) {
-        if (in_place && !o_.in_place) continue;
+        if (in_place && (!o_.in_place || !HasInPlace(o_.collective))) continue;
         const Run run = MakeRun(type, op, counts, in_place);
         ASSIGN_OR_RETURN(Measurement m, Measure(run));
         ASSIGN_OR_RETURN(int64_t changed, CountGuardChanges(run));

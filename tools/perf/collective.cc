@@ -20,6 +20,11 @@ CollCounts ComputeCounts(Collective c, size_t bytes, size_t type_size, int nrank
       k.recv_count = k.send_count * n;
       k.send_inplace_offset = k.send_count;
       break;
+    case Collective::kSendRecv: k.send_count = k.recv_count = k.param_count = count; break;
+    case Collective::kAllToAll:
+      k.param_count = count / n;
+      k.send_count = k.recv_count = k.param_count * n;
+      break;
   }
   return k;
 }
@@ -31,7 +36,9 @@ double BusFactor(Collective c, int nranks) {
     case Collective::kReduceScatter:
     case Collective::kAllGather: return (n - 1) / n;
     case Collective::kBroadcast:
-    case Collective::kReduce: return 1.0;
+    case Collective::kReduce:
+    case Collective::kSendRecv: return 1.0;
+    case Collective::kAllToAll: return (n - 1) / n;
   }
   return 1.0;
 }

@@ -117,7 +117,7 @@ TEST(CudaBackend, DeviceVerificationMatchesTheHost) {
     for (int o = 0; o < base::kNumRedOps; ++o) {
       const RedOp op = static_cast<RedOp>(o);
       if (!HasOp(c) && op != RedOp::kSum) continue;
-      for (int t = 0; t < base::kNumDataTypes; ++t) {
+      for (int t = 0; t < kPerfDataTypes; ++t) {
         const DataType type = static_cast<DataType>(t);
         const size_t ts = base::DataTypeSize(type);
         for (size_t bytes : {size_t{0}, size_t{1000}, kMaxBytes - 8}) {

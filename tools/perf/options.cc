@@ -54,7 +54,7 @@ StatusOr<std::vector<RedOp>> ParseOps(const std::string& text) {
 StatusOr<std::vector<DataType>> ParseTypes(const std::string& text) {
   if (text == "all") {
     std::vector<DataType> all;
-    for (int i = 0; i < base::kNumDataTypes; ++i) all.push_back(static_cast<DataType>(i));
+    for (int i = 0; i < kPerfDataTypes; ++i) all.push_back(static_cast<DataType>(i));
     return all;
   }
   // nccl-tests' names first (base::DataTypeName), then the spellings people also use.
@@ -65,7 +65,7 @@ StatusOr<std::vector<DataType>> ParseTypes(const std::string& text) {
       {"float64", DataType::kFloat64}, {"fp64", DataType::kFloat64},
       {"bf16", DataType::kBFloat16},
   };
-  for (int i = 0; i < base::kNumDataTypes; ++i) {
+  for (int i = 0; i < kPerfDataTypes; ++i) {
     if (text == base::DataTypeName(static_cast<DataType>(i))) {
       return std::vector<DataType>{static_cast<DataType>(i)};
     }
@@ -95,11 +95,11 @@ double UnitOf(const std::string& suffix) {
 
 StatusOr<Collective> ParseCollective(const std::string& text) {
   for (Collective c : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kAllGather,
-                       Collective::kBroadcast, Collective::kReduce}) {
+                       Collective::kBroadcast, Collective::kReduce, Collective::kSendRecv, Collective::kAllToAll}) {
     if (text == CollectiveName(c)) return c;
   }
   return InvalidArgument("unknown collective '" + text +
-                         "' (allreduce, reducescatter, allgather, broadcast or reduce)");
+                         "' (allreduce, reducescatter, allgather, broadcast, reduce, sendrecv or alltoall)");
 }
 
 // One flag: its spellings and how its value lands in Options.
@@ -275,6 +275,8 @@ const char* CollectiveName(Collective c) {
     case Collective::kAllGather: return "allgather";
     case Collective::kBroadcast: return "broadcast";
     case Collective::kReduce: return "reduce";
+    case Collective::kSendRecv: return "sendrecv";
+    case Collective::kAllToAll: return "alltoall";
   }
   return "?";
 }
@@ -284,6 +286,8 @@ bool HasOp(Collective c) {
 }
 
 bool HasRoot(Collective c) { return c == Collective::kBroadcast || c == Collective::kReduce; }
+
+bool HasInPlace(Collective c) { return c != Collective::kSendRecv; }
 
 StatusOr<size_t> ParseSize(const std::string& text) {
   const auto bad = [&] {

@@ -11,10 +11,14 @@
 
 #include "base/device/dtype.h"
 #include "base/status.h"
+#include "tools/perf/pattern_math.h"
 
 namespace ringo::perf {
 
-enum class Collective { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce };
+// kSendRecv: nccl-tests' sendrecv_perf (each rank sends to rank + 1 and
+// receives from rank - 1, one group); kAllToAll: alltoall_perf.
+enum class Collective { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kSendRecv, kAllToAll };
+
 
 // nccl-tests' -a: how each rank's time is combined into the one printed.
 enum class Average : int { kRank0 = 0, kMean = 1, kMin = 2, kMax = 3 };
@@ -61,9 +65,12 @@ base::StatusOr<size_t> ParseSize(const std::string& text);
 std::vector<size_t> MessageSizes(const Options& options);
 
 const char* CollectiveName(Collective c);
-// Whether the collective takes a reduction operator / a root rank.
+// Whether the collective takes a reduction operator / a root rank / runs
+// in place (sendrecv does not: a rank would receive into what it is still
+// sending).
 bool HasOp(Collective c);
 bool HasRoot(Collective c);
+bool HasInPlace(Collective c);
 
 }  // namespace ringo::perf
 

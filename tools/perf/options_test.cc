@@ -1,6 +1,7 @@
 // ringo-perf's command line: nccl-tests' flags, sizes, and the errors that
 // make the tool exit 2.
 #include "tools/perf/options.h"
+#include "tools/perf/collective.h"
 
 #include <gtest/gtest.h>
 
@@ -62,7 +63,9 @@ TEST(ParseOptions, EveryCollective) {
                                                     {"reducescatter", Collective::kReduceScatter},
                                                     {"allgather", Collective::kAllGather},
                                                     {"broadcast", Collective::kBroadcast},
-                                                    {"reduce", Collective::kReduce}};
+                                                    {"reduce", Collective::kReduce},
+                                                    {"sendrecv", Collective::kSendRecv},
+                                                    {"alltoall", Collective::kAllToAll}};
   for (const auto& [name, c] : all) {
     auto o = Parse({name});
     ASSERT_TRUE(o.ok()) << name;
@@ -194,7 +197,7 @@ TEST(ParseOptions, HelpNeedsNothingElse) {
 
 TEST(ParseOptions, ErrorsNameTheProblem) {
   EXPECT_NE(ErrorOf({}).find("missing the collective"), std::string::npos);
-  EXPECT_NE(ErrorOf({"alltoall"}).find("unknown collective 'alltoall'"), std::string::npos);
+  EXPECT_NE(ErrorOf({"allgatherv"}).find("unknown collective 'allgatherv'"), std::string::npos);
   EXPECT_NE(ErrorOf({"allreduce", "--bogus"}).find("unknown option '--bogus'"), std::string::npos);
   EXPECT_NE(ErrorOf({"allreduce", "-x"}).find("unknown option '-x'"), std::string::npos);
   EXPECT_NE(ErrorOf({"allreduce", "-b"}).find("-b needs a value"), std::string::npos);
@@ -267,6 +270,24 @@ TEST(Collectives, OpAndRoot) {
   EXPECT_TRUE(HasRoot(Collective::kBroadcast));
   EXPECT_TRUE(HasRoot(Collective::kReduce));
   EXPECT_FALSE(HasRoot(Collective::kAllReduce));
+  EXPECT_FALSE(HasOp(Collective::kSendRecv));
+  EXPECT_FALSE(HasOp(Collective::kAllToAll));
+  EXPECT_FALSE(HasInPlace(Collective::kSendRecv));
+  EXPECT_TRUE(HasInPlace(Collective::kAllToAll));
+}
+
+// nccl-tests' busbw factors: sendrecv 1, alltoall (n-1)/n.
+TEST(Collectives, PointToPointCountsAndBusFactors) {
+  EXPECT_EQ(BusFactor(Collective::kSendRecv, 4), 1.0);
+  EXPECT_EQ(BusFactor(Collective::kAllToAll, 4), 0.75);
+  const CollCounts sr = ComputeCounts(Collective::kSendRecv, 4000, 4, 4);
+  EXPECT_EQ(sr.param_count, 1000u);
+  EXPECT_EQ(sr.send_count, 1000u);
+  EXPECT_EQ(sr.recv_count, 1000u);
+  const CollCounts a2a = ComputeCounts(Collective::kAllToAll, 4000, 4, 3);  // 333 each way per peer
+  EXPECT_EQ(a2a.param_count, 333u);
+  EXPECT_EQ(a2a.send_count, 999u);
+  EXPECT_EQ(a2a.recv_count, 999u);
 }
 
 }  // namespace

@@ -16,6 +16,11 @@
 
 namespace ringo::perf {
 
+// The datatypes ringo-perf measures and verifies: every ringoDataType_t but
+// the fp8 formats, whose 3 or 2 mantissa bits do not hold the verification
+// data exactly (base::DataType 0..9).
+inline constexpr int kPerfDataTypes = 10;
+
 // Ranks that may contribute a 2 to a product: 2^6 = 64 fits int8.
 inline constexpr int kProdRanks = 6;
 // OwnedValue's modulus: values 0..100 fit every type exactly.
@@ -27,6 +32,8 @@ enum class PatternSource : int32_t {
   kReduce = 0,     // allreduce, reducescatter, reduce: every rank's ReduceInput, op-reduced
   kAllGather = 1,  // rank r owns the block [r * block_count, (r + 1) * block_count)
   kBroadcast = 2,  // the root owns everything
+  kSendRecv = 3,   // each rank's own data, received by the next rank
+  kAllToAll = 4,   // block p of rank r's data goes to rank p (block_count elements a block)
 };
 
 // One rank's view of one run, trivially copyable (a kernel argument).
@@ -84,6 +91,8 @@ RINGO_HD constexpr double ReduceInput(const PatternSpec& s, int r, uint64_t g) {
     case base::RedOp::kMax:
     case base::RedOp::kMin:
       return OwnedValue(r, g);
+    case base::RedOp::kPreMulSum:
+      break;  // not measured by ringo-perf
   }
   return 0;
 }
@@ -92,6 +101,8 @@ RINGO_HD constexpr double ReduceInput(const PatternSpec& s, int r, uint64_t g) {
 RINGO_HD constexpr double InputValue(const PatternSpec& s, uint64_t g) {
   switch (s.source) {
     case PatternSource::kAllGather:
+    case PatternSource::kSendRecv:
+    case PatternSource::kAllToAll:
       return OwnedValue(s.rank, g);
     case PatternSource::kBroadcast:
       return OwnedValue(s.root, g);
@@ -107,6 +118,12 @@ RINGO_HD constexpr double ExpectedValue(const PatternSpec& s, uint64_t g) {
     return OwnedValue(s.block_count ? static_cast<int>(g / s.block_count) : 0, g);
   }
   if (s.source == PatternSource::kBroadcast) return OwnedValue(s.root, g);
+  if (s.source == PatternSource::kSendRecv) return OwnedValue((s.rank + s.nranks - 1) % s.nranks, g);
+  if (s.source == PatternSource::kAllToAll) {
+    // Element k of block q came from rank q, where it was element k of block `rank`.
+    const uint64_t b = s.block_count ? s.block_count : 1;
+    return OwnedValue(static_cast<int>(g / b), static_cast<uint64_t>(s.rank) * b + g % b);
+  }
   double acc = ReduceInput(s, 0, g);
   for (int r = 1; r < s.nranks; ++r) {
     const double v = ReduceInput(s, r, g);
@@ -123,6 +140,8 @@ RINGO_HD constexpr double ExpectedValue(const PatternSpec& s, uint64_t g) {
         break;
       case base::RedOp::kMin:
         acc = v < acc ? v : acc;
+        break;
+      case base::RedOp::kPreMulSum:
         break;
     }
   }
@@ -150,7 +169,8 @@ template <typename T>
 RINGO_HD_INLINE T FromDouble(double v) {
   if constexpr (std::is_integral_v<T>) {
     return static_cast<T>(static_cast<int64_t>(v));
-  } else if constexpr (std::is_same_v<T, base::Half> || std::is_same_v<T, base::BFloat16>) {
+  } else if constexpr (std::is_same_v<T, base::Half> || std::is_same_v<T, base::BFloat16> ||
+                       std::is_same_v<T, base::Fp8E4M3> || std::is_same_v<T, base::Fp8E5M2>) {
     return T::FromFloat(static_cast<float>(v));
   } else {
     return static_cast<T>(v);
@@ -159,7 +179,8 @@ RINGO_HD_INLINE T FromDouble(double v) {
 
 template <typename T>
 RINGO_HD_INLINE double ToDouble(T v) {
-  if constexpr (std::is_same_v<T, base::Half> || std::is_same_v<T, base::BFloat16>) {
+  if constexpr (std::is_same_v<T, base::Half> || std::is_same_v<T, base::BFloat16> ||
+                std::is_same_v<T, base::Fp8E4M3> || std::is_same_v<T, base::Fp8E5M2>) {
     return v.ToFloat();
   } else {
     return static_cast<double>(v);
@@ -208,6 +229,10 @@ void WithDataType(base::DataType t, F&& f) {
       return f(double{});
     case base::DataType::kBFloat16:
       return f(base::BFloat16{});
+    case base::DataType::kFloat8E4M3:
+      return f(base::Fp8E4M3{});
+    case base::DataType::kFloat8E5M2:
+      return f(base::Fp8E5M2{});
   }
 }
 

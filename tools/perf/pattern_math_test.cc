@@ -45,7 +45,7 @@ std::vector<Case> Sweep() {
   for (Collective c : kCollectives) {
     for (RedOp op : kOps) {
       if (!HasOp(c) && op != RedOp::kSum) continue;
-      for (int t = 0; t < base::kNumDataTypes; ++t) {
+      for (int t = 0; t < kPerfDataTypes; ++t) {
         for (int nranks : {1, 2, 3, 8}) {
           // More than one period of every op (101 elements for owned data,
           // 64 for products), odd sizes and allgather blocks.

@@ -46,6 +46,17 @@ Status RingoCommunicator::Issue(Collective c, const void* send, void* recv, size
     case Collective::kReduce:
       result = ringoReduce(send, recv, count, dt, rop, root, comm_, stream);
       break;
+    case Collective::kSendRecv: {
+      // nccl-tests' sendrecv: to the next rank, from the previous, in one group.
+      const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+      result = ringoGroupStart();
+      const ringoResult_t s = ringoSend(send, count, dt, next, comm_, stream);
+      const ringoResult_t r = ringoRecv(recv, count, dt, prev, comm_, stream);
+      const ringoResult_t e = ringoGroupEnd();
+      result = s != ringoSuccess ? s : r != ringoSuccess ? r : e;
+      break;
+    }
+    case Collective::kAllToAll: result = ringoAllToAll(send, recv, count, dt, comm_, stream); break;
   }
   return RingoStatus(result, CollectiveName(c), comm_);
 }

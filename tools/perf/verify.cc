@@ -17,6 +17,10 @@ PatternSource SourceOf(Collective c) {
       return PatternSource::kAllGather;
     case Collective::kBroadcast:
       return PatternSource::kBroadcast;
+    case Collective::kSendRecv:
+      return PatternSource::kSendRecv;
+    case Collective::kAllToAll:
+      return PatternSource::kAllToAll;
     default:
       return PatternSource::kReduce;
   }
@@ -33,7 +37,7 @@ Pattern::Pattern(Collective c, RedOp op, DataType type, int rank, int nranks, in
   spec_.rank = rank;
   spec_.nranks = nranks;
   spec_.root = root;
-  spec_.block_count = counts.send_count;
+  spec_.block_count = c == Collective::kAllToAll ? counts.param_count : counts.send_count;
   spec_.sum_modulus = SumModulus(nranks);
 }
 
@@ -63,13 +67,17 @@ size_t Pattern::Period() const {
     case RedOp::kProd: return size_t{1} << kProdRanks;
     case RedOp::kMax:
     case RedOp::kMin: return kOwnedModulus;
+    case RedOp::kPreMulSum: return 1;
   }
   return 1;
 }
 
 size_t Pattern::SegmentEnd(size_t g) const {
-  if (coll_ != Collective::kAllGather || counts_.send_count == 0) return SIZE_MAX;
-  return (g / counts_.send_count + 1) * counts_.send_count;
+  const size_t block = coll_ == Collective::kAllGather ? counts_.send_count
+                       : coll_ == Collective::kAllToAll ? counts_.param_count
+                                                         : 0;
+  if (block == 0) return SIZE_MAX;
+  return (g / block + 1) * block;
 }
 
 namespace {

@@ -89,7 +89,7 @@ int LaunchCountWrong(const PatternSpec& spec, uint64_t first, uint64_t count, co
 
 int LoadVerifyKernels() {
   cudaError_t err = cudaSuccess;
-  for (int t = 0; t < base::kNumDataTypes && err == cudaSuccess; ++t) {
+  for (int t = 0; t < kPerfDataTypes && err == cudaSuccess; ++t) {
     WithDataType(static_cast<base::DataType>(t), [&](auto zero) {
       using T = decltype(zero);
       cudaFuncAttributes attr;

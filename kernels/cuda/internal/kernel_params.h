@@ -9,6 +9,7 @@
 
 #include "base/device/dtype.h"
 #include "kernels/cuda/device_types.h"
+#include "kernels/cuda/p2p_types.h"
 #include "kernels/schedule.h"
 
 namespace ringo::kernels::gpu::internal {
@@ -35,6 +36,8 @@ struct RingKernelParams {
   const volatile int* abort;  // host-mapped; may be null
   ErrorRecord* error;         // host-mapped; may be null
   uint64_t timeout_ns;        // 0: no deadline
+  uint64_t scalar;            // premul-sum: the scalar's bits (DeviceCollArgs::scalar)
+  const void* scalar_ptr;     // premul-sum: device memory holding it instead; null: `scalar`
 };
 
 // What a typed launcher returns instead of a cudaError_t when this build left
@@ -72,6 +75,17 @@ int LaunchReduceTyped(const void* a, const void* b, void* dst, int64_t count, vo
 // ring blocks of kRingThreads one multiprocessor holds at once.
 template <typename T, base::RedOp kOp>
 int LoadRingTyped(int* blocks_per_sm);
+
+// dst = Post(Pre(src)) for `count` elements: a one-rank premul-sum (every
+// other one-rank collective is a copy). `scalar_ptr` as RingKernelParams'.
+template <typename T, base::RedOp kOp>
+int LaunchPreTyped(const void* src, void* dst, int64_t count, uint64_t scalar, const void* scalar_ptr,
+                   void* stream);
+
+// The point-to-point kernel (ring_p2p.cu), and its loading.
+int LaunchP2pTyped(const P2pKernelArgs& args, const int* abort, ErrorRecord* error, uint64_t timeout_ns,
+                   void* stream);
+int LoadP2pKernel();
 
 // Byte copy through the same loop (ring_int8.cu), and its loading.
 int LaunchCopyBytes(const void* src, void* dst, int64_t bytes, void* stream);

@@ -40,6 +40,18 @@ struct BlockState {
   uint32_t recv_shift;  // Simple: where the slot being received starts (slot_shift.h)
 };
 
+// A premul-sum's scalar: from device memory when the caller gave a pointer
+// (read when the kernel starts, after the work before it on the stream),
+// else the bits it passed.
+template <typename T>
+__device__ __forceinline__ uint64_t ScalarBits(const RingKernelParams& p) {
+  if (p.scalar_ptr == nullptr) return p.scalar;
+  const unsigned char* s = static_cast<const unsigned char*>(p.scalar_ptr);
+  uint64_t v = 0;
+  for (unsigned i = 0; i < sizeof(T); ++i) v |= static_cast<uint64_t>(s[i]) << (8 * i);
+  return v;
+}
+
 // What both protocols share: the connectors, the step counters, the functor.
 template <typename T, base::RedOp kOp>
 class PrimsBase {
@@ -58,7 +70,7 @@ class PrimsBase {
         send_(ch.send),
         state_(state),
         watchdog_(p, channel, &state->failed),
-        f_(ReduceFunc<T, kOp>::Make(p.nranks)) {
+        f_(ReduceFunc<T, kOp>::Make(OpParams(p.nranks, ScalarBits<T>(p)))) {
     if (threadIdx.x == 0) {
       state->recv_step = LoadOwnCounter(recv_.head);
       state->send_step = LoadOwnCounter(send_.tail);

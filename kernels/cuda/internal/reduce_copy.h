@@ -36,10 +36,10 @@ enum class Mode : int {
 template <Mode kMode>
 inline constexpr bool kModeReads2 = kMode == Mode::kReduce || kMode == Mode::kReduceFinal;
 
-// What Send computes, as the host executor's Send: a float avg pre-multiplies;
-// every other Send is a plain copy.
+// What Send computes, as the host executor's Send: a float avg and a
+// premul-sum pre-multiply; every other Send is a plain copy.
 template <typename T, base::RedOp kOp>
-inline constexpr Mode kSendMode = (kOp == base::RedOp::kAvg && kIsFloating<T>) ? Mode::kPreSend : Mode::kCopy;
+inline constexpr Mode kSendMode = ReduceFunc<T, kOp>::kHasPre ? Mode::kPreSend : Mode::kCopy;
 
 template <typename T, base::RedOp kOp, Mode kMode>
 __device__ __forceinline__ T Elem(const ReduceFunc<T, kOp>& f, T a, T b) {

@@ -143,6 +143,36 @@ int LaunchReduceTyped(const void* a, const void* b, void* dst, int64_t count, vo
   }
 }
 
+// dst = Post(Pre(src)): a one-rank premul-sum.
+template <typename T, base::RedOp kOp>
+__global__ void __launch_bounds__(kReduceThreads)
+    PreKernel(const T* src, T* dst, int64_t n, uint64_t scalar, const void* scalar_ptr) {
+  RingKernelParams p{};
+  p.scalar = scalar;
+  p.scalar_ptr = scalar_ptr;
+  const auto f = ReduceFunc<T, kOp>::Make(OpParams(1, ScalarBits<T>(p)));
+  ReduceCopy<T, kOp, Mode::kPreSend>(f, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+                                     static_cast<int64_t>(gridDim.x) * blockDim.x, src, nullptr, dst, nullptr, n);
+}
+
+template <typename T, base::RedOp kOp>
+int LaunchPreTyped(const void* src, void* dst, int64_t count, uint64_t scalar, const void* scalar_ptr,
+                   void* stream) {
+  if constexpr (!KernelBuilt<T, kOp>()) {
+    return kNotBuilt;
+  } else {
+    if (count == 0) return 0;
+    int blocks = 0;
+    const int err = GridFor(PreKernel<T, kOp>, count, sizeof(T), &blocks);
+    if (err != 0) return err;
+    const T* s = static_cast<const T*>(src);
+    T* d = static_cast<T*>(dst);
+    void* args[] = {&s, &d, &count, &scalar, &scalar_ptr};
+    return static_cast<int>(cudaLaunchKernel(PreKernel<T, kOp>, dim3(blocks), dim3(kReduceThreads), args, 0,
+                                             static_cast<cudaStream_t>(stream)));
+  }
+}
+
 template <typename T, base::RedOp kOp>
 int LoadRingTyped(int* blocks_per_sm) {
   if constexpr (!KernelBuilt<T, kOp>()) {
@@ -151,6 +181,7 @@ int LoadRingTyped(int* blocks_per_sm) {
     int err = LoadKernel(RingKernel<T, kOp, ProtoLL>, kRingThreads, blocks_per_sm);
     if (err == 0) err = LoadKernel(RingKernel<T, kOp, ProtoSimple>, kRingThreads, blocks_per_sm);
     if (err == 0) err = LoadKernel(ReduceKernel<T, kOp>, kReduceThreads, nullptr);
+    if (err == 0) err = LoadKernel(PreKernel<T, kOp>, kReduceThreads, nullptr);
     return err;
   }
 }
@@ -164,13 +195,16 @@ int LoadRingTyped(int* blocks_per_sm) {
       const ringo::kernels::gpu::internal::RingKernelParams&, ringo::kernels::gpu::Proto, void*); \
   template int ringo::kernels::gpu::internal::LaunchReduceTyped<T, ringo::base::RedOp::OP>(       \
       const void*, const void*, void*, int64_t, void*);                                           \
-  template int ringo::kernels::gpu::internal::LoadRingTyped<T, ringo::base::RedOp::OP>(int*);
+  template int ringo::kernels::gpu::internal::LoadRingTyped<T, ringo::base::RedOp::OP>(int*);       \
+  template int ringo::kernels::gpu::internal::LaunchPreTyped<T, ringo::base::RedOp::OP>(            \
+      const void*, void*, int64_t, uint64_t, const void*, void*);
 
 #define RINGO_CUDA_INSTANTIATE(T)      \
   RINGO_CUDA_INSTANTIATE_OP(T, kSum)   \
   RINGO_CUDA_INSTANTIATE_OP(T, kProd)  \
   RINGO_CUDA_INSTANTIATE_OP(T, kMax)   \
   RINGO_CUDA_INSTANTIATE_OP(T, kMin)   \
-  RINGO_CUDA_INSTANTIATE_OP(T, kAvg)
+  RINGO_CUDA_INSTANTIATE_OP(T, kAvg)    \
+  RINGO_CUDA_INSTANTIATE_OP(T, kPreMulSum)
 
 #endif  // RINGO_KERNELS_CUDA_INTERNAL_RING_CUH_

@@ -1,0 +1,57 @@
+// Groups at the C boundary: what ringoGroupStart/End queue (collectives,
+// point-to-point batches, splits) and how the outermost ringoGroupEnd runs
+// them: per communicator, the collectives and splits in issue order, then
+// every send and receive of the group as one batch (so they progress
+// together, as NCCL fuses a group's point-to-point operations); the
+// communicators side by side on threads of their own, since one thread may
+// drive every rank of a ringoCommInitAll set.
+//
+// Thread safety: the queue is per thread.
+#ifndef RINGO_COLLECTIVES_INTERNAL_GROUP_H_
+#define RINGO_COLLECTIVES_INTERNAL_GROUP_H_
+
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "collectives/communicator.h"
+#include "collectives/p2p_engine.h"
+#include "kernels/host_executor.h"
+#include "ringo/ringo.h"
+
+namespace ringo::collectives::internal {
+
+struct QueuedOp {
+  enum class Kind { kCollective, kP2p, kSplit };
+  Kind kind = Kind::kCollective;
+  ringoComm* comm = nullptr;
+  const char* name = "";  // the C function, for messages
+  ringoStream_t stream = nullptr;
+  // kCollective
+  kernels::CollArgs args;
+  // kP2p: the sends and receives of one call (an all-to-all makes many).
+  // An in-place all-to-all sends from `staged`, a copy of `stage_from`
+  // taken when the batch runs.
+  std::vector<P2pOp> ops;
+  std::shared_ptr<std::vector<char>> staged;
+  const void* stage_from = nullptr;
+  // kSplit
+  int color = 0;
+  int key = 0;
+  ringoComm_t* newcomm = nullptr;
+  bool inherit = true;  // config NULL: the child inherits the parent's options
+  CommOptions options;
+};
+
+bool InGroup();
+// Queues `op` in this thread's group (InGroup() must be true).
+void Queue(QueuedOp op);
+// Runs `op` now (outside a group), on its communicator.
+base::Status RunNow(QueuedOp& op);
+
+base::Status GroupStart();
+base::Status GroupEnd();
+
+}  // namespace ringo::collectives::internal
+
+#endif  // RINGO_COLLECTIVES_INTERNAL_GROUP_H_

@@ -1,0 +1,294 @@
+// libnccl.so.2: NCCL's C ABI (nccl_abi.h) implemented on Ringo's C API, so a
+// program built for NCCL runs on Ringo unchanged (LD_LIBRARY_PATH or
+// LD_PRELOAD). Every function is a thin translation: handles, unique ids
+// and enum values are Ringo's (equal to NCCL's); configs are translated
+// field by field; results map one to one but for ringoTimeout, which NCCL
+// 2.28 has no code for (ncclRemoteError, with the timeout's message in
+// ncclGetLastError). A communicator works on host or GPU memory as Ringo
+// decides at init (RINGO_DEVICE; GPU where every rank has one): host
+// pointers go to Ringo's host path, device pointers to its GPU path. What
+// Ringo cannot honour returns ncclInvalidUsage and says why in
+// ncclGetLastError, never a silent wrong result.
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+#include "base/cuda.h"
+#include "collectives/nccl_abi.h"
+#include "ringo/ringo.h"
+
+#define NCCL_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+static_assert(sizeof(ncclUniqueId) == sizeof(ringoUniqueId), "unique ids are the same bytes");
+static_assert(sizeof(ncclRedOp_t) == sizeof(int) && sizeof(ncclDataType_t) == sizeof(int), "int-sized enums");
+static_assert(static_cast<int>(ncclFloat8e5m2) == static_cast<int>(ringoFloat8e5m2), "datatypes match");
+static_assert(static_cast<int>(ncclInProgress) == static_cast<int>(ringoInProgress), "results match");
+
+// The message of this thread's last failed call through the shim.
+thread_local std::string t_last_error;
+
+ringoComm_t R(ncclComm_t c) { return reinterpret_cast<ringoComm_t>(c); }
+ringoStream_t S(cudaStream_t s) { return static_cast<ringoStream_t>(s); }
+ringoDataType_t T(ncclDataType_t t) { return static_cast<ringoDataType_t>(t); }
+ringoRedOp_t O(ncclRedOp_t o) { return static_cast<ringoRedOp_t>(o); }
+
+ncclResult_t From(ringoResult_t rc) {
+  if (rc == ringoSuccess) return ncclSuccess;
+  if (rc != ringoInProgress) t_last_error = ringoGetLastError(nullptr);
+  if (rc == ringoTimeout) return ncclRemoteError;  // NCCL 2.28 has no timeout code
+  if (rc < ringoSuccess || rc >= ringoTimeout) return ncclInternalError;
+  return static_cast<ncclResult_t>(rc);
+}
+
+ncclResult_t Fail(ncclResult_t rc, const char* fn, const std::string& why) {
+  t_last_error = std::string(fn) + ": " + why;
+  return rc;
+}
+
+ncclResult_t Unsupported(const char* fn, const std::string& why) {
+  return Fail(ncclInvalidUsage, fn, "not supported by Ringo's NCCL shim: " + why);
+}
+
+// NCCL's config as Ringo's; ncclInvalidArgument (message set) when it was
+// not made by NCCL_CONFIG_INITIALIZER.
+ncclResult_t ToRingo(const ncclConfig_t* in, const char* fn, ringoConfig_t* out) {
+  const ringoConfig_t defaults = RINGO_CONFIG_INITIALIZER;
+  *out = defaults;
+  if (in == nullptr) return ncclSuccess;
+  if (in->magic != NCCL_CONFIG_MAGIC || in->size < offsetof(ncclConfig_t, cgaClusterSize)) {
+    return Fail(ncclInvalidArgument, fn, "config was not initialized with NCCL_CONFIG_INITIALIZER");
+  }
+  if (in->blocking != NCCL_CONFIG_UNDEF_INT) {
+    if (in->blocking != 0 && in->blocking != 1) return Fail(ncclInvalidArgument, fn, "config->blocking must be 0 or 1");
+    out->blocking = in->blocking;
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+// ---- versions, errors, unique ids, memory ----
+
+NCCL_EXPORT ncclResult_t ncclGetVersion(int* version) {
+  if (version == nullptr) return Fail(ncclInvalidArgument, "ncclGetVersion", "version is NULL");
+  *version = RINGO_NCCL_SHIM_VERSION;
+  return ncclSuccess;
+}
+
+NCCL_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+NCCL_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
+  (void)comm;  // the shim keeps the last failure per thread
+  return t_last_error.c_str();
+}
+
+NCCL_EXPORT void ncclResetDebugInit() {}
+
+NCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* unique_id) {
+  return From(ringoGetUniqueId(reinterpret_cast<ringoUniqueId*>(unique_id)));
+}
+
+NCCL_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return Fail(ncclInvalidArgument, "ncclMemAlloc", "ptr is NULL");
+  auto p = ringo::base::DeviceMalloc(size);
+  if (!p.ok()) return Fail(ncclUnhandledCudaError, "ncclMemAlloc", p.status().message());
+  *ptr = *p;
+  return ncclSuccess;
+}
+
+NCCL_EXPORT ncclResult_t ncclMemFree(void* ptr) {
+  ringo::base::Status st = ringo::base::DeviceFree(ptr);
+  if (!st.ok()) return Fail(ncclUnhandledCudaError, "ncclMemFree", st.message());
+  return ncclSuccess;
+}
+
+// ---- communicators ----
+
+NCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
+                                                ncclConfig_t* config) {
+  ringoConfig_t cfg;
+  const ncclResult_t bad = ToRingo(config, "ncclCommInitRankConfig", &cfg);
+  if (bad != ncclSuccess) return bad;
+  ringoUniqueId rid;
+  std::memcpy(&rid, &id, sizeof(rid));
+  return From(ringoCommInitRankConfig(reinterpret_cast<ringoComm_t*>(comm), nranks, rid, rank, &cfg));
+}
+
+NCCL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  return ncclCommInitRankConfig(comm, nranks, id, rank, nullptr);
+}
+
+// Every id names a root that can bootstrap the whole communicator (each was
+// made by ncclGetUniqueId); Ringo needs one, so the first serves.
+NCCL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int nid,
+                                                  ncclUniqueId* ids, ncclConfig_t* config) {
+  if (nid < 1 || ids == nullptr) {
+    return Fail(ncclInvalidArgument, "ncclCommInitRankScalable", "needs at least one unique id");
+  }
+  return ncclCommInitRankConfig(comm, nranks, ids[0], rank, config);
+}
+
+NCCL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  return From(ringoCommInitAll(reinterpret_cast<ringoComm_t*>(comms), ndev, devlist));
+}
+
+NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                                       ncclConfig_t* config) {
+  ringoConfig_t cfg;
+  const ncclResult_t bad = ToRingo(config, "ncclCommSplit", &cfg);
+  if (bad != ncclSuccess) return bad;
+  return From(ringoCommSplit(R(comm), color, key, reinterpret_cast<ringoComm_t*>(newcomm),
+                             config == nullptr ? nullptr : &cfg));
+}
+
+NCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) { return From(ringoCommFinalize(R(comm))); }
+NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) { return From(ringoCommDestroy(R(comm))); }
+NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) { return From(ringoCommAbort(R(comm))); }
+
+NCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
+  ringoResult_t r = ringoSuccess;
+  const ncclResult_t rc = From(ringoCommGetAsyncError(R(comm), &r));
+  if (rc == ncclSuccess && async_error != nullptr) {
+    *async_error = r == ringoTimeout ? ncclRemoteError : static_cast<ncclResult_t>(r);
+  }
+  return rc;
+}
+
+NCCL_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  return From(ringoCommCount(R(comm), count));
+}
+NCCL_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return From(ringoCommCuDevice(R(comm), device));
+}
+NCCL_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  return From(ringoCommUserRank(R(comm), rank));
+}
+
+// Registration is an optimisation hint in NCCL; Ringo needs none, so a
+// registration succeeds and changes nothing.
+NCCL_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  int count = 0;
+  const ncclResult_t rc = From(ringoCommCount(R(comm), &count));
+  if (rc != ncclSuccess) return rc;
+  if (handle == nullptr) return Fail(ncclInvalidArgument, "ncclCommRegister", "handle is NULL");
+  (void)size;
+  *handle = buff != nullptr ? buff : reinterpret_cast<void*>(handle);
+  return ncclSuccess;
+}
+
+NCCL_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  int count = 0;
+  const ncclResult_t rc = From(ringoCommCount(R(comm), &count));
+  if (rc != ncclSuccess) return rc;
+  return handle == nullptr ? Fail(ncclInvalidArgument, "ncclCommDeregister", "handle is NULL") : ncclSuccess;
+}
+
+NCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t* newcomm, ncclConfig_t*, int) {
+  if (newcomm != nullptr) *newcomm = nullptr;
+  return Unsupported("ncclCommShrink",
+                     "a shrink is collective over the surviving ranks only; use ncclCommSplit with every rank");
+}
+
+NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t, int) {
+  return Unsupported("ncclCommRevoke", "use ncclCommAbort to stop a communicator's operations");
+}
+
+NCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t* win, int) {
+  if (win != nullptr) *win = nullptr;
+  return Unsupported("ncclCommWindowRegister", "symmetric memory windows");
+}
+
+NCCL_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
+  return Unsupported("ncclCommWindowDeregister", "symmetric memory windows");
+}
+
+NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
+  return Unsupported("ncclGroupSimulateEnd", "Ringo does not simulate groups");
+}
+
+// ---- reduction operators ----
+
+NCCL_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                                  ncclScalarResidence_t residence, ncclComm_t comm) {
+  return From(ringoRedOpCreatePreMulSum(reinterpret_cast<ringoRedOp_t*>(op), scalar, T(datatype),
+                                        static_cast<ringoScalarResidence_t>(residence), R(comm)));
+}
+
+NCCL_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return From(ringoRedOpDestroy(O(op), R(comm)));
+}
+
+// ---- collectives, point-to-point, groups ----
+
+NCCL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return From(ringoAllReduce(sendbuff, recvbuff, count, T(datatype), O(op), R(comm), S(stream)));
+}
+
+NCCL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                           ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  return From(ringoReduceScatter(sendbuff, recvbuff, recvcount, T(datatype), O(op), R(comm), S(stream)));
+}
+
+NCCL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                       ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return From(ringoAllGather(sendbuff, recvbuff, sendcount, T(datatype), R(comm), S(stream)));
+}
+
+NCCL_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                       int root, ncclComm_t comm, cudaStream_t stream) {
+  return From(ringoBroadcast(sendbuff, recvbuff, count, T(datatype), root, R(comm), S(stream)));
+}
+
+NCCL_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                   cudaStream_t stream) {
+  return From(ringoBroadcast(buff, buff, count, T(datatype), root, R(comm), S(stream)));
+}
+
+NCCL_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                    ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  return From(ringoReduce(sendbuff, recvbuff, count, T(datatype), O(op), root, R(comm), S(stream)));
+}
+
+NCCL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                      ncclComm_t comm, cudaStream_t stream) {
+  return From(ringoAllToAll(sendbuff, recvbuff, count, T(datatype), R(comm), S(stream)));
+}
+
+NCCL_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                    int root, ncclComm_t comm, cudaStream_t stream) {
+  return From(ringoGather(sendbuff, recvbuff, count, T(datatype), root, R(comm), S(stream)));
+}
+
+NCCL_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                     int root, ncclComm_t comm, cudaStream_t stream) {
+  return From(ringoScatter(sendbuff, recvbuff, count, T(datatype), root, R(comm), S(stream)));
+}
+
+NCCL_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                                  ncclComm_t comm, cudaStream_t stream) {
+  return From(ringoSend(sendbuff, count, T(datatype), peer, R(comm), S(stream)));
+}
+
+NCCL_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                                  cudaStream_t stream) {
+  return From(ringoRecv(recvbuff, count, T(datatype), peer, R(comm), S(stream)));
+}
+
+NCCL_EXPORT ncclResult_t ncclGroupStart() { return From(ringoGroupStart()); }
+NCCL_EXPORT ncclResult_t ncclGroupEnd() { return From(ringoGroupEnd()); }
