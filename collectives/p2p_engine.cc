@@ -5,9 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <string>
+
+#include "base/cpu_relax.h"
 
 namespace ringo::collectives {
 
@@ -20,18 +21,9 @@ namespace {
 constexpr int64_t kSleepMs = 20;
 constexpr int64_t kSliceMs = 1;
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
+using base::CpuRelax;
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+using transport::NowMs;
 
 const char* OpName(const P2pOp& op) { return op.send ? "ringoSend" : "ringoRecv"; }
 

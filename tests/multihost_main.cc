@@ -180,20 +180,27 @@ int PointToPoint(int rank, int nranks, ringoComm_t comm) {
   // A split by host name: each child's ranks share a host.
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  int color = 0;
-  for (const char* c = host; *c != 0; ++c) color = (color * 31 + static_cast<unsigned char>(*c)) & 0x7fffffff;
+  uint32_t hash = 0;  // unsigned: the arithmetic wraps
+  for (const char* c = host; *c != 0; ++c) hash = hash * 31 + static_cast<unsigned char>(*c);
+  const int color = static_cast<int>(hash & 0x7fffffff);
   ringoComm_t child = nullptr;
   if (ringoCommSplit(comm, color, rank, &child, nullptr) != ringoSuccess) {
     std::fprintf(stderr, "rank %d: split: %s\n", rank, ringoGetLastError(comm));
+    return 1;
+  }
+  if (child == nullptr) {
+    std::fprintf(stderr, "rank %d: split of color %d returned no child\n", rank, color);
     return 1;
   }
   int size = 0;
   ringoCommCount(child, &size);
   float one = 1.0f, sum = 0.0f;
   const ringoResult_t rc = ringoAllReduce(&one, &sum, 1, ringoFloat32, ringoSum, child, nullptr);
+  const std::string why = rc == ringoSuccess ? "" : ringoGetLastError(child);
   ringoCommDestroy(child);
   if (rc != ringoSuccess || sum != static_cast<float>(size)) {
-    std::fprintf(stderr, "rank %d: child all-reduce: %s\n", rank, ringoGetLastError(nullptr));
+    std::fprintf(stderr, "rank %d: child all-reduce over %d ranks: %s, sum %g: %s\n", rank, size,
+                 ringoGetErrorString(rc), sum, why.c_str());
     return 1;
   }
   std::printf("rank %d: point-to-point rounds, all-to-all and a split of %d passed\n", rank, size);

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "base/check.h"
+#include "base/cpu_relax.h"
 #include "transport/shm.h"
 
 namespace ringo::transport {
@@ -38,13 +39,7 @@ uint64_t EncodeWant(uint64_t kind, uint64_t target, int only) {
   return (target << kWantTargetShift) | ((static_cast<uint64_t>(only + 1) & kWantRankMask) << kWantRankShift) | kind;
 }
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
+using base::CpuRelax;
 
 std::string BoardName(uint64_t tag, int rank) {
   char name[96];

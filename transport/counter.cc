@@ -12,6 +12,7 @@
 #include <climits>
 #include <string>
 
+#include "base/cpu_relax.h"
 #include "transport/socket.h"  // Clock, Deadline
 
 namespace ringo::transport {
@@ -29,13 +30,7 @@ void FutexWait(std::atomic<uint64_t>* value, uint32_t expected, int64_t ms) {
   syscall(SYS_futex, FutexWord(value), FUTEX_WAIT, expected, &ts, nullptr, 0);
 }
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
+using base::CpuRelax;
 
 // A deadline that passes while the peer waits on another rank for less than
 // this beyond a timeout is extended (the peer will time out and say why).

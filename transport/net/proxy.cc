@@ -12,6 +12,7 @@
 #include <deque>
 #include <string>
 
+#include "base/cpu_relax.h"
 #include "base/logging.h"
 
 namespace ringo::transport::net {
@@ -22,13 +23,7 @@ constexpr int kSleepMs = 50;  // a sleeping proxy rechecks its flags this often
 constexpr size_t kMetaOffset = kProxySlotPrefix - sizeof(SlotMeta);
 static_assert(sizeof(SlotMeta) <= kProxySlotPrefix, "the metadata fits the prefix");
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
+using base::CpuRelax;
 
 }  // namespace
 
