@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/cpu_relax.h"
+#include "base/logging.h"
 
 namespace ringo::collectives {
 
@@ -27,16 +28,51 @@ using transport::NowMs;
 
 const char* OpName(const P2pOp& op) { return op.send ? "ringoSend" : "ringoRecv"; }
 
-// What a descriptor slot carries: where the sender's bytes are.
+// What a descriptor slot carries: where the sender's bytes are, and, when
+// they lie in one of its ringoMemAlloc regions, that region's name and
+// their offset in it (region_fd -1: none).
 struct Descriptor {
   int32_t pid;
-  uint32_t reserved;
+  int32_t region_fd;
   uint64_t addr;
   uint64_t bytes;
+  uint64_t region_id;
+  uint64_t region_bytes;
+  uint64_t region_offset;
 };
+static_assert(sizeof(Descriptor) <= 64, "a descriptor fits the smallest slot (RINGO_SLOT_BYTES >= 64)");
 
-// Copies `bytes` at `addr` in process `pid` (this one or another) to `dst`.
-Status Pull(const Descriptor& d, void* dst) {
+// The largest message copied out of a mapped region. Regions are 4 KiB
+// pages (shared memory gets no transparent huge pages by default), and a
+// user-space copy from one, above a few tens of MiB, spends its time in
+// page-table walks: measured on 2 ranks, 256 MiB ran at 2.4-3.2 GB/s mapped
+// against 3.5-3.8 with process_vm_readv (the kernel copies through its own
+// mapping), while 1-64 MiB ran 1.2-2.3x faster mapped.
+constexpr uint64_t kMappedCopyMaxBytes = uint64_t{64} << 20;
+
+// Copies `bytes` at `addr` in process `pid` (this one or another) to `dst`:
+// from the sender's mapped ringoMemAlloc region where it named one (one
+// memcpy), else with process_vm_readv.
+Status Pull(const Descriptor& d, void* dst, transport::PeerRegions* regions) {
+  if (d.region_fd >= 0 && d.pid != ::getpid() && d.bytes <= kMappedCopyMaxBytes) {
+    if (d.region_offset > d.region_bytes || d.bytes > d.region_bytes - d.region_offset) {
+      return base::RemoteError("a descriptor beyond the region it names (" + std::to_string(d.bytes) +
+                               " bytes at offset " + std::to_string(d.region_offset) + " of " +
+                               std::to_string(d.region_bytes) + ")");
+    }
+    transport::RegionName name;
+    name.pid = d.pid;
+    name.fd = d.region_fd;
+    name.id = d.region_id;
+    name.bytes = d.region_bytes;
+    auto base = regions->Map(name);
+    if (base.ok()) {
+      std::memcpy(dst, *base + d.region_offset, d.bytes);
+      return Status();
+    }
+    // Not mappable from here (another user, a namespace): the system call.
+    RINGO_LOG(INFO) << "point-to-point: " << base.status().message() << "; reading with process_vm_readv";
+  }
   if (d.pid == ::getpid()) {
     std::memcpy(dst, reinterpret_cast<const void*>(d.addr), d.bytes);
     return Status();
@@ -115,7 +151,15 @@ Status P2pEngine::Advance(Progress& p, bool* moved) {
     if (!p.posted) {
       void* slot = end->TryAcquire();
       if (slot == nullptr) return Status();
-      const Descriptor d{static_cast<int32_t>(::getpid()), 0, reinterpret_cast<uint64_t>(op.send_buf), op.bytes};
+      Descriptor d{static_cast<int32_t>(::getpid()), -1, reinterpret_cast<uint64_t>(op.send_buf), op.bytes, 0, 0, 0};
+      transport::RegionName region;
+      uint64_t offset = 0;
+      if (transport::FindSharedRegion(op.send_buf, op.bytes, &region, &offset)) {
+        d.region_fd = region.fd;
+        d.region_id = region.id;
+        d.region_bytes = region.bytes;
+        d.region_offset = offset;
+      }
       std::memcpy(slot, &d, sizeof(d));
       transport::CallSignature sig;
       sig.seq = p.msg;
@@ -163,7 +207,7 @@ Status P2pEngine::Advance(Progress& p, bool* moved) {
         Descriptor d;
         std::memcpy(&d, slot, sizeof(d));
         if (d.bytes != op.bytes) return base::RemoteError(where + ": a descriptor of the wrong size");
-        RETURN_IF_ERROR(Pull(d, op.recv_buf).WithContext(where));
+        RETURN_IF_ERROR(Pull(d, op.recv_buf, &regions_).WithContext(where));
         end->Release();
         p.offset = op.bytes;
         p.slots = p.nslots = 1;

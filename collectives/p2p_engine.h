@@ -40,6 +40,7 @@
 #include "base/status.h"
 #include "transport/counter.h"
 #include "transport/peer_links.h"
+#include "transport/shared_region.h"
 
 namespace ringo::collectives {
 
@@ -81,6 +82,7 @@ class P2pEngine {
   std::unique_ptr<transport::PeerLinks> links_;
   std::vector<uint64_t> sent_;      // messages sent to each peer so far
   std::vector<uint64_t> received_;  // messages received from each peer so far
+  transport::PeerRegions regions_;   // senders' ringoMemAlloc regions mapped here
 };
 
 // The shape word of point-to-point slots (transport::CallSignature::shape):

@@ -5,7 +5,10 @@
 // slots; every datatype; 1 to 8 ranks as threads (ringoCommInitAll) and as
 // forked processes (ringoCommInitRank), with 64-byte slots (most messages
 // span several slots and the FIFO fills) and with the default slots.
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -91,6 +94,61 @@ INSTANTIATE_TEST_SUITE_P(P2p, Processes,
                          ::testing::Values(Param{1, true}, Param{2, true}, Param{3, true}, Param{8, true},
                                            Param{2, false}, Param{4, false}),
                          Name);
+
+// Large messages from ringoMemAlloc buffers between processes: the receiver
+// copies straight out of the sender's mapped region (at offsets inside it,
+// one region serving several messages, and a heap buffer beside them), both
+// ways at once, every byte checked.
+TEST(P2pRegions, LargeMessagesFromRingoMemAllocBetweenProcesses) {
+  auto results = RunRanks(2, RankMode::kProcesses, kDeadline,
+                          [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+                            ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
+                            config.device_kind = RINGO_DEVICE_HOST;
+                            ringoComm_t comm = nullptr;
+                            if (ringoCommInitRankConfig(&comm, nranks, id, rank, &config) != ringoSuccess) {
+                              return std::string("init: ") + ringoGetLastError(nullptr);
+                            }
+                            const int peer = 1 - rank;
+                            const size_t region_bytes = size_t{8} << 20;
+                            void* region = nullptr;
+                            if (ringoMemAlloc(&region, region_bytes) != ringoSuccess) return "ringoMemAlloc failed";
+                            auto* mine = static_cast<uint8_t*>(region);
+                            std::vector<uint8_t> got(region_bytes), heap(size_t{1} << 20);
+                            std::string problem;
+                            // (offset in the region, bytes); the last one ends at the region's end.
+                            const std::pair<size_t, size_t> messages[] = {
+                                {0, size_t{64} << 10}, {4096 + 3, size_t{1} << 20}, {12345, (size_t{3} << 20) + 17},
+                                {region_bytes - (size_t{2} << 20), size_t{2} << 20}};
+                            for (int m = 0; m < 5 && problem.empty(); ++m) {
+                              const bool from_heap = m == 4;
+                              const size_t off = from_heap ? 0 : messages[m].first;
+                              const size_t bytes = from_heap ? heap.size() : messages[m].second;
+                              uint8_t* src = from_heap ? heap.data() : mine + off;
+                              for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<uint8_t>(i * 7 + m * 13 + rank);
+                              std::fill(got.begin(), got.end(), uint8_t{0xEE});
+                              ringoGroupStart();
+                              ringoSend(src, bytes, ringoUint8, peer, comm, nullptr);
+                              ringoRecv(got.data(), bytes, ringoUint8, peer, comm, nullptr);
+                              if (ringoGroupEnd() != ringoSuccess) {
+                                problem = "message " + std::to_string(m) + ": " + ringoGetLastError(comm);
+                                break;
+                              }
+                              for (size_t i = 0; i < bytes; ++i) {
+                                if (got[i] != static_cast<uint8_t>(i * 7 + m * 13 + peer)) {
+                                  problem = "message " + std::to_string(m) + ": byte " + std::to_string(i) + " wrong";
+                                  break;
+                                }
+                              }
+                              if (problem.empty() && got[bytes] != 0xEE) {
+                                problem = "message " + std::to_string(m) + ": written past its end";
+                              }
+                            }
+                            ringoMemFree(region);
+                            if (ringoCommDestroy(comm) != ringoSuccess && problem.empty()) problem = "destroy failed";
+                            return problem;
+                          });
+  EXPECT_ALL_RANKS_OK(results);
+}
 
 // Messages of one pair are matched in issue order across calls and groups,
 // and a connection made by one group serves the next.
