@@ -15,8 +15,10 @@
 // Large messages (kDirectMinBytes and up) between ranks of one host whose
 // receiver can read the sender's memory (the same process, or
 // process_vm_readv) go as one descriptor slot (the sender's pid, address and
-// size): the receiver copies straight from the sender's buffer into its own
-// and releases the slot, which completes the send. One copy instead of two,
+// size, and the ringoMemAlloc region they lie in, if any): the receiver
+// copies straight from the sender's buffer into its own (a memcpy out of
+// the region mapped here, up to 64 MiB; process_vm_readv otherwise) and
+// releases the slot, which completes the send. One copy instead of two,
 // and no slot-sized steps.
 //
 // Progress: every operation of a batch advances as far as its FIFO allows
