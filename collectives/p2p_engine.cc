@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <string>
 
 #include "base/cpu_relax.h"
@@ -52,9 +53,10 @@ constexpr uint64_t kMappedCopyMaxBytes = uint64_t{64} << 20;
 
 // Copies `bytes` at `addr` in process `pid` (this one or another) to `dst`:
 // from the sender's mapped ringoMemAlloc region where it named one (one
-// memcpy), else with process_vm_readv.
-Status Pull(const Descriptor& d, void* dst, transport::PeerRegions* regions) {
-  if (d.region_fd >= 0 && d.pid != ::getpid() && d.bytes <= kMappedCopyMaxBytes) {
+// memcpy), else with process_vm_readv. A sender whose regions the system
+// refuses to map joins `unmappable` and is not tried again.
+Status Pull(const Descriptor& d, void* dst, transport::PeerRegions* regions, std::set<int32_t>* unmappable) {
+  if (d.region_fd >= 0 && d.pid != ::getpid() && d.bytes <= kMappedCopyMaxBytes && unmappable->count(d.pid) == 0) {
     if (d.region_offset > d.region_bytes || d.bytes > d.region_bytes - d.region_offset) {
       return base::RemoteError("a descriptor beyond the region it names (" + std::to_string(d.bytes) +
                                " bytes at offset " + std::to_string(d.region_offset) + " of " +
@@ -70,7 +72,9 @@ Status Pull(const Descriptor& d, void* dst, transport::PeerRegions* regions) {
       std::memcpy(dst, *base + d.region_offset, d.bytes);
       return Status();
     }
-    // Not mappable from here (another user, a namespace): the system call.
+    // Not mappable from here (another user, a namespace: a system error):
+    // the system call, from now on. A region gone stale is only this message's.
+    if (base.status().code() == base::Code::kSystemError) unmappable->insert(d.pid);
     RINGO_LOG(INFO) << "point-to-point: " << base.status().message() << "; reading with process_vm_readv";
   }
   if (d.pid == ::getpid()) {
@@ -200,14 +204,18 @@ Status P2pEngine::Advance(Progress& p, bool* moved) {
       transport::CallSignature sig;
       ASSIGN_OR_RETURN(const void* slot, end->TryAcquire(&n, &sig));
       if (slot == nullptr) break;
-      const std::string where = "rank " + std::to_string(rank_) + " receiving from peer rank " +
-                                std::to_string(op.peer) + " (ringoRecv #" + std::to_string(p.msg) + ")";
+      // Named only when something fails: this loop runs once per slot.
+      auto where = [&] {
+        return "rank " + std::to_string(rank_) + " receiving from peer rank " + std::to_string(op.peer) +
+               " (ringoRecv #" + std::to_string(p.msg) + ")";
+      };
       if (sig.shape == kP2pDirectShape && sig.seq == p.msg && p.slots == 0 && n == sizeof(Descriptor) &&
           static_cast<uint64_t>(sig.count) == op.bytes) {
         Descriptor d;
         std::memcpy(&d, slot, sizeof(d));
-        if (d.bytes != op.bytes) return base::RemoteError(where + ": a descriptor of the wrong size");
-        RETURN_IF_ERROR(Pull(d, op.recv_buf, &regions_).WithContext(where));
+        if (d.bytes != op.bytes) return base::RemoteError(where() + ": a descriptor of the wrong size");
+        const Status pulled = Pull(d, op.recv_buf, &regions_, &unmappable_);
+        if (!pulled.ok()) return pulled.WithContext(where());
         end->Release();
         p.offset = op.bytes;
         p.slots = p.nslots = 1;
@@ -215,19 +223,19 @@ Status P2pEngine::Advance(Progress& p, bool* moved) {
         break;
       }
       if ((sig.shape != kP2pShape && sig.shape != kP2pDirectShape) || sig.seq != p.msg) {
-        return base::RemoteError(where + ": the peer's slot belongs to no message this rank expects")
-            .WithOrigin(op.peer, where + ": a slot of no expected message");
+        return base::RemoteError(where() + ": the peer's slot belongs to no message this rank expects")
+            .WithOrigin(op.peer, where() + ": a slot of no expected message");
       }
       if (static_cast<uint64_t>(sig.count) != op.bytes) {
-        const std::string what = where + ": peer rank " + std::to_string(op.peer) + " sent " +
+        const std::string what = where() + ": peer rank " + std::to_string(op.peer) + " sent " +
                                  std::to_string(sig.count) + " bytes, but the matching ringoRecv expects " +
                                  std::to_string(op.bytes) + " (mismatched ringoSend and ringoRecv)";
         return base::InvalidUsage(what).WithOrigin(rank_, what);
       }
       const size_t want = std::min(p.slot_bytes, op.bytes - p.offset);
       if (sig.root != static_cast<int32_t>(p.slots) || n != want) {
-        return base::RemoteError(where + ": a slot out of order or of the wrong size")
-            .WithOrigin(op.peer, where + ": a malformed slot");
+        return base::RemoteError(where() + ": a slot out of order or of the wrong size")
+            .WithOrigin(op.peer, where() + ": a malformed slot");
       }
       if (n > 0) std::memcpy(static_cast<char*>(op.recv_buf) + p.offset, slot, n);
       end->Release();

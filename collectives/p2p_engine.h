@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "base/status.h"
@@ -85,6 +86,7 @@ class P2pEngine {
   std::vector<uint64_t> sent_;      // messages sent to each peer so far
   std::vector<uint64_t> received_;  // messages received from each peer so far
   transport::PeerRegions regions_;   // senders' ringoMemAlloc regions mapped here
+  std::set<int32_t> unmappable_;     // senders whose regions could not be mapped
 };
 
 // The shape word of point-to-point slots (transport::CallSignature::shape):

@@ -15,8 +15,6 @@ using base::StatusOr;
 using kernels::gpu::DeviceFifo;
 using kernels::gpu::ErrorRecord;
 
-namespace {
-
 DeviceFifo ToDeviceFifo(const transport::P2pFifo& f, int peer_rank) {
   DeviceFifo d;
   d.slots = f.slots;
@@ -30,6 +28,8 @@ DeviceFifo ToDeviceFifo(const transport::P2pFifo& f, int peer_rank) {
   d.peer_rank = peer_rank;
   return d;
 }
+
+namespace {
 
 // The communicator's completion event as LaunchOrder sees it.
 class DoneEvent final : public LaunchEvent {

@@ -32,6 +32,9 @@
 
 namespace ringo::collectives::internal {
 
+// A connector FIFO as the kernels address it, for the peer `peer_rank`.
+kernels::gpu::DeviceFifo ToDeviceFifo(const transport::P2pFifo& f, int peer_rank);
+
 class GpuComm {
  public:
   // `ends` are this rank's connectors (null for one rank; owned from now

@@ -11,24 +11,6 @@ using base::Status;
 using kernels::gpu::P2pKernelArgs;
 using kernels::gpu::P2pLaneKind;
 
-namespace {
-
-kernels::gpu::DeviceFifo ToDevice(const transport::P2pFifo& f, int peer) {
-  kernels::gpu::DeviceFifo d;
-  d.slots = f.slots;
-  d.slot_bytes = f.slot_bytes;
-  d.tail = f.tail;
-  d.head = f.head;
-  d.sizes = f.sizes;
-  d.aborted = f.aborted;
-  d.ll_slots = f.ll_slots;
-  d.ll_slot_bytes = f.ll_slot_bytes;
-  d.peer_rank = peer;
-  return d;
-}
-
-}  // namespace
-
 Status GpuP2p::Run(const std::vector<P2pOp>& ops, void* stream, GpuComm& gpu) {
   // Lanes: this rank's copies to itself, then each peer's sends and receives.
   std::map<std::pair<int, int>, std::vector<const P2pOp*>> lanes;  // (kind, peer) -> operations in order
@@ -60,7 +42,7 @@ Status GpuP2p::Run(const std::vector<P2pOp>& ops, void* stream, GpuComm& gpu) {
     kernels::gpu::P2pLane& lane = args->lanes[args->nlanes++];
     lane.kind = kind;
     lane.peer = peer;
-    if (fifo != nullptr) lane.fifo = ToDevice(*fifo, peer);
+    if (fifo != nullptr) lane.fifo = ToDeviceFifo(*fifo, peer);
     lane.first_op = op_index;
     return lane;
   };

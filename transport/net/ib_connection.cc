@@ -511,16 +511,9 @@ class IbSend : public SendConnection, public IbConnection {
   Status Test(Request* request, bool* done, size_t* bytes) override {
     *done = false;
     RETURN_IF_ERROR(Progress());
-    for (auto it = inflight_.begin(); it != inflight_.end(); ++it) {  // any order: lookups go by sequence number
-      if (it->get() != request) continue;
-      if ((*it)->done) {
-        *done = true;
-        *bytes = (*it)->bytes;
-        inflight_.erase(it);
-      }
-      return Status();
-    }
-    return base::Internal("Test of a request this connection does not hold");
+    // Any order: lookups go by sequence number.
+    return wire::TakeIfDone(inflight_, request, Status(), [](const auto& r) { return r.done; },
+                            [](const auto& r) { return r.bytes; }, done, bytes);
   }
 
   Status Poll() override { return Progress(); }
@@ -669,19 +662,10 @@ class IbRecv : public RecvConnection, public IbConnection {
   }
 
   Status Test(Request* request, bool* done, size_t* bytes) override {
-    *done = false;
-    const Status progress = Progress();  // a message already received is delivered even after an error
-    for (auto it = posted_.begin(); it != posted_.end(); ++it) {
-      if (it->get() != request) continue;
-      if ((*it)->done) {
-        *done = true;
-        *bytes = (*it)->bytes;
-        posted_.erase(it);
-        return Status();
-      }
-      return progress;
-    }
-    return base::Internal("Test of a request this connection does not hold");
+    // A message already received is delivered even after an error.
+    const Status progress = Progress();
+    return wire::TakeIfDone(posted_, request, progress, [](const auto& r) { return r.done; },
+                            [](const auto& r) { return r.bytes; }, done, bytes);
   }
 
   Status Poll() override { return Progress(); }

@@ -312,16 +312,8 @@ class TcpSend : public SendConnection, private TcpConnection {
   Status Test(Request* request, bool* done, size_t* bytes) override {
     *done = false;
     RETURN_IF_ERROR(Progress());
-    for (auto it = inflight_.begin(); it != inflight_.end(); ++it) {
-      if (it->get() != request) continue;
-      if ((*it)->parts_left == 0) {
-        *done = true;
-        *bytes = (*it)->total;
-        inflight_.erase(it);
-      }
-      return Status();
-    }
-    return base::Internal("Test of a request this connection does not hold");
+    return wire::TakeIfDone(inflight_, request, Status(), [](const auto& r) { return r.parts_left == 0; },
+                            [](const auto& r) { return r.total; }, done, bytes);
   }
 
   Status Poll() override { return Progress(); }
@@ -419,19 +411,10 @@ class TcpRecv : public RecvConnection, private TcpConnection {
   }
 
   Status Test(Request* request, bool* done, size_t* bytes) override {
-    *done = false;
-    const Status progress = Progress();  // a message already received is delivered even after an error
-    for (auto it = posted_.begin(); it != posted_.end(); ++it) {
-      if (it->get() != request) continue;
-      if ((*it)->done) {
-        *done = true;
-        *bytes = (*it)->total;
-        posted_.erase(it);
-        return Status();
-      }
-      return progress;
-    }
-    return base::Internal("Test of a request this connection does not hold");
+    // A message already received is delivered even after an error.
+    const Status progress = Progress();
+    return wire::TakeIfDone(posted_, request, progress, [](const auto& r) { return r.done; },
+                            [](const auto& r) { return r.total; }, done, bytes);
   }
 
   Status Poll() override { return Progress(); }

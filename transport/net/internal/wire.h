@@ -5,6 +5,7 @@
 #ifndef RINGO_TRANSPORT_NET_INTERNAL_WIRE_H_
 #define RINGO_TRANSPORT_NET_INTERNAL_WIRE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -13,6 +14,26 @@
 #include "transport/socket.h"
 
 namespace ringo::transport::net::wire {
+
+// A connection's Test: finds `request` among its `requests` (a sequence of
+// unique_ptrs, in any order); when `finished(r)` holds, reports it done with
+// `size(r)` bytes and removes it. `progress` is what the connection's
+// progress step returned: a finished request is delivered even after an
+// error, an unfinished one gets the error.
+template <typename Requests, typename Req, typename Finished, typename Size>
+base::Status TakeIfDone(Requests& requests, const Req* request, const base::Status& progress,
+                        Finished finished, Size size, bool* done, size_t* bytes) {
+  *done = false;
+  for (auto it = requests.begin(); it != requests.end(); ++it) {
+    if (it->get() != request) continue;
+    if (!finished(**it)) return progress;
+    *done = true;
+    *bytes = size(**it);
+    requests.erase(it);
+    return base::Status();
+  }
+  return base::Internal("Test of a request this connection does not hold");
+}
 
 // A fault notice as an abort frame carries it.
 struct Notice {
