@@ -20,8 +20,8 @@
 #include "collectives/internal/boundary.h"
 #include "kernels/cuda/launch.h"
 #include "ringo/ringo.h"
-#include "transport/bootstrap.h"
-#include "transport/shared_region.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/shm/shared_region.h"
 
 using ringo::base::Status;
 using ringo::base::StatusOr;

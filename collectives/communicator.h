@@ -27,11 +27,11 @@
 #include "collectives/internal/user_ops.h"
 #include "collectives/planner.h"
 #include "kernels/host_executor.h"
-#include "transport/board.h"
-#include "transport/bootstrap.h"
-#include "transport/exchange.h"
-#include "transport/ring_links.h"
-#include "transport/shared_region.h"
+#include "transport/shm/board.h"
+#include "transport/bootstrap/bootstrap.h"
+#include "transport/bootstrap/exchange.h"
+#include "transport/connect/ring_links.h"
+#include "transport/shm/shared_region.h"
 #include "transport/signature.h"
 
 namespace ringo::collectives {

@@ -15,9 +15,9 @@
 #include "collectives/internal/gpu_placement.h"
 #include "collectives/p2p_engine.h"
 #include "collectives/ring_choice.h"
-#include "transport/mesh.h"
-#include "transport/p2p.h"
-#include "transport/p2p_ipc.h"
+#include "transport/bootstrap/mesh.h"
+#include "transport/cuda/p2p.h"
+#include "transport/cuda/p2p_ipc.h"
 
 namespace ringo::collectives {
 

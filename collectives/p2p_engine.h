@@ -41,9 +41,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "transport/counter.h"
-#include "transport/peer_links.h"
-#include "transport/shared_region.h"
+#include "transport/shm/counter.h"
+#include "transport/connect/peer_links.h"
+#include "transport/shm/shared_region.h"
 
 namespace ringo::collectives {
 

@@ -16,7 +16,7 @@
 #include "base/device/dtype.h"
 #include "base/status.h"
 #include "kernels/schedule.h"
-#include "transport/fifo.h"
+#include "transport/shm/fifo.h"
 #include "transport/signature.h"
 
 namespace ringo::kernels {

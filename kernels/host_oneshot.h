@@ -14,7 +14,7 @@
 
 #include "base/status.h"
 #include "kernels/host_executor.h"
-#include "transport/board.h"
+#include "transport/shm/board.h"
 #include "transport/signature.h"
 
 namespace ringo::kernels {

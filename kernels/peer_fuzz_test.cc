@@ -14,9 +14,9 @@
 #include "kernels/host_executor.h"
 #include "kernels/host_oneshot.h"
 #include "kernels/signature.h"
-#include "transport/board.h"
-#include "transport/fifo.h"
-#include "transport/ring_links.h"
+#include "transport/shm/board.h"
+#include "transport/shm/fifo.h"
+#include "transport/connect/ring_links.h"
 
 namespace ringo::kernels {
 namespace {

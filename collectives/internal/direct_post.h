@@ -10,7 +10,7 @@
 
 #include "base/status.h"
 #include "kernels/host_executor.h"
-#include "transport/shared_region.h"
+#include "transport/shm/shared_region.h"
 
 namespace ringo::collectives::internal {
 

@@ -28,7 +28,7 @@
 #include "kernels/cuda/device_types.h"
 #include "kernels/cuda/p2p_types.h"
 #include "kernels/host_executor.h"
-#include "transport/p2p.h"
+#include "transport/cuda/p2p.h"
 
 namespace ringo::collectives::internal {
 

@@ -18,8 +18,8 @@
 #include "base/status.h"
 #include "collectives/internal/gpu_comm.h"
 #include "collectives/p2p_engine.h"
-#include "transport/exchange.h"
-#include "transport/p2p_peers.h"
+#include "transport/bootstrap/exchange.h"
+#include "transport/cuda/p2p_peers.h"
 
 namespace ringo::collectives::internal {
 

@@ -23,7 +23,7 @@
 
 #include "base/status.h"
 #include "kernels/cuda/residency.h"
-#include "transport/bootstrap.h"
+#include "transport/bootstrap/bootstrap.h"
 
 namespace ringo::collectives::internal {
 

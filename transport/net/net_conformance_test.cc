@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "transport/fifo.h"
+#include "transport/shm/fifo.h"
 #include "transport/net/fake_net.h"
 #include "transport/net/ib_net.h"
 #include "transport/net/net.h"

@@ -36,7 +36,7 @@
 #include <thread>
 #include <vector>
 
-#include "transport/fifo.h"
+#include "transport/shm/fifo.h"
 #include "transport/net/net.h"
 
 namespace ringo::transport::net {

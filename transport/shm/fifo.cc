@@ -1,0 +1,198 @@
+#include "transport/shm/fifo.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "base/check.h"
+
+namespace ringo::transport {
+namespace {
+
+constexpr uint32_t kFifoMagic = 0x46474e52;  // "RNGF"
+constexpr uint32_t kFifoVersion = 3;
+
+// After a publish (seq_cst): a proxy that declared itself asleep (seq_cst)
+// before checking the counter either saw the publish or is woken here.
+inline void WakeProxy(FifoHeader* h) {
+  if (h->proxy_sleeping.load(std::memory_order_seq_cst) == 0) return;
+  const uint64_t one = 1;
+  if (h->proxy_wake_fd >= 0) (void)!::write(h->proxy_wake_fd, &one, sizeof(one));
+}
+class ProcessFifoMemory : public FifoMemory {
+ public:
+  explicit ProcessFifoMemory(size_t bytes) : base_(std::aligned_alloc(4096, bytes)) {
+    RINGO_CHECK(base_ != nullptr, "out of memory allocating a FIFO");
+  }
+  ~ProcessFifoMemory() override { std::free(base_); }
+  void* base() override { return base_; }
+
+ private:
+  void* base_;
+};
+
+}  // namespace
+
+void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, const ProcessId& receiver, size_t slot_prefix) {
+  std::memset(memory, 0, FifoBytes(slot_bytes, slot_prefix));  // touches every page now, not in the first collective
+  auto* h = new (memory) FifoHeader();
+  h->magic = kFifoMagic;
+  h->version = kFifoVersion;
+  h->slot_bytes = slot_bytes;
+  h->slot_prefix = slot_prefix;
+  h->slot_stride = slot_bytes + slot_prefix;
+  h->sender_rank = -1;
+  h->receiver_rank = receiver_rank;
+  h->receiver_process = receiver;
+}
+
+base::Status CheckFifo(const void* memory, size_t slot_bytes) {
+  const auto* h = static_cast<const FifoHeader*>(memory);
+  if (h->magic != kFifoMagic) return base::RemoteError("the peer's FIFO memory is not a Ringo FIFO (bad magic)");
+  if (h->version != kFifoVersion) {
+    return base::RemoteError("the peer's FIFO has layout version " + std::to_string(h->version) + ", this library " +
+                             std::to_string(kFifoVersion));
+  }
+  if (h->slot_bytes != slot_bytes || h->slot_prefix != 0 || h->slot_stride != slot_bytes) {
+    return base::RemoteError("the peer's FIFO has " + std::to_string(h->slot_bytes) + "-byte slots (stride " +
+                             std::to_string(h->slot_stride) + "), expected " + std::to_string(slot_bytes));
+  }
+  return base::OkStatus();
+}
+
+SendEnd::SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self)
+    : memory_(std::move(memory)) {
+  header_ = static_cast<FifoHeader*>(memory_->base());
+  RINGO_CHECK(header_->magic == kFifoMagic, "FIFO memory is not formatted (CheckFifo first)");
+  data_ = static_cast<char*>(memory_->base()) + kFifoDataOffset + header_->slot_prefix;
+  slot_bytes_ = header_->slot_bytes;
+  stride_ = header_->slot_stride;
+  header_->sender_rank = self_rank;
+  header_->sender_process = self;
+  tail_ = header_->tail.value.load(std::memory_order_acquire);
+  head_cache_ = header_->head.value.load(std::memory_order_acquire);
+}
+
+base::StatusOr<void*> SendEnd::Acquire(const WaitContext& ctx, int64_t step) {
+  if (tail_ - head_cache_ >= kSlots) {
+    const PeerRef peer{&header_->receiver_aborted, header_->receiver_rank, header_->receiver_process, "sending to",
+                       step, &header_->receiver_notice};
+    ASSIGN_OR_RETURN(head_cache_, WaitAtLeast(header_->head, tail_ - kSlots + 1, peer, ctx));
+  }
+  return static_cast<void*>(data_ + (tail_ % kSlots) * stride_);
+}
+
+void* SendEnd::TryAcquire() {
+  if (tail_ - head_cache_ >= kSlots) {
+    head_cache_ = header_->head.value.load(std::memory_order_acquire);
+    if (tail_ - head_cache_ >= kSlots) return nullptr;
+  }
+  return data_ + (tail_ % kSlots) * stride_;
+}
+
+bool SendEnd::Released(uint64_t posted) {
+  if (head_cache_ >= posted) return true;
+  head_cache_ = header_->head.value.load(std::memory_order_acquire);
+  return head_cache_ >= posted;
+}
+
+base::Status SendEnd::WaitReleased(uint64_t posted, const WaitContext& ctx, int64_t step) {
+  if (head_cache_ >= posted) return base::OkStatus();
+  const PeerRef peer{&header_->receiver_aborted, header_->receiver_rank, header_->receiver_process, "sending to",
+                     step, &header_->receiver_notice};
+  ASSIGN_OR_RETURN(head_cache_, WaitAtLeast(header_->head, posted, peer, ctx));
+  return base::OkStatus();
+}
+
+void SendEnd::Post(size_t bytes, const CallSignature& sig) {
+  SlotMeta& m = header_->meta[tail_ % kSlots];
+  m.bytes = bytes;
+  m.sig = sig;
+  ++tail_;
+  Publish(header_->tail, tail_);
+  WakeProxy(header_);
+}
+
+void SendEnd::Abort(const base::Status& why, int self_rank, uint64_t seq) {
+  WriteFaultNotice(header_->sender_notice, why, self_rank, seq);
+  header_->sender_aborted.store(1, std::memory_order_seq_cst);
+  WakeFifo(header_);
+}
+
+RecvEnd::RecvEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self)
+    : memory_(std::move(memory)) {
+  header_ = static_cast<FifoHeader*>(memory_->base());
+  RINGO_CHECK(header_->magic == kFifoMagic, "FIFO memory is not formatted (CheckFifo first)");
+  data_ = static_cast<char*>(memory_->base()) + kFifoDataOffset + header_->slot_prefix;
+  slot_bytes_ = header_->slot_bytes;
+  stride_ = header_->slot_stride;
+  header_->receiver_rank = self_rank;
+  header_->receiver_process = self;
+  head_ = header_->head.value.load(std::memory_order_acquire);
+  tail_cache_ = header_->tail.value.load(std::memory_order_acquire);
+}
+
+base::StatusOr<const void*> RecvEnd::Acquire(const WaitContext& ctx, int64_t step, size_t* bytes,
+                                             CallSignature* sig) {
+  const PeerRef peer{&header_->sender_aborted, header_->sender_rank, header_->sender_process, "receiving from",
+                     step, &header_->sender_notice};
+  if (tail_cache_ <= head_) {
+    ASSIGN_OR_RETURN(tail_cache_, WaitAtLeast(header_->tail, head_ + 1, peer, ctx));
+  }
+  const SlotMeta& m = header_->meta[head_ % kSlots];
+  *bytes = m.bytes;
+  if (sig != nullptr) *sig = m.sig;
+  if (*bytes > slot_bytes_) {
+    const std::string where = DescribeWait(peer, ctx);
+    return base::RemoteError(where + ": the peer posted " + std::to_string(*bytes) + " bytes into a " +
+                             std::to_string(slot_bytes_) + "-byte slot")
+        .WithOrigin(peer.rank, where + ": an oversized slot");
+  }
+  return static_cast<const void*>(data_ + (head_ % kSlots) * stride_);
+}
+
+base::StatusOr<const void*> RecvEnd::TryAcquire(size_t* bytes, CallSignature* sig) {
+  if (tail_cache_ <= head_) {
+    tail_cache_ = header_->tail.value.load(std::memory_order_acquire);
+    if (tail_cache_ <= head_) return static_cast<const void*>(nullptr);
+  }
+  const SlotMeta& m = header_->meta[head_ % kSlots];
+  *bytes = m.bytes;
+  if (sig != nullptr) *sig = m.sig;
+  if (*bytes > slot_bytes_) {
+    const std::string where = "rank " + std::to_string(header_->receiver_rank) + " receiving from peer rank " +
+                              std::to_string(header_->sender_rank);
+    return base::RemoteError(where + ": the peer posted " + std::to_string(*bytes) + " bytes into a " +
+                             std::to_string(slot_bytes_) + "-byte slot")
+        .WithOrigin(header_->sender_rank, where + ": an oversized slot");
+  }
+  return static_cast<const void*>(data_ + (head_ % kSlots) * stride_);
+}
+
+void RecvEnd::Release() {
+  ++head_;
+  Publish(header_->head, head_);
+  WakeProxy(header_);
+}
+
+void RecvEnd::Abort(const base::Status& why, int self_rank, uint64_t seq) {
+  WriteFaultNotice(header_->receiver_notice, why, self_rank, seq);
+  header_->receiver_aborted.store(1, std::memory_order_seq_cst);
+  WakeFifo(header_);
+}
+
+void WakeFifo(FifoHeader* header) {
+  Wake(header->tail);
+  Wake(header->head);
+}
+
+std::shared_ptr<FifoMemory> AllocateProcessFifo(size_t slot_bytes, int receiver_rank, size_t slot_prefix) {
+  auto memory = std::make_shared<ProcessFifoMemory>(FifoBytes(slot_bytes, slot_prefix));
+  InitFifo(memory->base(), slot_bytes, receiver_rank, SelfProcessId(), slot_prefix);
+  return memory;
+}
+
+}  // namespace ringo::transport

@@ -1,0 +1,172 @@
+// The connector FIFO of DESIGN.md: kSlots slots of slot_bytes, a `tail` the
+// sender advances after filling a slot and a `head` the receiver advances
+// after consuming one. The sender may fill slot tail % kSlots while
+// tail - head < kSlots. The memory (header + slots) lives on the receiver's
+// side: POSIX shared memory across processes, plain memory within one.
+//
+// Ordering: slot contents and slot metadata (size and the collective's
+// signature) are written before the tail is published and read after the
+// tail wait returns (release/acquire, see counter.h); the same for head.
+// Waits are counter.h's: spin, yield, futex, with a deadline, the local abort
+// flag, the peer's flag (and fault notice) and liveness. Each end has its own
+// abort flag and fault notice (peer_state.h), written by that end only.
+//
+// Everything in the header is also written by the peer, which may be buggy
+// or hostile: an end validates what it reads (a slot size beyond the slot is
+// an error naming the peer, never a read past the slot).
+#ifndef RINGO_TRANSPORT_SHM_FIFO_H_
+#define RINGO_TRANSPORT_SHM_FIFO_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "transport/shm/counter.h"
+#include "transport/peer_state.h"
+#include "transport/signature.h"
+
+namespace ringo::transport {
+
+inline constexpr int kSlots = 8;
+inline constexpr size_t kFifoDataOffset = 4096;
+
+using FifoCounter = SharedCounter;
+
+// What a posted slot holds: its size and the signature of the collective it
+// belongs to (seq 0: not checked).
+struct SlotMeta {
+  uint64_t bytes;
+  CallSignature sig;
+};
+
+struct FifoHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t slot_bytes;
+  // Slot i's data starts at kFifoDataOffset + i * slot_stride + slot_prefix.
+  // A FIFO whose slots a proxy moves over the network keeps a prefix before
+  // each slot, where the slot's metadata travels with its data (net/proxy.h);
+  // 0 elsewhere.
+  uint64_t slot_prefix;
+  uint64_t slot_stride;
+  int32_t sender_rank;
+  int32_t receiver_rank;
+  ProcessId sender_process;
+  ProcessId receiver_process;
+  std::atomic<uint32_t> sender_aborted{0};    // set by the sender's abort
+  std::atomic<uint32_t> receiver_aborted{0};  // set by the receiver's abort
+  FifoCounter tail;                           // advanced by the sender
+  FifoCounter head;                           // advanced by the receiver
+  alignas(64) SlotMeta meta[kSlots];
+  // A FIFO served by a network proxy in this process (net/proxy.h): set
+  // while the proxy sleeps, so that a post or a release wakes it through
+  // the eventfd. Never set in shared memory.
+  alignas(64) std::atomic<uint32_t> proxy_sleeping{0};
+  int32_t proxy_wake_fd = -1;
+  // Point-to-point pairs (peer_links.h): whether the receiver can copy
+  // straight out of the sender's buffers (0: not known yet, 1: yes, being
+  // in its process or reading it with process_vm_readv, 2: no), set by the
+  // receiver once.
+  std::atomic<uint32_t> receiver_pulls{0};
+  alignas(64) FaultNotice sender_notice;
+  FaultNotice receiver_notice;
+};
+static_assert(sizeof(FifoHeader) <= kFifoDataOffset, "header fits before the slots");
+
+inline size_t FifoBytes(size_t slot_bytes, size_t slot_prefix = 0) {
+  return kFifoDataOffset + kSlots * (slot_bytes + slot_prefix);
+}
+
+// Formats fresh FIFO memory (receiver side) and touches every page.
+void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, const ProcessId& receiver, size_t slot_prefix = 0);
+// Whether `memory` (FifoBytes(slot_bytes) long, mapped from a peer) holds a
+// formatted FIFO of that slot size; says what is wrong otherwise.
+base::Status CheckFifo(const void* memory, size_t slot_bytes);
+
+// Releases the memory a FIFO lives in when the last end goes.
+class FifoMemory {
+ public:
+  virtual ~FifoMemory() = default;
+  virtual void* base() = 0;
+};
+
+// The sending end. Owned by one thread (Abort: any thread).
+class SendEnd {
+ public:
+  // `memory` must pass CheckFifo.
+  SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self);
+  // Waits for a free slot; returns its memory (slot_bytes long).
+  base::StatusOr<void*> Acquire(const WaitContext& ctx, int64_t step);
+  // The free slot's memory, or null while the receiver holds every slot
+  // (never waits; point-to-point engines poll several ends).
+  void* TryAcquire();
+  // Publishes the acquired slot holding `bytes` of the collective `sig`.
+  void Post(size_t bytes, const CallSignature& sig = CallSignature());
+  // Slots posted so far, and whether the receiver has released all of the
+  // first `posted` (it has read them).
+  uint64_t posted() const { return tail_; }
+  bool Released(uint64_t posted);
+  // What a free slot waits for (the receiver's head reaching a value), for
+  // a waiter that sleeps on several ends at once (SleepUntilAny).
+  CounterTarget FreeSlotTarget() { return {&header_->head, tail_ < kSlots ? 0 : tail_ - kSlots + 1}; }
+  // The receiver has released the first `posted` slots (the same, blocking).
+  CounterTarget ReleasedTarget(uint64_t posted) { return {&header_->head, posted}; }
+  base::Status WaitReleased(uint64_t posted, const WaitContext& ctx, int64_t step);
+  // Writes this end's fault notice (`why`, which must not be OK), raises its
+  // abort flag and wakes both ends.
+  void Abort(const base::Status& why, int self_rank, uint64_t seq);
+  FifoHeader* header() { return header_; }
+  size_t slot_bytes() const { return slot_bytes_; }
+
+ private:
+  std::shared_ptr<FifoMemory> memory_;
+  FifoHeader* header_;
+  char* data_;  // slot 0's data
+  size_t slot_bytes_;
+  size_t stride_;
+  uint64_t tail_ = 0;         // next slot to fill
+  uint64_t head_cache_ = 0;   // last head seen
+};
+
+// The receiving end. Owned by one thread (Abort: any thread).
+class RecvEnd {
+ public:
+  RecvEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self);
+  // Waits for a filled slot; returns its memory, its size and (when `sig` is
+  // not null) its signature. A size beyond the slot is an error naming the
+  // sender.
+  base::StatusOr<const void*> Acquire(const WaitContext& ctx, int64_t step, size_t* bytes,
+                                      CallSignature* sig = nullptr);
+  // As Acquire, but null at once when no slot is filled.
+  base::StatusOr<const void*> TryAcquire(size_t* bytes, CallSignature* sig);
+  // What a filled slot waits for (the sender's tail), as SendEnd's.
+  CounterTarget FilledSlotTarget() { return {&header_->tail, head_ + 1}; }
+  // Frees the acquired slot for the sender.
+  void Release();
+  void Abort(const base::Status& why, int self_rank, uint64_t seq);
+  FifoHeader* header() { return header_; }
+  size_t slot_bytes() const { return slot_bytes_; }
+
+ private:
+  std::shared_ptr<FifoMemory> memory_;
+  FifoHeader* header_;
+  char* data_;  // slot 0's data
+  size_t slot_bytes_;
+  size_t stride_;
+  uint64_t head_ = 0;
+  uint64_t tail_cache_ = 0;
+};
+
+// Wakes waiters so they re-check the local abort flag.
+void WakeFifo(FifoHeader* header);
+
+// FIFO memory in this process (ranks that are threads of one process, and
+// the local end of a network edge, with `slot_prefix` bytes before each slot).
+std::shared_ptr<FifoMemory> AllocateProcessFifo(size_t slot_bytes, int receiver_rank, size_t slot_prefix = 0);
+
+}  // namespace ringo::transport
+
+#endif  // RINGO_TRANSPORT_SHM_FIFO_H_
