@@ -11,6 +11,7 @@
 #include "base/device/dtype.h"
 #include "kernels/host_direct.h"
 #include "kernels/host_oneshot.h"
+#include "kernels/host_ring.h"
 #include "kernels/signature.h"
 #include "base/logging.h"
 #include "collectives/device_choice.h"
@@ -125,8 +126,10 @@ transport::WaitContext Communicator::MakeWait(int channel) const {
 
 Status Communicator::RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan,
                                 const transport::CallSignature& sig) {
-  kernels::RingPlace place{rank_, nranks_, pos_, &order_};
-  kernels::ChannelPlan cp{plan.nchannels, channel, plan.slice_bytes, plan.stream_output};
+  const kernels::RingArgs ring =
+      kernels::MakeRingArgs(args, rank_, nranks_, pos_, order_.data(), plan.nchannels, plan.slice_bytes);
+  kernels::HostStores stores;
+  stores.stream_output = plan.stream_output;
   kernels::ChannelEnds ends;
   if (!links_.empty()) {
     ends.recv = links_[channel].recv.get();
@@ -134,7 +137,7 @@ Status Communicator::RunChannel(int channel, const kernels::CollArgs& args, cons
   }
   ends.wait = MakeWait(channel);
   ends.sig = sig;
-  Status st = kernels::RunHostChannel(args, place, cp, ends);
+  Status st = kernels::RunHostChannel(ring, channel, stores, ends);
   if (!st.ok()) Fail(st);
   return st;
 }
@@ -198,10 +201,6 @@ namespace {
 const char* CollName(kernels::Coll c) {
   static const char* const kNames[] = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"};
   return kNames[static_cast<int>(c)];
-}
-
-bool Reduces(kernels::Coll c) {
-  return c == kernels::Coll::kAllReduce || c == kernels::Coll::kReduceScatter || c == kernels::Coll::kReduce;
 }
 
 }  // namespace
@@ -290,7 +289,7 @@ Status Communicator::RunHost(const kernels::CollArgs& args, const transport::Cal
   // A rank whose call went to the one-shot or the direct path reads the
   // board: it finds this call's signature there instead of waiting for a post.
   if (!posted && sig.seq != 0 && board_) RETURN_IF_ERROR(board_->PostSignatureOnly(++board_seq_, sig, MakeWait(0)));
-  if (geometry_.deterministic && nranks_ > 1 && Reduces(args.coll)) return RunRingOrdered(args, sig);
+  if (geometry_.deterministic && nranks_ > 1 && kernels::Reduces(args.coll)) return RunRingOrdered(args, sig);
   return RunRing(args, plan, sig);
 }
 

@@ -26,7 +26,7 @@
 #include "base/status.h"
 #include "collectives/internal/user_ops.h"
 #include "collectives/planner.h"
-#include "kernels/host_executor.h"
+#include "kernels/coll_args.h"
 #include "transport/shm/board.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/exchange.h"

@@ -11,7 +11,7 @@
 #include "base/config.h"
 #include "kernels/cuda/device_types.h"
 #include "kernels/cuda/residency.h"
-#include "kernels/host_executor.h"
+#include "kernels/coll_args.h"
 
 namespace ringo::collectives {
 

@@ -11,7 +11,7 @@
 #include "base/config.h"
 #include "base/device/dtype.h"
 #include "gtest/gtest.h"
-#include "kernels/host_executor.h"
+#include "kernels/coll_args.h"
 
 namespace ringo::collectives {
 namespace {

@@ -22,7 +22,7 @@
 #include <cstdint>
 
 #include "base/status.h"
-#include "kernels/host_executor.h"
+#include "kernels/coll_args.h"
 #include "kernels/schedule.h"
 
 namespace ringo::kernels {

@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "base/status.h"
-#include "kernels/host_executor.h"
+#include "kernels/coll_args.h"
 #include "transport/shm/board.h"
 #include "transport/signature.h"
 

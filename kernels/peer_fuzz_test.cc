@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/host_executor.h"
+#include "kernels/host_ring.h"
 #include "kernels/host_oneshot.h"
 #include "kernels/signature.h"
 #include "transport/shm/board.h"
@@ -90,15 +90,14 @@ TEST(PeerFuzz, RingReceiveSurvivesRandomSlots) {
         recv.Release();
       }
     });
-    RingPlace place{0, 2, 0, &spec.order};
-    ChannelPlan plan{1, 0, 128, false};
+    const RingArgs ring = MakeRingArgs(args, 0, 2, 0, spec.order.data(), 1, 128);
     ChannelEnds ends;
     ends.recv = links[0][0].recv.get();
     ends.send = links[0][0].send.get();
     ends.wait = Wait(0);
     ends.sig = sig;
     const auto start = Clock::now();
-    base::Status st = RunHostChannel(args, place, plan, ends);
+    base::Status st = RunHostChannel(ring, 0, HostStores(), ends);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     stop.store(true);
     fake.join();

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "kernels/host_executor.h"
+#include "kernels/coll_args.h"
 #include "transport/signature.h"
 
 namespace ringo::kernels {

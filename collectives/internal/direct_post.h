@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "base/status.h"
-#include "kernels/host_executor.h"
+#include "kernels/coll_args.h"
 #include "transport/shm/shared_region.h"
 
 namespace ringo::collectives::internal {

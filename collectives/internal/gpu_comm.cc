@@ -15,18 +15,8 @@ using base::StatusOr;
 using kernels::gpu::DeviceFifo;
 using kernels::gpu::ErrorRecord;
 
-DeviceFifo ToDeviceFifo(const transport::P2pFifo& f, int peer_rank) {
-  DeviceFifo d;
-  d.slots = f.slots;
-  d.slot_bytes = f.slot_bytes;
-  d.tail = f.tail;
-  d.head = f.head;
-  d.sizes = f.sizes;
-  d.aborted = f.aborted;
-  d.ll_slots = f.ll_slots;
-  d.ll_slot_bytes = f.ll_slot_bytes;
-  d.peer_rank = peer_rank;
-  return d;
+DeviceFifo ToDeviceFifo(const transport::P2pFifo& f, bool receiving, int peer_rank) {
+  return kernels::gpu::DeviceFifoAt(f.header, f.geometry, receiving, peer_rank, f.abort_word);
 }
 
 namespace {
@@ -72,8 +62,8 @@ StatusOr<std::unique_ptr<GpuComm>> GpuComm::Create(int rank, int nranks, int dev
     const int prev = (g->pos_ + nranks - 1) % nranks;
     const int next = (g->pos_ + 1) % nranks;
     for (int c = 0; c < geometry.nchannels; ++c) {
-      g->channels_[c].recv = ToDeviceFifo(g->ends_->Recv(c), order[prev]);
-      g->channels_[c].send = ToDeviceFifo(g->ends_->Send(c), order[next]);
+      g->channels_[c].recv = ToDeviceFifo(g->ends_->Recv(c), true, order[prev]);
+      g->channels_[c].send = ToDeviceFifo(g->ends_->Send(c), false, order[next]);
     }
   }
   const DeviceSlices slices = MaxDeviceSlices(geometry);  // for the protocol choice
@@ -105,20 +95,7 @@ Status GpuComm::Enqueue(const kernels::CollArgs& args, void* stream) {
   if (args.count == 0) return Status();  // every rank skips it alike
   const DevicePlan plan = Plan(args);
   kernels::gpu::DeviceCollArgs a;
-  a.coll = args.coll;
-  a.dtype = args.dtype;
-  a.op = args.op;
-  a.scalar = args.scalar;
-  a.scalar_ptr = args.scalar_ptr;
-  a.send = args.send;
-  a.recv = args.recv;
-  a.count = args.count;
-  a.root = args.root;
-  a.rank = rank_;
-  a.nranks = nranks_;
-  a.pos = pos_;
-  for (int p = 0; p < nranks_; ++p) a.order[p] = order_[p];
-  a.slice_bytes = plan.slice_bytes;
+  a.ring = kernels::MakeRingArgs(args, rank_, nranks_, pos_, order_.data(), plan.nchannels, plan.slice_bytes);
   a.proto = plan.proto;
   ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device_));
   if (ranks_sharing_gpu_ > 1) {
@@ -129,8 +106,7 @@ Status GpuComm::Enqueue(const kernels::CollArgs& args, void* stream) {
   RETURN_IF_ERROR(order_launches_.Before(stream, done));
   RETURN_IF_ERROR(kernels::gpu::LaunchRingKernel(
       a, channels_.data(), static_cast<const kernels::gpu::DeviceChannel*>(device_channels_.get()),
-      plan.nchannels, stream, static_cast<ErrorRecord*>(error_.device()),
-      static_cast<const int*>(abort_.device()), timeout_ns_));
+      plan.nchannels, stream, Guard()));
   return order_launches_.After(stream, done);
 }
 
@@ -142,9 +118,17 @@ Status GpuComm::EnqueueP2p(const kernels::gpu::P2pKernelArgs& args, void* stream
   }
   DoneEvent done(&done_);
   RETURN_IF_ERROR(order_launches_.Before(stream, done));
-  RETURN_IF_ERROR(kernels::gpu::LaunchP2pKernel(args, stream, static_cast<ErrorRecord*>(error_.device()),
-                                                static_cast<const int*>(abort_.device()), timeout_ns_));
+  RETURN_IF_ERROR(kernels::gpu::LaunchP2pKernel(args, stream, Guard()));
   return order_launches_.After(stream, done);
+}
+
+kernels::gpu::KernelGuard GpuComm::Guard() const {
+  kernels::gpu::KernelGuard g;
+  g.abort = static_cast<const volatile int*>(abort_.device());
+  g.error = static_cast<ErrorRecord*>(error_.device());
+  g.timeout_ns = timeout_ns_;
+  g.rank = rank_;
+  return g;
 }
 
 Status GpuComm::Synchronize() { return done_.Synchronize(); }

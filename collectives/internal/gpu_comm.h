@@ -27,13 +27,14 @@
 #include "collectives/planner.h"
 #include "kernels/cuda/device_types.h"
 #include "kernels/cuda/p2p_types.h"
-#include "kernels/host_executor.h"
+#include "kernels/coll_args.h"
 #include "transport/cuda/p2p.h"
 
 namespace ringo::collectives::internal {
 
-// A connector FIFO as the kernels address it, for the peer `peer_rank`.
-kernels::gpu::DeviceFifo ToDeviceFifo(const transport::P2pFifo& f, int peer_rank);
+// One end of a connector as the kernels address it (`receiving`: this rank
+// receives on it), the other end being `peer_rank`.
+kernels::gpu::DeviceFifo ToDeviceFifo(const transport::P2pFifo& f, bool receiving, int peer_rank);
 
 class GpuComm {
  public:
@@ -78,6 +79,8 @@ class GpuComm {
 
  private:
   GpuComm() = default;
+  // This rank's abort flag, error record and deadline, as its kernels check them.
+  kernels::gpu::KernelGuard Guard() const;
 
   int rank_ = 0;
   int nranks_ = 1;

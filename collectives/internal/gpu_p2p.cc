@@ -42,7 +42,7 @@ Status GpuP2p::Run(const std::vector<P2pOp>& ops, void* stream, GpuComm& gpu) {
     kernels::gpu::P2pLane& lane = args->lanes[args->nlanes++];
     lane.kind = kind;
     lane.peer = peer;
-    if (fifo != nullptr) lane.fifo = ToDeviceFifo(*fifo, peer);
+    if (fifo != nullptr) lane.fifo = ToDeviceFifo(*fifo, kind == P2pLaneKind::kRecv, peer);
     lane.first_op = op_index;
     return lane;
   };

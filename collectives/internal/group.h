@@ -16,7 +16,7 @@
 #include "base/status.h"
 #include "collectives/communicator.h"
 #include "collectives/p2p_engine.h"
-#include "kernels/host_executor.h"
+#include "kernels/coll_args.h"
 #include "ringo/ringo.h"
 
 namespace ringo::collectives::internal {

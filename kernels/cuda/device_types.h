@@ -13,19 +13,21 @@
 #include <cstdint>
 
 #include "base/device/dtype.h"
+#include "kernels/ring_loop.h"
+#include "transport/fifo_layout.h"
 #include "kernels/schedule.h"
 
 namespace ringo::kernels::gpu {
 
-// Slots per connector; equals transport::kSlots (transport/fifo.h).
-inline constexpr int kFifoSlots = 8;
+// Slots per connector: the one count of transport/fifo_layout.h.
+inline constexpr int kFifoSlots = transport::kSlots;
 // Channels one launch runs (one CUDA block each). The channel table lives in
 // device memory (its owner uploads it once, see LaunchRingKernel), so the
 // kernel's parameters stay small whatever the count.
 inline constexpr int kMaxChannels = 64;
-// Ring orders up to this many ranks travel inside the kernel parameters;
-// larger rings pass DeviceCollArgs::device_order.
-inline constexpr int kMaxInlineRanks = 64;
+// A GPU ring carries its order inside the kernel parameters (RingArgs), so
+// it has at most kernels::kMaxInlineRanks ranks.
+using kernels::kMaxInlineRanks;
 // Threads per block of the ring kernel (both protocols).
 inline constexpr int kRingThreads = 512;
 // A Simple slot carries at most slot_bytes - kSlotShiftPad bytes of data: the
@@ -42,28 +44,36 @@ enum class Proto : int {
   kLL = 1,      // data and flag in each 8-byte store; no tail wait; for small messages
 };
 
-// One direction of one connector, as one end sees it. Mirrors transport/fifo.h:
-// for a FifoHeader h at device address `base`,
-//   slots = base + kFifoDataOffset, slot_bytes = h.slot_bytes,
-//   tail = &h.tail.value, head = &h.head.value, sizes = h.sizes,
-//   aborted = &h.aborted.
-// The LL buffer is separate memory on the same side as the slots.
-// Both ends of a connector name the same memory; each end writes one counter:
-// the sender `tail`, the receiver `head`. A kernel starts from the counter
-// values it finds (its own counter, written by the previous kernel on the same
-// stream), so connections persist across launches and protocol changes.
+// One end of one connector as a kernel addresses it: pointers into a FIFO
+// laid out as transport/fifo_layout.h says (DeviceFifoAt below computes
+// them from the header's device address), so a GPU FIFO is the same memory a
+// host FIFO or a proxied one is. Both ends of a connector name the same
+// memory; each end writes one counter: the sender `tail`, the receiver
+// `head`. A kernel starts from the counter values it finds (its own counter,
+// written by the previous kernel on the same stream), so connections persist
+// across launches and protocol changes.
 struct DeviceFifo {
-  void* slots = nullptr;            // kFifoSlots * slot_bytes (Simple)
-  uint64_t slot_bytes = 0;  // a slice of up to slot_bytes - kSlotShiftPad, at a shift of 0..15
-  uint64_t* tail = nullptr;         // steps the sender has posted (system-scope atomic)
-  uint64_t* head = nullptr;         // steps the receiver has consumed (system-scope atomic)
-  uint64_t* sizes = nullptr;  // each Simple slot's bytes and shift (slot_shift.h); may be null (no
-                              // size check, shift 0)
-  const uint32_t* aborted = nullptr;  // the connector's abort flag (either side sets it); may be null
-  void* ll_slots = nullptr;         // kFifoSlots * ll_slot_bytes of 16-byte LL lines; 16-byte aligned
+  void* slots = nullptr;     // slot 0's Simple data; slot i at slots + i * slot_stride
+  uint64_t slot_bytes = 0;   // a slice of up to slot_bytes - kSlotShiftPad, at a shift of 0..15
+  uint64_t slot_stride = 0;  // between two slots' data
+  uint64_t* tail = nullptr;  // steps the sender has posted (system-scope atomic)
+  uint64_t* head = nullptr;  // steps the receiver has consumed (system-scope atomic)
+  // Every slot's metadata: a Simple slot's bytes and shift (slot_shift.h),
+  // a point-to-point slot's bytes; may be null (no size check, shift 0).
+  transport::SlotMeta* meta = nullptr;
+  const uint32_t* aborted = nullptr;  // the peer end's abort word; may be null
+  void* ll_slots = nullptr;           // kFifoSlots * ll_slot_bytes of 16-byte LL lines; 16-byte aligned
   uint64_t ll_slot_bytes = 0;
-  int peer_rank = -1;               // the rank at the other end, for error reports
+  int peer_rank = -1;  // the rank at the other end, for error reports
 };
+
+// The handle of one end of the FIFO whose header is at `header` as the
+// device addresses it (never read on the host: only offsets are computed).
+// `receiving`: this end is the receiver (it polls the sender's abort word).
+// `abort_word`, where given, replaces the peer's abort word (rings of one
+// process share a flag in mapped host memory per edge instead).
+DeviceFifo DeviceFifoAt(void* header, const transport::FifoGeometry& geometry, bool receiving, int peer_rank,
+                        const uint32_t* abort_word = nullptr);
 
 // A channel as one rank sees it: the connector from its ring predecessor and
 // the connector to its ring successor.
@@ -72,32 +82,14 @@ struct DeviceChannel {
   DeviceFifo send;
 };
 
-// One collective on one rank. Buffers are device pointers aligned to the
-// datatype's size (any further alignment: 16-byte vectors are used where the
-// pointers of a step share their offset modulo 16).
+// One collective on one rank: the ring collective (MakeRingArgs: counts in
+// the datatype's elements; buffers are device pointers aligned to the
+// datatype's size, and 16-byte vectors are used where the pointers of a step
+// share their offset modulo 16) and the protocol. ring.slice_bytes is at
+// most slot_bytes - kSlotShiftPad (Simple) or ll_slot_bytes / 2 (LL).
 struct DeviceCollArgs {
-  Coll coll = Coll::kAllReduce;
-  base::DataType dtype = base::DataType::kFloat32;
-  base::RedOp op = base::RedOp::kSum;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  // As kernels::CollArgs: AllReduce, Broadcast, Reduce: elements;
-  // ReduceScatter: elements per rank received; AllGather: elements per rank sent.
-  int64_t count = 0;
-  int root = 0;    // rank (Broadcast, Reduce)
-  int rank = 0;
-  int nranks = 1;
-  int pos = 0;     // this rank's ring position
-  int order[kMaxInlineRanks] = {};   // ring position -> rank, when nranks <= kMaxInlineRanks
-  const int* device_order = nullptr; // device array of nranks entries, used when nranks > kMaxInlineRanks
-  int64_t slice_bytes =
-      0;  // chunk bytes: <= slot_bytes - kSlotShiftPad (Simple), <= ll_slot_bytes / 2 (LL)
+  RingArgs ring;
   Proto proto = Proto::kSimple;
-  // RedOp::kPreMulSum: this rank's scalar, one value of dtype in the low
-  // bytes, or (when scalar_ptr is set) read by the kernel from device memory
-  // when it starts (NCCL's ncclScalarDevice).
-  uint64_t scalar = 0;
-  const void* scalar_ptr = nullptr;
 };
 
 // Why a kernel gave up.
@@ -126,6 +118,15 @@ struct ErrorRecord {
   uint64_t expected;   // counter value (Simple), LL flag, or chunk bytes (size mismatch) awaited
   uint64_t observed;   // the value last seen
   uint64_t waited_ns;  // how long the wait lasted
+};
+
+// What every kernel's waits check and where they report (internal/device_fifo.cuh's
+// Watchdog): the rank's abort flag, its deadline and its error record.
+struct KernelGuard {
+  const volatile int* abort = nullptr;  // host-mapped; may be null
+  ErrorRecord* error = nullptr;         // host-mapped; may be null
+  uint64_t timeout_ns = 0;              // 0: no deadline
+  int rank = 0;                         // for the error record
 };
 
 }  // namespace ringo::kernels::gpu

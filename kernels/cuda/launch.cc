@@ -3,6 +3,7 @@
 // Compiled by the host compiler; the kernels live in the ring_*.cu objects.
 #include "kernels/cuda/launch.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -124,8 +125,10 @@ Status CheckFifo(const DeviceFifo& f, const char* which, int c, int64_t slice_by
   return base::OkStatus();
 }
 
-Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels,
+Status CheckArgs(const DeviceCollArgs& d, const DeviceChannel* channels,
                  const DeviceChannel* device_channels, int nchannels) {
+  const RingArgs& r = d.ring;
+  const CollArgs& a = r.call;
   if (!base::IsValidDataType(static_cast<int>(a.dtype))) return base::InvalidArgument("unknown datatype");
   if (static_cast<int>(a.op) < 0 || static_cast<int>(a.op) >= base::kNumReduceOps) {
     return base::InvalidArgument("unknown reduction op");
@@ -133,12 +136,15 @@ Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels,
   if (static_cast<int>(a.coll) < 0 || static_cast<int>(a.coll) > static_cast<int>(Coll::kReduce)) {
     return base::InvalidArgument("unknown collective");
   }
-  if (a.nranks < 1 || a.pos < 0 || a.pos >= a.nranks || a.rank < 0 || a.rank >= a.nranks) {
+  if (r.nranks < 1 || r.pos < 0 || r.pos >= r.nranks || r.rank < 0 || r.rank >= r.nranks) {
     return base::InvalidArgument("rank, position or rank count out of range");
   }
-  if (a.root < 0 || a.root >= a.nranks) return base::InvalidArgument("root out of range");
-  if (a.nranks > kMaxInlineRanks && a.device_order == nullptr) {
-    return base::InvalidArgument("more than " + std::to_string(kMaxInlineRanks) + " ranks need device_order");
+  if (a.root < 0 || a.root >= r.nranks) return base::InvalidArgument("root out of range");
+  if (r.nranks > kMaxInlineRanks) {
+    return base::InvalidArgument("a GPU ring takes at most " + std::to_string(kMaxInlineRanks) + " ranks");
+  }
+  if (r.root_pos < 0 || r.root_pos >= r.nranks || r.order[r.root_pos] != a.root) {
+    return base::InvalidArgument("root_pos is not the root's ring position");
   }
   if (a.count < 0) return base::InvalidArgument("negative count");
   const size_t esize = base::DataTypeSize(a.dtype);
@@ -146,30 +152,29 @@ Status CheckArgs(const DeviceCollArgs& a, const DeviceChannel* channels,
   if (!Aligned(a.send, esize) || !Aligned(a.recv, esize)) {
     return base::InvalidArgument("buffers must be aligned to the datatype's size");
   }
-  if (a.proto != Proto::kSimple && a.proto != Proto::kLL) return base::InvalidArgument("unknown protocol");
-  if (a.nranks == 1) return base::OkStatus();  // a device copy: no channel
+  if (d.proto != Proto::kSimple && d.proto != Proto::kLL) return base::InvalidArgument("unknown protocol");
+  if (r.nranks == 1) return base::OkStatus();  // a device copy: no channel
   if (nchannels < 1 || nchannels > kMaxChannels || channels == nullptr ||
-      device_channels == nullptr) {
+      device_channels == nullptr || r.nchannels != nchannels) {
     return base::InvalidArgument("between 1 and " + std::to_string(kMaxChannels) +
                                  " channels, in host and in device memory");
   }
   // Every chunk must hold at least one element of the kernel's type.
-  if (a.slice_bytes < static_cast<int64_t>(esize)) {
-    return base::InvalidArgument("slice_bytes " + std::to_string(a.slice_bytes) + " below one element");
+  if (r.slice_bytes < static_cast<int64_t>(esize)) {
+    return base::InvalidArgument("slice_bytes " + std::to_string(r.slice_bytes) + " below one element");
   }
   for (int c = 0; c < nchannels; ++c) {
-    RETURN_IF_ERROR(CheckFifo(channels[c].recv, "recv", c, a.slice_bytes, a.proto));
-    RETURN_IF_ERROR(CheckFifo(channels[c].send, "send", c, a.slice_bytes, a.proto));
+    RETURN_IF_ERROR(CheckFifo(channels[c].recv, "recv", c, r.slice_bytes, d.proto));
+    RETURN_IF_ERROR(CheckFifo(channels[c].send, "send", c, r.slice_bytes, d.proto));
   }
   return base::OkStatus();
 }
 
 // A collective of one rank: its output is its input (every op of one
 // operand is the identity, float avg included: x * 1), so a device copy.
-Status CopyOneRank(const DeviceCollArgs& a, void* stream) {
+Status CopyOneRank(const CollArgs& a, void* stream) {
   const int64_t bytes = a.count * static_cast<int64_t>(base::DataTypeSize(a.dtype));
-  const bool reduces = a.coll == Coll::kAllReduce || a.coll == Coll::kReduce || a.coll == Coll::kReduceScatter;
-  if (reduces && a.op == RedOp::kPreMulSum) {
+  if (Reduces(a.coll) && a.op == RedOp::kPreMulSum) {
     // The one operand still meets its scalar.
     if (a.count == 0) return base::OkStatus();
     return LaunchResult(Dispatch<PreFn>(a.dtype, a.op, a.send, a.recv, a.count, a.scalar, a.scalar_ptr, stream),
@@ -240,68 +245,52 @@ int64_t MaxSliceBytes(const DeviceFifo& fifo, Proto proto) {
              : 0;
 }
 
+DeviceFifo DeviceFifoAt(void* header, const transport::FifoGeometry& geometry, bool receiving, int peer_rank,
+                        const uint32_t* abort_word) {
+  using transport::FifoHeader;
+  char* base = static_cast<char*>(header);
+  DeviceFifo f;
+  f.slots = base + geometry.SlotOffset(0);
+  f.slot_bytes = geometry.slot_bytes;
+  f.slot_stride = geometry.stride();
+  f.tail = reinterpret_cast<uint64_t*>(base + offsetof(FifoHeader, tail));
+  f.head = reinterpret_cast<uint64_t*>(base + offsetof(FifoHeader, head));
+  f.meta = reinterpret_cast<transport::SlotMeta*>(base + offsetof(FifoHeader, meta));
+  f.aborted = abort_word != nullptr
+                  ? abort_word
+                  : reinterpret_cast<const uint32_t*>(base + (receiving ? offsetof(FifoHeader, sender_aborted)
+                                                                        : offsetof(FifoHeader, receiver_aborted)));
+  f.ll_slots = geometry.ll_slot_bytes > 0 ? base + geometry.LLOffset() : nullptr;
+  f.ll_slot_bytes = geometry.ll_slot_bytes;
+  f.peer_rank = peer_rank;
+  return f;
+}
+
 namespace internal {
 
-Status BuildRingParams(const DeviceCollArgs& args, const DeviceChannel* channels, int nchannels,
-                       ErrorRecord* mapped_error, const int* mapped_abort, uint64_t timeout_ns, RingKernelParams* p,
-                       DataType* kernel_dtype, RedOp* kernel_op) {
-  *p = RingKernelParams{};
-  p->channels = channels;
-  std::memcpy(p->order, args.order, sizeof(p->order));
-  p->device_order = args.device_order;
-  p->send = args.send;
-  p->recv = args.recv;
-  p->count = args.count;
-  p->slice_bytes = args.slice_bytes;
-  p->coll = args.coll;
-  p->nranks = args.nranks;
-  p->pos = args.pos;
-  p->rank = args.rank;
-  p->nchannels = nchannels;
-  p->abort = mapped_abort;
-  p->error = mapped_error;
-  p->timeout_ns = timeout_ns;
-  p->scalar = args.scalar;
-  p->scalar_ptr = args.scalar_ptr;
-  p->root_pos = 0;
-  if (args.coll == Coll::kBroadcast || args.coll == Coll::kReduce) {
-    if (args.nranks > kMaxInlineRanks) {
-      return base::InvalidArgument("Broadcast and Reduce take at most " + std::to_string(kMaxInlineRanks) +
-                                   " ranks (the root's ring position is found in the inline order)");
-    }
-    for (int q = 0; q < args.nranks; ++q) {
-      if (args.order[q] == args.root) p->root_pos = q;
-    }
-  }
-  *kernel_dtype = args.dtype;
-  *kernel_op = args.op;
-  if (args.coll == Coll::kAllGather || args.coll == Coll::kBroadcast) {
-    p->count = args.count * static_cast<int64_t>(base::DataTypeSize(args.dtype));
-    *kernel_dtype = DataType::kUint8;
-    *kernel_op = RedOp::kSum;
-  }
-  return base::OkStatus();
+RingKernelParams BuildRingParams(const DeviceCollArgs& args, const DeviceChannel* channels,
+                                 const KernelGuard& guard) {
+  RingKernelParams p{};
+  p.ring = LoopArgs(args.ring);
+  p.channels = channels;
+  p.guard = guard;
+  return p;
 }
 
 }  // namespace internal
 
 Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* host_channels,
                         const DeviceChannel* device_channels, int nchannels, void* cuda_stream,
-                        ErrorRecord* mapped_error, const int* mapped_abort, uint64_t timeout_ns) {
+                        const KernelGuard& guard) {
   if (!KernelsBuilt()) return NotBuilt();
   RETURN_IF_ERROR(CheckArgs(args, host_channels, device_channels, nchannels));
-  if (args.nranks == 1) return CopyOneRank(args, cuda_stream);
-  RingKernelParams p;
-  DataType dtype;
-  RedOp op;
-  RETURN_IF_ERROR(internal::BuildRingParams(args, device_channels, nchannels, mapped_error,
-                                            mapped_abort, timeout_ns, &p, &dtype, &op));
-  return LaunchResult(Dispatch<RingFn>(dtype, op, p, args.proto, cuda_stream),
-                      std::string("ring kernel ") + Where(args.dtype, args.op));
+  if (args.ring.nranks == 1) return CopyOneRank(args.ring.call, cuda_stream);
+  const RingKernelParams p = internal::BuildRingParams(args, device_channels, guard);
+  return LaunchResult(Dispatch<RingFn>(p.ring.call.dtype, p.ring.call.op, p, args.proto, cuda_stream),
+                      std::string("ring kernel ") + Where(args.ring.call.dtype, args.ring.call.op));
 }
 
-Status LaunchP2pKernel(const P2pKernelArgs& args, void* cuda_stream, ErrorRecord* mapped_error,
-                       const int* mapped_abort, uint64_t timeout_ns) {
+Status LaunchP2pKernel(const P2pKernelArgs& args, void* cuda_stream, const KernelGuard& guard) {
   if (!KernelsBuilt()) return NotBuilt();
   if (args.nlanes < 1 || args.nlanes > kMaxP2pLanes) {
     return base::InvalidArgument("between 1 and " + std::to_string(kMaxP2pLanes) + " lanes");
@@ -319,13 +308,10 @@ Status LaunchP2pKernel(const P2pKernelArgs& args, void* cuda_stream, ErrorRecord
     }
   }
 #if RINGO_CUDA_KERNELS
-  return LaunchResult(internal::LaunchP2pTyped(args, mapped_abort, mapped_error, timeout_ns, cuda_stream),
-                      "point-to-point kernel");
+  return LaunchResult(internal::LaunchP2pTyped(args, guard, cuda_stream), "point-to-point kernel");
 #else
   (void)cuda_stream;
-  (void)mapped_error;
-  (void)mapped_abort;
-  (void)timeout_ns;
+  (void)guard;
   return NotBuilt();
 #endif
 }

@@ -34,13 +34,13 @@ bool KernelsBuilt();
 // on each other: separate non-blocking streams, every block resident, see
 // residency.h and LoadRingKernels).
 //
-// One rank (args.nranks == 1) is a device-to-device copy of the input into
+// One rank (args.ring.nranks == 1) is a device-to-device copy of the input into
 // the output (nothing when they are the same buffer); no channel is used and
 // the channel arguments may be null.
 //
-// Waits give up after `timeout_ns` without progress (0: never) or when
-// `*mapped_abort` becomes non-zero (null: not checked); the kernel then records
-// the peer and step in `*mapped_error` (null: not recorded) and returns, so
+// Waits give up after guard.timeout_ns without progress (0: never) or when
+// *guard.abort becomes non-zero (null: not checked); the kernel then records
+// the peer and step in *guard.error (null: not recorded) and returns, so
 // the stream completes. Both live in host memory mapped for the device and
 // must outlive the kernel. Read the record after the stream completes (or
 // poll `code` while it runs): ErrorRecordStatus turns it into a Status.
@@ -50,8 +50,7 @@ bool KernelsBuilt();
 // launch error is the launch call's own result.
 base::Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* host_channels,
                               const DeviceChannel* device_channels, int nchannels,
-                              void* cuda_stream, ErrorRecord* mapped_error, const int* mapped_abort,
-                              uint64_t timeout_ns);
+                              void* cuda_stream, const KernelGuard& guard);
 
 // Loads every ring, reduction and copy kernel on `device` now (CUDA loads
 // modules lazily by default, and loading a kernel at its first launch may
@@ -78,11 +77,9 @@ base::Status LaunchCopyKernel(const void* src, void* dst, int64_t bytes, void* c
 
 // Enqueues a batch of sends and receives (p2p_types.h) on `cuda_stream`:
 // one block per lane. Every peer must enqueue the matching operations (a
-// send waits for its receiver's slots); the error record, abort flag and
-// timeout are LaunchRingKernel's. Checks the lanes (counters and slots
+// send waits for its receiver's slots); the guard is LaunchRingKernel's. Checks the lanes (counters and slots
 // where a lane needs them, operations in range) before launching.
-base::Status LaunchP2pKernel(const P2pKernelArgs& args, void* cuda_stream, ErrorRecord* mapped_error,
-                             const int* mapped_abort, uint64_t timeout_ns);
+base::Status LaunchP2pKernel(const P2pKernelArgs& args, void* cuda_stream, const KernelGuard& guard);
 
 // The largest slice a channel can carry with `proto`: the slot size less
 // kSlotShiftPad for Simple, half the LL slot (rounded down to whole lines)

@@ -57,35 +57,33 @@ std::string NoGpuReason() {
 
 TEST(RingKernelArgs, RejectsBadArgumentsBeforeTouchingCuda) {
   DeviceCollArgs a;
-  a.nranks = 2;
-  a.pos = 0;
-  a.rank = 0;
-  a.count = 16;
-  a.slice_bytes = 256;
+  a.ring.nranks = 2;
+  a.ring.nchannels = 1;
+  a.ring.order[1] = 1;
+  a.ring.call.count = 16;
+  a.ring.slice_bytes = 256;
   DeviceChannel ch;  // null FIFOs
   const DeviceChannel* table = &ch;  // never read: the checks refuse first
+  const KernelGuard guard;
   if (!KernelsBuilt()) {
-    EXPECT_FALSE(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).ok());
+    EXPECT_FALSE(LaunchRingKernel(a, &ch, table, 1, nullptr, guard).ok());
     return;
   }
   float buf[16];
-  a.send = buf;
-  a.recv = buf;
-  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(),
+  a.ring.call.send = buf;
+  a.ring.call.recv = buf;
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, guard).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 0, nullptr, guard).code(), base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, kMaxChannels + 1, nullptr, guard).code(),
             base::Code::kInvalidArgument);
-  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 0, nullptr, nullptr, nullptr, 0).code(),
-            base::Code::kInvalidArgument);
-  EXPECT_EQ(LaunchRingKernel(a, &ch, table, kMaxChannels + 1, nullptr, nullptr, nullptr, 0).code(),
-            base::Code::kInvalidArgument);
-  EXPECT_EQ(LaunchRingKernel(a, &ch, nullptr, 1, nullptr, nullptr, nullptr, 0).code(),
-            base::Code::kInvalidArgument);
-  a.root = 5;
-  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(),
-            base::Code::kInvalidArgument);
-  a.root = 0;
-  a.send = reinterpret_cast<const char*>(buf) + 1;  // not float-aligned
-  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, nullptr, nullptr, 0).code(),
-            base::Code::kInvalidArgument);
+  EXPECT_EQ(LaunchRingKernel(a, &ch, nullptr, 1, nullptr, guard).code(), base::Code::kInvalidArgument);
+  a.ring.call.root = 5;
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, guard).code(), base::Code::kInvalidArgument);
+  a.ring.call.root = 1;  // not at root_pos 0
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, guard).code(), base::Code::kInvalidArgument);
+  a.ring.call.root = 0;
+  a.ring.call.send = reinterpret_cast<const char*>(buf) + 1;  // not float-aligned
+  EXPECT_EQ(LaunchRingKernel(a, &ch, table, 1, nullptr, guard).code(), base::Code::kInvalidArgument);
   EXPECT_EQ(LaunchReduceKernel(DataType::kFloat32, static_cast<RedOp>(9), buf, buf, buf, 1, nullptr).code(),
             base::Code::kInvalidArgument);
 }
@@ -137,9 +135,8 @@ void Cuda(cudaError_t err, const char* what) {
 }
 #define CUDA(call) Cuda((call), #call)
 
-// FIFO memory of one connector, laid out like transport/fifo.h: counters and
-// sizes first, slots from byte 4096, then the LL slots.
-constexpr size_t kTailAt = 0, kHeadAt = 64, kSizesAt = 128, kAbortedAt = 192, kSlotsAt = 4096;
+// FIFO memory of one connector: transport/fifo_layout.h's, zeroed (the
+// kernels read no header field but the counters, metadata and abort words).
 
 // N ranks on one GPU: FIFOs for every ring edge and channel, a stream, an
 // error record per ring position, one abort flag, and each position's
@@ -154,7 +151,7 @@ class GpuRing {
     const base::StatusOr<RingResidency> loaded = LoadRingKernels(0);
     if (!loaded.ok()) throw std::runtime_error(loaded.status().ToString());
     for (int q = 0; q < n_; ++q) order_.push_back(n_ - 1 - q);
-    const size_t bytes = kSlotsAt + kFifoSlots * (slot_bytes_ + ll_slot_bytes_);
+    const size_t bytes = Geometry().Bytes();
     if (n_ > 1) {
       for (int e = 0; e < n_ * nch_; ++e) {
         void* m = nullptr;
@@ -197,8 +194,15 @@ class GpuRing {
   const std::vector<int>& order() const { return order_; }
   cudaStream_t stream(int pos) const { return streams_[pos]; }
   ErrorRecord& error(int pos) { return errors_[pos]; }
-  ErrorRecord* error_dev(int pos) { return errors_dev_ + pos; }
-  const int* abort_dev() const { return abort_dev_; }
+  // Ring position `pos`'s abort flag, error record and deadline.
+  KernelGuard Guard(int pos, int rank, uint64_t timeout_ns) const {
+    KernelGuard g;
+    g.abort = abort_dev_;
+    g.error = errors_dev_ + pos;
+    g.timeout_ns = timeout_ns;
+    g.rank = rank;
+    return g;
+  }
   void SetAbort(int v) { *reinterpret_cast<volatile int*>(abort_) = v; }
 
   // Position `pos`'s channel table in device memory (null for one rank).
@@ -211,26 +215,18 @@ class GpuRing {
     const int prev = (pos + n_ - 1) % n_;
     const int next = (pos + 1) % n_;
     for (int c = 0; c < nch_; ++c) {
-      out[c].recv = Fifo(prev, c, order_[prev]);
-      out[c].send = Fifo(pos, c, order_[next]);
+      out[c].recv = Fifo(prev, c, true, order_[prev]);
+      out[c].send = Fifo(pos, c, false, order_[next]);
     }
     return out;
   }
 
  private:
-  DeviceFifo Fifo(int edge, int c, int peer) const {
-    char* m = edges_[edge * nch_ + c];
-    DeviceFifo f;
-    f.tail = reinterpret_cast<uint64_t*>(m + kTailAt);
-    f.head = reinterpret_cast<uint64_t*>(m + kHeadAt);
-    f.sizes = reinterpret_cast<uint64_t*>(m + kSizesAt);
-    f.aborted = reinterpret_cast<const uint32_t*>(m + kAbortedAt);
-    f.slots = m + kSlotsAt;
-    f.slot_bytes = slot_bytes_;
-    f.ll_slots = m + kSlotsAt + kFifoSlots * slot_bytes_;
-    f.ll_slot_bytes = ll_slot_bytes_;
-    f.peer_rank = peer;
-    return f;
+  transport::FifoGeometry Geometry() const {
+    return transport::FifoGeometry{static_cast<uint64_t>(slot_bytes_), 0, static_cast<uint64_t>(ll_slot_bytes_)};
+  }
+  DeviceFifo Fifo(int edge, int c, bool receiving, int peer) const {
+    return DeviceFifoAt(edges_[edge * nch_ + c], Geometry(), receiving, peer);
   }
 
   int n_;
@@ -332,24 +328,20 @@ void RunCase(GpuRing& ring, Buffers& buf, const Case& c) {
 
   for (int q = 0; q < n; ++q) {
     const int rank = ring.rank_at(q);
+    CollArgs call;
+    call.coll = c.coll;
+    call.dtype = c.dtype;
+    call.op = c.op;
+    call.send = send_dev[rank];
+    call.recv = recv_dev[rank];
+    call.count = c.count;
+    call.root = c.root;
     DeviceCollArgs a;
-    a.coll = c.coll;
-    a.dtype = c.dtype;
-    a.op = c.op;
-    a.send = send_dev[rank];
-    a.recv = recv_dev[rank];
-    a.count = c.count;
-    a.root = c.root;
-    a.rank = rank;
-    a.nranks = n;
-    a.pos = q;
-    for (int p = 0; p < n; ++p) a.order[p] = ring.order()[p];
-    a.slice_bytes = c.slice_bytes;
+    a.ring = MakeRingArgs(call, rank, n, q, ring.order().data(), ring.nchannels(), c.slice_bytes);
     a.proto = c.proto;
     const std::vector<DeviceChannel> ch = ring.Channels(q);
-    const base::Status st =
-        LaunchRingKernel(a, ch.data(), ring.table(q), ring.nchannels(), ring.stream(q),
-                         ring.error_dev(q), ring.abort_dev(), 20'000'000'000ull);
+    const base::Status st = LaunchRingKernel(a, ch.data(), ring.table(q), ring.nchannels(), ring.stream(q),
+                                             ring.Guard(q, rank, 20'000'000'000ull));
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   for (int q = 0; q < n; ++q) CUDA(cudaStreamSynchronize(ring.stream(q)));
@@ -460,23 +452,20 @@ INSTANTIATE_TEST_SUITE_P(Ranks, RingSweep, testing::Values(1, 2, 3, 4, 8),
 
 // Launches position `pos` alone (its peers never run).
 void LaunchAlone(GpuRing& ring, Buffers& buf, int pos, int64_t count, uint64_t timeout_ns) {
+  const int rank = ring.rank_at(pos);
+  CollArgs call;
+  call.coll = Coll::kAllReduce;
+  call.dtype = DataType::kFloat32;
+  call.op = RedOp::kSum;
+  call.send = buf.send(rank) + kPad;
+  call.recv = buf.recv(rank) + kPad;
+  call.count = count;
   DeviceCollArgs a;
-  a.coll = Coll::kAllReduce;
-  a.dtype = DataType::kFloat32;
-  a.op = RedOp::kSum;
-  a.rank = ring.rank_at(pos);
-  a.send = buf.send(a.rank) + kPad;
-  a.recv = buf.recv(a.rank) + kPad;
-  a.count = count;
-  a.nranks = ring.nranks();
-  a.pos = pos;
-  for (int p = 0; p < ring.nranks(); ++p) a.order[p] = ring.order()[p];
-  a.slice_bytes = 1024;
+  a.ring = MakeRingArgs(call, rank, ring.nranks(), pos, ring.order().data(), ring.nchannels(), 1024);
   const std::vector<DeviceChannel> ch = ring.Channels(pos);
   CUDA(cudaDeviceSynchronize());  // the buffers' setup (legacy stream) before a non-blocking stream
-  const base::Status st =
-      LaunchRingKernel(a, ch.data(), ring.table(pos), ring.nchannels(), ring.stream(pos),
-                       ring.error_dev(pos), ring.abort_dev(), timeout_ns);
+  const base::Status st = LaunchRingKernel(a, ch.data(), ring.table(pos), ring.nchannels(), ring.stream(pos),
+                                           ring.Guard(pos, rank, timeout_ns));
   ASSERT_TRUE(st.ok()) << st.ToString();
 }
 
@@ -514,18 +503,15 @@ TEST(RingKernelFailure, MismatchedCountsAreReported) {
   GpuRing ring(2, 1, kSlotBytes, kLLSlotBytes);
   Buffers buf(2, 1 << 20);
   for (int q = 0; q < 2; ++q) {
+    const int rank = ring.rank_at(q);
+    CollArgs call;
+    call.send = buf.send(rank) + kPad;
+    call.recv = buf.recv(rank) + kPad;
+    call.count = q == 0 ? 1000 : 2000;
     DeviceCollArgs a;
-    a.rank = ring.rank_at(q);
-    a.send = buf.send(a.rank) + kPad;
-    a.recv = buf.recv(a.rank) + kPad;
-    a.count = q == 0 ? 1000 : 2000;
-    a.nranks = 2;
-    a.pos = q;
-    for (int p = 0; p < 2; ++p) a.order[p] = ring.order()[p];
-    a.slice_bytes = 256;
+    a.ring = MakeRingArgs(call, rank, 2, q, ring.order().data(), 1, 256);
     const std::vector<DeviceChannel> ch = ring.Channels(q);
-    ASSERT_TRUE(LaunchRingKernel(a, ch.data(), ring.table(q), 1, ring.stream(q), ring.error_dev(q),
-                                 ring.abort_dev(), 500'000'000ull)
+    ASSERT_TRUE(LaunchRingKernel(a, ch.data(), ring.table(q), 1, ring.stream(q), ring.Guard(q, rank, 500'000'000ull))
                     .ok());
   }
   for (int q = 0; q < 2; ++q) CUDA(cudaStreamSynchronize(ring.stream(q)));

@@ -1,5 +1,5 @@
-// The kernels' ring loop (internal/ring_loop.h), parameter building
-// (launch.cc's BuildRingParams) and element loop (internal/reduce_copy.h)
+// The ring loop (kernels/ring_loop.h) over the kernels' parameter building
+// (launch.cc's BuildRingParams) and element loop (internal/reduce_copy.h),
 // run on the CPU: ranks are threads, the primitives move chunks through host
 // queues and compute with the kernels' own ReduceCopy, run once per emulated
 // GPU thread. Every collective x datatype x op against the host reference.
@@ -26,11 +26,11 @@
 #include "base/device/dtype.h"
 #include "kernels/cuda/device_types.h"
 #include "kernels/cuda/internal/reduce_copy.h"
-#include "kernels/cuda/internal/ring_loop.h"
 #include "kernels/cuda/internal/ring_params.h"
 #include "kernels/cuda/internal/slot_shift.h"
 #include "kernels/cuda/internal/test_reference.h"
 #include "kernels/reduce_op.h"
+#include "kernels/ring_loop.h"
 
 namespace ringo::kernels::gpu::internal {
 namespace {
@@ -191,20 +191,21 @@ struct Case {
 // (datatype, op) as BuildRingParams chose it.
 template <typename K, RedOp kOp>
 std::string RunRank(const RingKernelParams& p, std::vector<Edge>& edges) {
-  const int n = p.nranks;
-  for (int c = 0; c < p.nchannels; ++c) {
-    Edge* in = &edges[c * n + (p.pos + n - 1) % n];
-    Edge* out = &edges[c * n + p.pos];
+  const RingArgs& r = p.ring;
+  const int n = r.nranks;
+  for (int c = 0; c < r.nchannels; ++c) {
+    Edge* in = &edges[c * n + (r.pos + n - 1) % n];
+    Edge* out = &edges[c * n + r.pos];
     QueuePrims<K, kOp> prims(in, out, n);
-    RunRing<K>(p, c, prims);
-    if (prims.failed()) return "rank " + std::to_string(p.rank) + " channel " + std::to_string(c) + ": " + prims.error;
+    RunRingChannel<K>(r, c, prims);
+    if (prims.failed()) return "rank " + std::to_string(r.rank) + " channel " + std::to_string(c) + ": " + prims.error;
   }
   return "";
 }
 
 template <typename T, RedOp kOp>
-std::string RunRankTyped(const RingKernelParams& p, DataType kernel_dtype, std::vector<Edge>& edges) {
-  if (kernel_dtype == DataType::kUint8 && !std::is_same<T, uint8_t>::value) {
+std::string RunRankTyped(const RingKernelParams& p, std::vector<Edge>& edges) {
+  if (p.ring.call.dtype == DataType::kUint8 && !std::is_same<T, uint8_t>::value) {
     return RunRank<uint8_t, RedOp::kSum>(p, edges);  // AllGather / Broadcast as bytes
   }
   return RunRank<T, kOp>(p, edges);
@@ -238,29 +239,21 @@ void RunCase(const Case& c) {
   for (int q = 0; q < n; ++q) order[q] = n % 3 != 0 ? (3 * q + 1) % n : n - 1 - q;  // not the identity
   const int root = n > 1 ? n - 2 : 0;
   std::vector<std::unique_ptr<RingKernelParams>> params;
-  std::vector<DataType> kernel_dtype(n);
   for (int q = 0; q < n; ++q) {
+    CollArgs call;
+    call.coll = c.coll;
+    call.dtype = c.dtype;
+    call.op = c.op;
+    call.send = send[order[q]];
+    call.recv = recv[order[q]];
+    call.count = c.count;
+    call.root = root;
     DeviceCollArgs a;
-    a.coll = c.coll;
-    a.dtype = c.dtype;
-    a.op = c.op;
-    a.rank = order[q];
-    a.send = send[a.rank];
-    a.recv = recv[a.rank];
-    a.count = c.count;
-    a.root = root;
-    a.nranks = n;
-    a.pos = q;
-    for (int p = 0; p < n; ++p) a.order[p] = order[p];
-    a.slice_bytes = c.slice_bytes;
-    params.push_back(std::make_unique<RingKernelParams>());
-    RedOp kop;
-    ASSERT_TRUE(BuildRingParams(a, nullptr, c.nchannels, nullptr, nullptr, 0, params[q].get(),
-                                &kernel_dtype[q], &kop)
-                    .ok());
+    a.ring = MakeRingArgs(call, order[q], n, q, order.data(), c.nchannels, c.slice_bytes);
+    params.push_back(std::make_unique<RingKernelParams>(BuildRingParams(a, nullptr, KernelGuard())));
   }
   for (int q = 0; q < n; ++q) {
-    threads.emplace_back([&, q] { errors[q] = RunRankTyped<T, kOp>(*params[q], kernel_dtype[q], edges); });
+    threads.emplace_back([&, q] { errors[q] = RunRankTyped<T, kOp>(*params[q], edges); });
   }
   for (auto& t : threads) t.join();
   for (const std::string& e : errors) ASSERT_EQ(e, "");

@@ -39,26 +39,25 @@ __device__ __forceinline__ void BlockCopy(char* dst, const char* src, uint64_t n
   for (uint64_t i = t; i < n; i += stride) dst[i] = src[i];
 }
 
+// The size the sender stored for slot `step` (read after the tail's acquire).
+__device__ __forceinline__ uint64_t SlotBytes(const DeviceFifo& f, uint64_t step) {
+  return *static_cast<volatile uint64_t*>(&f.meta[step % kFifoSlots].bytes);
+}
+
 __global__ void __launch_bounds__(kP2pThreads) P2pKernel(const __grid_constant__ P2pKernelArgs a,
-                                                         const volatile int* abort, ErrorRecord* error,
-                                                         uint64_t timeout_ns) {
-  __shared__ RingKernelParams watch;  // the fields the watchdog reads
+                                                         const __grid_constant__ KernelGuard guard) {
   __shared__ int failed;
   __shared__ uint64_t first_step;
   const P2pLane& lane = a.lanes[blockIdx.x];
   const DeviceFifo& f = lane.fifo;
   if (threadIdx.x == 0) {
-    watch.abort = abort;
-    watch.error = error;
-    watch.timeout_ns = timeout_ns;
-    watch.rank = a.rank;
     failed = 0;
     first_step = lane.kind == P2pLaneKind::kSend   ? LoadOwnCounter(f.tail)
                  : lane.kind == P2pLaneKind::kRecv ? LoadOwnCounter(f.head)
                                                    : 0;
   }
   __syncthreads();
-  const Watchdog watchdog(watch, static_cast<int>(blockIdx.x), &failed);
+  const Watchdog watchdog(guard, static_cast<int>(blockIdx.x), &failed);
   if (lane.kind == P2pLaneKind::kSelf) {
     for (int k = 0; k < lane.nops; ++k) {
       const P2pOpSpan& op = a.ops[lane.first_op + k];
@@ -76,7 +75,7 @@ __global__ void __launch_bounds__(kP2pThreads) P2pKernel(const __grid_constant__
     for (uint64_t c = 0; c < nchunks; ++c, ++step) {
       const uint64_t offset = c * chunk;
       const uint64_t n = op.bytes - offset < chunk ? op.bytes - offset : chunk;
-      char* slot = static_cast<char*>(f.slots) + (step % kFifoSlots) * f.slot_bytes;
+      char* slot = static_cast<char*>(f.slots) + (step % kFifoSlots) * f.slot_stride;
       if (threadIdx.x == 0) {
         if (sending) {
           const uint64_t target = step + 1 < kFifoSlots ? 0 : step + 1 - kFifoSlots;
@@ -87,9 +86,9 @@ __global__ void __launch_bounds__(kP2pThreads) P2pKernel(const __grid_constant__
         } else if (seen < step + 1 &&
                    WaitCounter(f.tail, step + 1, f.aborted, watchdog,
                                WaitSite{lane.peer, 1, static_cast<int64_t>(step), step + 1}, &seen) &&
-                   f.sizes != nullptr && f.sizes[step % kFifoSlots] != n) {
+                   f.meta != nullptr && SlotBytes(f, step) != n) {
           watchdog.Fail(KernelError::kSizeMismatch, WaitSite{lane.peer, 1, static_cast<int64_t>(step), n},
-                        f.sizes[step % kFifoSlots], 0);
+                        SlotBytes(f, step), 0);
         }
       }
       __syncthreads();
@@ -102,7 +101,7 @@ __global__ void __launch_bounds__(kP2pThreads) P2pKernel(const __grid_constant__
       __syncthreads();
       if (threadIdx.x == 0) {
         if (sending) {
-          if (f.sizes != nullptr) f.sizes[step % kFifoSlots] = n;
+          if (f.meta != nullptr) f.meta[step % kFifoSlots].bytes = n;
           PostCounter(f.tail, step + 1);
         } else {
           PostCounter(f.head, step + 1);
@@ -114,10 +113,8 @@ __global__ void __launch_bounds__(kP2pThreads) P2pKernel(const __grid_constant__
 
 }  // namespace
 
-int LaunchP2pTyped(const P2pKernelArgs& args, const int* abort, ErrorRecord* error, uint64_t timeout_ns,
-                   void* stream) {
-  const volatile int* a = abort;
-  void* params[] = {const_cast<P2pKernelArgs*>(&args), &a, &error, &timeout_ns};
+int LaunchP2pTyped(const P2pKernelArgs& args, const KernelGuard& guard, void* stream) {
+  void* params[] = {const_cast<P2pKernelArgs*>(&args), const_cast<KernelGuard*>(&guard)};
   return static_cast<int>(cudaLaunchKernel(P2pKernel, dim3(static_cast<unsigned>(args.nlanes)), dim3(kP2pThreads),
                                            params, 0, static_cast<cudaStream_t>(stream)));
 }

@@ -1,6 +1,8 @@
 #include "transport/cuda/p2p.h"
 
 #include <string>
+
+#include "transport/shm/fifo.h"
 #include <utility>
 
 #if RINGO_P2P_CUDA
@@ -13,21 +15,35 @@ using base::Status;
 using base::StatusOr;
 
 uint64_t P2pFifoBytes(uint64_t slot_bytes, uint64_t ll_slot_bytes) {
-  return kP2pSlotsOffset + kP2pSlots * (slot_bytes + ll_slot_bytes);
+  return FifoGeometry{slot_bytes, 0, ll_slot_bytes}.Bytes();
 }
 
 P2pFifo P2pFifoAt(void* base, uint64_t slot_bytes, uint64_t ll_slot_bytes, int device) {
-  char* b = static_cast<char*>(base);
   P2pFifo f;
-  f.tail = reinterpret_cast<uint64_t*>(b + kP2pTailOffset);
-  f.head = reinterpret_cast<uint64_t*>(b + kP2pHeadOffset);
-  f.sizes = reinterpret_cast<uint64_t*>(b + kP2pSizesOffset);
-  f.slots = b + kP2pSlotsOffset;
-  f.slot_bytes = slot_bytes;
-  f.ll_slots = b + kP2pSlotsOffset + kP2pSlots * slot_bytes;
-  f.ll_slot_bytes = ll_slot_bytes;
+  f.header = static_cast<FifoHeader*>(base);
+  f.geometry = FifoGeometry{slot_bytes, 0, ll_slot_bytes};
   f.device = device;
   return f;
+}
+
+Status FormatP2pFifo(void* base, uint64_t slot_bytes, uint64_t ll_slot_bytes, void* stream) {
+#if RINGO_P2P_CUDA
+  // The header as a host FIFO's (receiver unnamed: kernels report ranks from
+  // their own records), written into zeroed device memory.
+  FifoHeader header;
+  FormatFifoHeader(&header, FifoGeometry{slot_bytes, 0, ll_slot_bytes}, -1, ProcessId{});
+  const auto s = static_cast<cudaStream_t>(stream);
+  RINGO_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(base, 0, P2pFifoBytes(slot_bytes, ll_slot_bytes), s));
+  RINGO_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(base, &header, sizeof(header), cudaMemcpyHostToDevice, s));
+  RINGO_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(s));
+  return Status();
+#else
+  (void)base;
+  (void)slot_bytes;
+  (void)ll_slot_bytes;
+  (void)stream;
+  return base::InvalidUsage("GPU p2p transport: Ringo was built without the CUDA toolkit");
+#endif
 }
 
 StatusOr<std::unique_ptr<P2pRing>> P2pRing::Create(const P2pRingSpec& spec) {
@@ -115,12 +131,10 @@ Status P2pRing::Allocate() {
       P2pFifo& f = edges_[pos * nch + c];
       // The destructor frees memory_[i] on edges_[i].device.
       f = P2pFifoAt(m, spec_.slot_bytes, spec_.ll_slot_bytes, receiver);
-      f.aborted = flags + pos * nch + c;
-      RINGO_CUDA_RETURN_IF_ERROR(cudaMemset(m, 0, bytes));
+      f.abort_word = flags + pos * nch + c;
+      // Formatted (and synchronised) before any kernel of another stream reads the counters.
+      RETURN_IF_ERROR(FormatP2pFifo(m, spec_.slot_bytes, spec_.ll_slot_bytes, nullptr));
     }
-    // cudaMemset is asynchronous on the legacy stream: the zeroes must land
-    // before any kernel of another stream reads the counters.
-    RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
   }
   return Status();
 }

@@ -7,12 +7,11 @@
 // GPUs differ). Ranks that are separate processes use P2pIpcRing
 // (transport/p2p_ipc.h: CUDA IPC handles exchanged through the bootstrap).
 //
-// Memory layout of one connector (the layout of transport/fifo.h's header):
-// tail at byte 0, head at 64, sizes[kSlots] at 128, an abort word at 256 and
-// a release word at 320 (used by P2pIpcRing only), Simple slots from 4096,
-// then the LL slots; all zeroed at creation. P2pRing's abort flags live in
-// pinned host memory mapped for every device instead, so a host thread can
-// raise them with a plain store while a kernel polls them.
+// Memory layout of one connector: transport/fifo_layout.h's, like every
+// FIFO's (the header, the Simple slots, then the LL slots), formatted at
+// creation. P2pRing's abort flags live in pinned host memory mapped for every
+// device instead of the header's words, so a host thread can raise them with
+// a plain store while a kernel polls them.
 //
 // Thread safety: a P2pRing is immutable after Create() except for the abort
 // flags (RaiseAbort, any thread). Ownership: it owns every allocation and
@@ -27,23 +26,21 @@
 
 #include "base/cuda.h"
 #include "base/status.h"
+#include "transport/fifo_layout.h"
 
 namespace ringo::transport {
 
-// One connector's memory as both of its ends (and the kernels) address it.
-// Mirrors kernels::gpu::DeviceFifo, which the communicator fills from it.
+// One connector as this process addresses it: a FIFO laid out as
+// transport/fifo_layout.h says, in the receiver's device memory (the
+// header's address is a device address, never dereferenced on the host).
 struct P2pFifo {
-  void* slots = nullptr;  // kSlots * slot_bytes, 16-byte aligned
-  uint64_t slot_bytes = 0;
-  uint64_t* tail = nullptr;     // written by the sender
-  uint64_t* head = nullptr;     // written by the receiver
-  uint64_t* sizes = nullptr;    // kSlots entries
-  // The connector's abort flag, non-zero: stop. P2pRing: mapped host memory
-  // (device address == host address under UVA); P2pIpcRing: the word at
-  // kP2pAbortOffset in the connector's device memory.
-  uint32_t* aborted = nullptr;
-  void* ll_slots = nullptr;     // kSlots * ll_slot_bytes, 16-byte aligned
-  uint64_t ll_slot_bytes = 0;
+  FifoHeader* header = nullptr;
+  FifoGeometry geometry;
+  // The word both ends' kernels poll instead of the header's own abort
+  // words; null: the header's. P2pRing: one flag per edge in mapped host
+  // memory (device address == host address under UVA), so a host thread
+  // raises it with a plain store while a kernel polls it.
+  uint32_t* abort_word = nullptr;
   int device = -1;  // where the memory lives: the receiver's device (-1: not visible in this process)
 };
 
@@ -56,18 +53,7 @@ struct P2pRingSpec {
   uint64_t ll_slot_bytes = 0;  // LL slot; a multiple of 16
 };
 
-// Offsets inside one connector's device allocation.
-inline constexpr uint64_t kP2pTailOffset = 0;
-inline constexpr uint64_t kP2pHeadOffset = 64;
-inline constexpr uint64_t kP2pSizesOffset = 128;
-inline constexpr uint64_t kP2pAbortOffset = 256;    // uint32; P2pIpcRing's abort word
-inline constexpr uint64_t kP2pReleaseOffset = 320;  // uint32; P2pIpcRing's release handshake
-inline constexpr uint64_t kP2pSlotsOffset = 4096;
-inline constexpr uint64_t kP2pSlots = 8;  // Simple and LL slots each; kernels::gpu::kFifoSlots
-
-// The connector laid out at `base` (device memory of `device`), as above;
-// `aborted` is left for the caller (mapped host memory in process, the
-// connector's own abort word across processes).
+// The connector whose header is at `base` (device memory of `device`).
 P2pFifo P2pFifoAt(void* base, uint64_t slot_bytes, uint64_t ll_slot_bytes, int device);
 
 // Lets device `from` load and store device `to`'s memory (no-op when they are
@@ -77,6 +63,9 @@ base::Status EnablePeerAccess(int from, int to);
 
 // Bytes of device memory one connector takes.
 uint64_t P2pFifoBytes(uint64_t slot_bytes, uint64_t ll_slot_bytes);
+// Formats the connector at `base` (device memory, current device): its header
+// as fifo_layout.h's, everything else zero. Blocking.
+base::Status FormatP2pFifo(void* base, uint64_t slot_bytes, uint64_t ll_slot_bytes, void* stream);
 
 // One rank's view of a p2p ring: the connector it receives on and the one it
 // sends on, per channel, and the way to tell both neighbours to stop. What the

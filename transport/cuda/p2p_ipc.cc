@@ -74,9 +74,7 @@ int PositionOf(const std::vector<int>& order, int rank) {
 P2pFifo FifoAt(void* base, int channel, const P2pIpcSpec& spec, int device) {
   char* b = static_cast<char*>(base) +
             static_cast<uint64_t>(channel) * P2pIpcStride(spec.slot_bytes, spec.ll_slot_bytes);
-  P2pFifo f = P2pFifoAt(b, spec.slot_bytes, spec.ll_slot_bytes, device);
-  f.aborted = reinterpret_cast<uint32_t*>(b + kP2pAbortOffset);
-  return f;
+  return P2pFifoAt(b, spec.slot_bytes, spec.ll_slot_bytes, device);
 }
 
 }  // namespace
@@ -149,13 +147,15 @@ Status P2pIpcRing::AllocateOwn() {
   cudaStream_t stream = nullptr;
   RINGO_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   stream_ = stream;
-  const uint64_t bytes = P2pIpcStride(spec_.slot_bytes, spec_.ll_slot_bytes) * spec_.nchannels;
-  RINGO_CUDA_RETURN_IF_ERROR(cudaMalloc(&own_, bytes));
+  const uint64_t stride = P2pIpcStride(spec_.slot_bytes, spec_.ll_slot_bytes);
+  RINGO_CUDA_RETURN_IF_ERROR(cudaMalloc(&own_, stride * spec_.nchannels));
   Shared().Register(own_, spec_.device);
-  // Zeroed and visible before any peer can open it (the exchange follows).
-  RINGO_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(own_, 0, bytes, stream));
-  RINGO_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  for (int c = 0; c < spec_.nchannels; ++c) recv_.push_back(FifoAt(own_, c, spec_, spec_.device));
+  // Formatted and visible before any peer can open it (the exchange follows).
+  for (int c = 0; c < spec_.nchannels; ++c) {
+    RETURN_IF_ERROR(FormatP2pFifo(static_cast<char*>(own_) + c * stride, spec_.slot_bytes, spec_.ll_slot_bytes,
+                                  stream));
+    recv_.push_back(FifoAt(own_, c, spec_, spec_.device));
+  }
   return Status();
 }
 
@@ -230,12 +230,13 @@ void P2pIpcRing::RaiseAbort() {
   auto scope = base::ScopedDevice::Enter(spec_.device);
   auto stream = static_cast<cudaStream_t>(stream_);
   const void* one = words_.host();
-  // Errors have nowhere to go here; the deadline still stops the peers.
+  // Errors have nowhere to go here; the deadline still stops the peers. This
+  // rank is the receiver of recv_ and the sender of send_.
   for (const P2pFifo& f : recv_) {
-    (void)cudaMemcpyAsync(f.aborted, one, sizeof(uint32_t), cudaMemcpyDefault, stream);
+    (void)cudaMemcpyAsync(&f.header->receiver_aborted, one, sizeof(uint32_t), cudaMemcpyDefault, stream);
   }
   for (const P2pFifo& f : send_) {
-    (void)cudaMemcpyAsync(f.aborted, one, sizeof(uint32_t), cudaMemcpyDefault, stream);
+    (void)cudaMemcpyAsync(&f.header->sender_aborted, one, sizeof(uint32_t), cudaMemcpyDefault, stream);
   }
   cudaGetLastError();
 }
@@ -246,8 +247,8 @@ void P2pIpcRing::ReleaseAndFree() {
   // 1. Tell the successor this rank is done with its memory (after any abort
   // write: same stream), then unmap it.
   if (peer_ != nullptr) {
-    (void)cudaMemcpyAsync(static_cast<char*>(peer_) + kP2pReleaseOffset, words_.host(),
-                          sizeof(uint32_t), cudaMemcpyDefault, stream);
+    (void)cudaMemcpyAsync(&static_cast<FifoHeader*>(peer_)->sender_released, words_.host(), sizeof(uint32_t),
+                          cudaMemcpyDefault, stream);
     (void)cudaStreamSynchronize(stream);
     if (peer_opened_) (void)cudaIpcCloseMemHandle(peer_);
     if (peer_retained_) Shared().Release(peer_);
@@ -275,7 +276,7 @@ void P2pIpcRing::ReleaseAndFree() {
     auto* seen = static_cast<volatile uint32_t*>(words_.host()) + 1;
     while (own_ != nullptr && !released) {
       *seen = 0;
-      if (cudaMemcpyAsync(const_cast<uint32_t*>(seen), static_cast<char*>(own_) + kP2pReleaseOffset,
+      if (cudaMemcpyAsync(const_cast<uint32_t*>(seen), &static_cast<FifoHeader*>(own_)->sender_released,
                           sizeof(uint32_t), cudaMemcpyDefault, stream) != cudaSuccess ||
           cudaStreamSynchronize(stream) != cudaSuccess) {
         break;  // the device is unusable: nothing more to learn

@@ -139,8 +139,6 @@ TEST(P2pIpcRing, StrideKeepsEachConnectorOnItsOwnPages) {
     EXPECT_GE(stride, P2pFifoBytes(slot, 1024));
     EXPECT_LT(stride - P2pFifoBytes(slot, 1024), 4096u);
   }
-  EXPECT_LT(kP2pSizesOffset + 8 * sizeof(uint64_t), kP2pAbortOffset + 0);
-  EXPECT_LT(kP2pReleaseOffset + sizeof(uint32_t), kP2pSlotsOffset);
 }
 
 // Two ranks (threads) through a real bootstrap where no GPU is usable: both

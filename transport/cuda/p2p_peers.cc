@@ -38,11 +38,7 @@ std::vector<int> Missing(const std::vector<int>& peers, int self, int nranks,
   return out;
 }
 
-P2pFifo FifoIn(void* base, uint64_t slot_bytes, int device) {
-  P2pFifo f = P2pFifoAt(base, slot_bytes, kLLSlotBytes, device);
-  f.aborted = reinterpret_cast<uint32_t*>(static_cast<char*>(base) + kP2pAbortOffset);
-  return f;
-}
+P2pFifo FifoIn(void* base, uint64_t slot_bytes, int device) { return P2pFifoAt(base, slot_bytes, kLLSlotBytes, device); }
 
 }  // namespace
 
@@ -75,9 +71,8 @@ Status GpuPeerLinks::Offer(int peer, Own* own) {
     const uint64_t bytes = P2pFifoBytes(spec_.slot_bytes, kLLSlotBytes);
     RINGO_CUDA_RETURN_IF_ERROR(cudaMalloc(&own->memory, bytes));
     owned_.push_back(own->memory);
-    // Zeroed before any peer can open it (the offer follows).
-    RINGO_CUDA_RETURN_IF_ERROR(cudaMemset(own->memory, 0, bytes));
-    RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+    // Formatted before any peer can open it (the offer follows).
+    RETURN_IF_ERROR(FormatP2pFifo(own->memory, spec_.slot_bytes, kLLSlotBytes, nullptr));
     cudaIpcMemHandle_t handle;
     RINGO_CUDA_RETURN_IF_ERROR(cudaIpcGetMemHandle(&handle, own->memory));
     RINGO_CUDA_RETURN_IF_ERROR(

@@ -33,7 +33,7 @@ TEST(P2pRing, RejectsBadSpecs) {
   s = Spec(2);
   s.devices.pop_back();
   EXPECT_EQ(P2pRing::Create(s).status().code(), base::Code::kInvalidArgument);
-  EXPECT_EQ(P2pFifoBytes(4096, 1024), kP2pSlotsOffset + 8 * (4096 + 1024));
+  EXPECT_EQ(P2pFifoBytes(4096, 1024), kFifoDataOffset + 8 * (4096 + 1024));
 }
 
 TEST(P2pRing, WithoutCudaToolkitSaysSo) {
@@ -54,17 +54,16 @@ TEST(P2pRing, AllocatesZeroedConnectorsOnOneGpu) {
     for (int c = 0; c < 2; ++c) {
       const P2pFifo& f = ring.Edge(pos, c);
       EXPECT_EQ(f.device, 0);
-      EXPECT_EQ(base::PointerDevice(f.tail), 0);
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(f.slots) % 16, 0u);
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(f.ll_slots) % 16, 0u);
-      EXPECT_EQ(static_cast<char*>(f.ll_slots) - static_cast<char*>(f.slots), 8 * 4096);
-      EXPECT_EQ(*f.aborted, 0u);  // mapped host memory: readable from the host
+      EXPECT_EQ(base::PointerDevice(f.header), 0);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(f.header) % 4096, 0u);
+      EXPECT_EQ(f.geometry.LLOffset() - f.geometry.SlotOffset(0), 8u * 4096);
+      EXPECT_EQ(*f.abort_word, 0u);  // mapped host memory: readable from the host
     }
   }
   ring.RaiseAbort(1);
-  EXPECT_EQ(*ring.Edge(1, 0).aborted, 1u);
-  EXPECT_EQ(*ring.Edge(0, 1).aborted, 1u);
-  EXPECT_EQ(*ring.Edge(2, 0).aborted, 0u);
+  EXPECT_EQ(*ring.Edge(1, 0).abort_word, 1u);
+  EXPECT_EQ(*ring.Edge(0, 1).abort_word, 1u);
+  EXPECT_EQ(*ring.Edge(2, 0).abort_word, 0u);
 }
 
 }  // namespace

@@ -25,15 +25,10 @@
 #include <string>
 
 #include "base/status.h"
+#include "transport/fifo_layout.h"  // SharedCounter
 #include "transport/peer_state.h"
 
 namespace ringo::transport {
-
-struct alignas(64) SharedCounter {
-  std::atomic<uint64_t> value{0};
-  std::atomic<uint32_t> waiters{0};
-};
-static_assert(std::atomic<uint64_t>::is_always_lock_free, "lock-free counters in shared memory");
 
 // How a rank waits: its own abort flag and patience.
 struct WaitContext {

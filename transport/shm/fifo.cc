@@ -13,7 +13,7 @@ namespace ringo::transport {
 namespace {
 
 constexpr uint32_t kFifoMagic = 0x46474e52;  // "RNGF"
-constexpr uint32_t kFifoVersion = 3;
+constexpr uint32_t kFifoVersion = 4;
 
 // After a publish (seq_cst): a proxy that declared itself asleep (seq_cst)
 // before checking the counter either saw the publish or is woken here.
@@ -36,17 +36,23 @@ class ProcessFifoMemory : public FifoMemory {
 
 }  // namespace
 
-void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, const ProcessId& receiver, size_t slot_prefix) {
-  std::memset(memory, 0, FifoBytes(slot_bytes, slot_prefix));  // touches every page now, not in the first collective
-  auto* h = new (memory) FifoHeader();
+void FormatFifoHeader(FifoHeader* header, const FifoGeometry& geometry, int receiver_rank, const ProcessId& receiver) {
+  auto* h = new (header) FifoHeader();
   h->magic = kFifoMagic;
   h->version = kFifoVersion;
-  h->slot_bytes = slot_bytes;
-  h->slot_prefix = slot_prefix;
-  h->slot_stride = slot_bytes + slot_prefix;
+  h->slot_bytes = geometry.slot_bytes;
+  h->slot_prefix = geometry.slot_prefix;
+  h->slot_stride = geometry.stride();
+  h->ll_slot_bytes = geometry.ll_slot_bytes;
   h->sender_rank = -1;
   h->receiver_rank = receiver_rank;
   h->receiver_process = receiver;
+}
+
+void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, const ProcessId& receiver, size_t slot_prefix) {
+  std::memset(memory, 0, FifoBytes(slot_bytes, slot_prefix));  // touches every page now, not in the first collective
+  FormatFifoHeader(static_cast<FifoHeader*>(memory), FifoGeometry{slot_bytes, slot_prefix, 0}, receiver_rank,
+                   receiver);
 }
 
 base::Status CheckFifo(const void* memory, size_t slot_bytes) {
@@ -56,7 +62,7 @@ base::Status CheckFifo(const void* memory, size_t slot_bytes) {
     return base::RemoteError("the peer's FIFO has layout version " + std::to_string(h->version) + ", this library " +
                              std::to_string(kFifoVersion));
   }
-  if (h->slot_bytes != slot_bytes || h->slot_prefix != 0 || h->slot_stride != slot_bytes) {
+  if (h->slot_bytes != slot_bytes || h->slot_prefix != 0 || h->slot_stride != slot_bytes || h->ll_slot_bytes != 0) {
     return base::RemoteError("the peer's FIFO has " + std::to_string(h->slot_bytes) + "-byte slots (stride " +
                              std::to_string(h->slot_stride) + "), expected " + std::to_string(slot_bytes));
   }

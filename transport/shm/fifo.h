@@ -1,8 +1,9 @@
-// The connector FIFO of DESIGN.md: kSlots slots of slot_bytes, a `tail` the
-// sender advances after filling a slot and a `head` the receiver advances
-// after consuming one. The sender may fill slot tail % kSlots while
-// tail - head < kSlots. The memory (header + slots) lives on the receiver's
-// side: POSIX shared memory across processes, plain memory within one.
+// The host ends of the connector FIFO (fifo_layout.h: kSlots slots of
+// slot_bytes, a `tail` the sender advances after filling a slot and a `head`
+// the receiver advances after consuming one; the sender may fill slot
+// tail % kSlots while tail - head < kSlots). The memory (header + slots)
+// lives on the receiver's side: POSIX shared memory across processes, plain
+// memory within one.
 //
 // Ordering: slot contents and slot metadata (size and the collective's
 // signature) are written before the tail is published and read after the
@@ -24,61 +25,21 @@
 #include <string>
 
 #include "base/status.h"
+#include "transport/fifo_layout.h"
 #include "transport/shm/counter.h"
 #include "transport/peer_state.h"
 #include "transport/signature.h"
 
 namespace ringo::transport {
 
-inline constexpr int kSlots = 8;
-inline constexpr size_t kFifoDataOffset = 4096;
-
-using FifoCounter = SharedCounter;
-
-// What a posted slot holds: its size and the signature of the collective it
-// belongs to (seq 0: not checked).
-struct SlotMeta {
-  uint64_t bytes;
-  CallSignature sig;
-};
-
-struct FifoHeader {
-  uint32_t magic;
-  uint32_t version;
-  uint64_t slot_bytes;
-  // Slot i's data starts at kFifoDataOffset + i * slot_stride + slot_prefix.
-  // A FIFO whose slots a proxy moves over the network keeps a prefix before
-  // each slot, where the slot's metadata travels with its data (net/proxy.h);
-  // 0 elsewhere.
-  uint64_t slot_prefix;
-  uint64_t slot_stride;
-  int32_t sender_rank;
-  int32_t receiver_rank;
-  ProcessId sender_process;
-  ProcessId receiver_process;
-  std::atomic<uint32_t> sender_aborted{0};    // set by the sender's abort
-  std::atomic<uint32_t> receiver_aborted{0};  // set by the receiver's abort
-  FifoCounter tail;                           // advanced by the sender
-  FifoCounter head;                           // advanced by the receiver
-  alignas(64) SlotMeta meta[kSlots];
-  // A FIFO served by a network proxy in this process (net/proxy.h): set
-  // while the proxy sleeps, so that a post or a release wakes it through
-  // the eventfd. Never set in shared memory.
-  alignas(64) std::atomic<uint32_t> proxy_sleeping{0};
-  int32_t proxy_wake_fd = -1;
-  // Point-to-point pairs (peer_links.h): whether the receiver can copy
-  // straight out of the sender's buffers (0: not known yet, 1: yes, being
-  // in its process or reading it with process_vm_readv, 2: no), set by the
-  // receiver once.
-  std::atomic<uint32_t> receiver_pulls{0};
-  alignas(64) FaultNotice sender_notice;
-  FaultNotice receiver_notice;
-};
-static_assert(sizeof(FifoHeader) <= kFifoDataOffset, "header fits before the slots");
-
 inline size_t FifoBytes(size_t slot_bytes, size_t slot_prefix = 0) {
-  return kFifoDataOffset + kSlots * (slot_bytes + slot_prefix);
+  return FifoGeometry{slot_bytes, slot_prefix, 0}.Bytes();
 }
+
+// Writes a fresh header for `geometry` at `header` (the receiver's side),
+// every other field zero: the one way a FIFO of any kind is formatted (GPU
+// FIFOs format a copy in host memory and upload it).
+void FormatFifoHeader(FifoHeader* header, const FifoGeometry& geometry, int receiver_rank, const ProcessId& receiver);
 
 // Formats fresh FIFO memory (receiver side) and touches every page.
 void InitFifo(void* memory, size_t slot_bytes, int receiver_rank, const ProcessId& receiver, size_t slot_prefix = 0);

@@ -61,9 +61,10 @@ struct WaitSite {
 // Trivially copyable; every thread holds one.
 class Watchdog {
  public:
-  // `p` is the kernel's __grid_constant__ parameter: referenced, not copied.
-  __device__ Watchdog(const RingKernelParams& p, int channel, volatile int* block_failed)
-      : p_(&p), channel_(channel), block_failed_(block_failed) {}
+  // `guard` lives in the kernel's __grid_constant__ parameter (or shared
+  // memory): referenced, not copied.
+  __device__ Watchdog(const KernelGuard& guard, int channel, volatile int* block_failed)
+      : p_(&guard), channel_(channel), block_failed_(block_failed) {}
 
   __device__ bool BlockFailed() const { return *block_failed_ != 0; }
 
@@ -106,7 +107,7 @@ class Watchdog {
   }
 
  private:
-  const RingKernelParams* p_;
+  const KernelGuard* p_;
   int channel_;
   volatile int* block_failed_;
 };

@@ -10,34 +10,20 @@
 #include "base/device/dtype.h"
 #include "kernels/cuda/device_types.h"
 #include "kernels/cuda/p2p_types.h"
+#include "kernels/ring_loop.h"
 #include "kernels/schedule.h"
 
 namespace ringo::kernels::gpu::internal {
 
 // The ring kernel's only parameter (__grid_constant__, about 400 bytes, so a
-// launch carries little). Block c copies channels[c] from device memory into
-// shared memory once. Counts are in elements of the kernel's T: bytes for
-// AllGather and Broadcast, which move bytes whatever the datatype, as the host
-// executor does.
+// launch carries little): the ring collective as the loop runs it (counts in
+// elements of the kernel's T: bytes for AllGather and Broadcast, LoopArgs),
+// the channel table (device memory; block c copies channels[c] into shared
+// memory once), and the guard.
 struct RingKernelParams {
-  const DeviceChannel* channels;  // device memory, nchannels entries
-  int order[kMaxInlineRanks];
-  const int* device_order;  // used when nranks > kMaxInlineRanks
-  const void* send;
-  void* recv;
-  int64_t count;
-  int64_t slice_bytes;
-  Coll coll;
-  int nranks;
-  int pos;
-  int rank;
-  int root_pos;
-  int nchannels;
-  const volatile int* abort;  // host-mapped; may be null
-  ErrorRecord* error;         // host-mapped; may be null
-  uint64_t timeout_ns;        // 0: no deadline
-  uint64_t scalar;            // premul-sum: the scalar's bits (DeviceCollArgs::scalar)
-  const void* scalar_ptr;     // premul-sum: device memory holding it instead; null: `scalar`
+  RingArgs ring;
+  const DeviceChannel* channels;
+  KernelGuard guard;
 };
 
 // What a typed launcher returns instead of a cudaError_t when this build left
@@ -77,14 +63,13 @@ template <typename T, base::RedOp kOp>
 int LoadRingTyped(int* blocks_per_sm);
 
 // dst = Post(Pre(src)) for `count` elements: a one-rank premul-sum (every
-// other one-rank collective is a copy). `scalar_ptr` as RingKernelParams'.
+// other one-rank collective is a copy). `scalar_ptr` as CollArgs'.
 template <typename T, base::RedOp kOp>
 int LaunchPreTyped(const void* src, void* dst, int64_t count, uint64_t scalar, const void* scalar_ptr,
                    void* stream);
 
 // The point-to-point kernel (ring_p2p.cu), and its loading.
-int LaunchP2pTyped(const P2pKernelArgs& args, const int* abort, ErrorRecord* error, uint64_t timeout_ns,
-                   void* stream);
+int LaunchP2pTyped(const P2pKernelArgs& args, const KernelGuard& guard, void* stream);
 int LoadP2pKernel();
 
 // Byte copy through the same loop (ring_int8.cu), and its loading.

@@ -1,5 +1,6 @@
 // The ring primitives (schedule.h's Prim) over one channel, one class per
-// protocol with the same methods, so the ring loop (ring.cuh) is written once:
+// protocol with the same methods, so the ring loop (kernels/ring_loop.h,
+// which the host executor runs too) is written once:
 //
 //   Copy(src, dst, n)                      dst = src (nranks == 1)
 //   Send(src, n, step)                     out slot = src
@@ -44,9 +45,9 @@ struct BlockState {
 // (read when the kernel starts, after the work before it on the stream),
 // else the bits it passed.
 template <typename T>
-__device__ __forceinline__ uint64_t ScalarBits(const RingKernelParams& p) {
-  if (p.scalar_ptr == nullptr) return p.scalar;
-  const unsigned char* s = static_cast<const unsigned char*>(p.scalar_ptr);
+__device__ __forceinline__ uint64_t ScalarBits(const CollArgs& call) {
+  if (call.scalar_ptr == nullptr) return call.scalar;
+  const unsigned char* s = static_cast<const unsigned char*>(call.scalar_ptr);
   uint64_t v = 0;
   for (unsigned i = 0; i < sizeof(T); ++i) v |= static_cast<uint64_t>(s[i]) << (8 * i);
   return v;
@@ -69,8 +70,8 @@ class PrimsBase {
       : recv_(ch.recv),
         send_(ch.send),
         state_(state),
-        watchdog_(p, channel, &state->failed),
-        f_(ReduceFunc<T, kOp>::Make(OpParams(p.nranks, ScalarBits<T>(p)))) {
+        watchdog_(p.guard, channel, &state->failed),
+        f_(ReduceFunc<T, kOp>::Make(OpParams(p.ring.nranks, ScalarBits<T>(p.ring.call)))) {
     if (threadIdx.x == 0) {
       state->recv_step = LoadOwnCounter(recv_.head);
       state->send_step = LoadOwnCounter(send_.tail);
@@ -137,9 +138,9 @@ class Primitives;
   __device__ void Recv(T* dst, int64_t n, int64_t step) { this->template Run<true, false, Mode::kCopy>(nullptr, dst, n, step); }
 
 // Simple: a slot is written by the whole block, then (barrier) thread 0
-// writes sizes[slot] (the chunk's bytes and the shift it starts at,
+// writes meta[slot].bytes (the chunk's bytes and the shift it starts at,
 // slot_shift.h) and release-stores tail + 1 at system scope. The receiver's
-// thread 0 waits for tail (acquire), checks sizes[slot] and takes the shift,
+// thread 0 waits for tail (acquire), checks meta[slot].bytes and takes the shift,
 // then (barrier) the block reads the slot with L1-bypassing loads; after a
 // second barrier thread 0 release-stores head + 1, which lets the sender
 // reuse it. The data of a step starts at its shift in the slot, so that
@@ -169,7 +170,7 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
     __syncthreads();
     if (this->CheckFailed()) return;
 
-    const uint32_t out_shift = this->send_.sizes != nullptr ? SendShift(src, dst) : 0;
+    const uint32_t out_shift = this->send_.meta != nullptr ? SendShift(src, dst) : 0;
     const T* in = kRecv ? SlotAt(this->recv_, this->recv_step_, this->state_->recv_shift) : nullptr;
     T* out = kSend ? SlotAt(this->send_, this->send_step_, out_shift) : nullptr;
     const T* a = kRecv ? in : src;
@@ -181,8 +182,8 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
 
     if (threadIdx.x == 0) {
       if constexpr (kSend) {
-        if (this->send_.sizes != nullptr) {
-          this->send_.sizes[this->send_step_ % kFifoSlots] = EncodeSlotSize(bytes, out_shift);
+        if (this->send_.meta != nullptr) {
+          this->send_.meta[this->send_step_ % kFifoSlots].bytes = EncodeSlotSize(bytes, out_shift);
         }
         PostCounter(this->send_.tail, this->send_step_ + 1);
       }
@@ -197,7 +198,7 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
   // are aligned to their element size).
   __device__ static T* SlotAt(const DeviceFifo& fifo, uint64_t step, uint32_t shift) {
     return reinterpret_cast<T*>(static_cast<char*>(fifo.slots) +
-                                (step % kFifoSlots) * fifo.slot_bytes + shift);
+                                (step % kFifoSlots) * fifo.slot_stride + shift);
   }
 
   // Thread 0: waits until the predecessor has posted slot recv_step_, checks
@@ -210,9 +211,9 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
       return false;
     }
     uint32_t shift = 0;
-    if (r.sizes != nullptr) {
+    if (r.meta != nullptr) {
       const uint64_t word =
-          *static_cast<volatile uint64_t*>(r.sizes + this->recv_step_ % kFifoSlots);
+          *static_cast<volatile uint64_t*>(&r.meta[this->recv_step_ % kFifoSlots].bytes);
       if (SlotSizeBytes(word) != bytes) {
         this->watchdog_.Fail(KernelError::kSizeMismatch, WaitSite{r.peer_rank, 1, step, bytes},
                              SlotSizeBytes(word), 0);

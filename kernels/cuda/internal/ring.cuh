@@ -1,6 +1,6 @@
-// The ring collectives as CUDA kernels: the ring loop written once over the
-// primitives (primitives.cuh), walking schedule.h exactly as the host
-// executor does, plus the reduction and copy kernels. Included by one .cu
+// The ring collectives as CUDA kernels: the ring loop (kernels/ring_loop.h,
+// the host executor's too) over the primitives (primitives.cuh), plus the
+// reduction and copy kernels. Included by one .cu
 // file per datatype family, which instantiates the typed launchers.
 //
 // Launch shape. RingKernel: one block of kRingThreads threads per channel
@@ -34,8 +34,8 @@
 #include "kernels/cuda/internal/kernel_params.h"
 #include "kernels/cuda/internal/primitives.cuh"
 #include "kernels/cuda/internal/reduce_copy.h"
-#include "kernels/cuda/internal/ring_loop.h"
 #include "kernels/reduce_op.h"
+#include "kernels/ring_loop.h"
 #include "kernels/schedule.h"
 
 namespace ringo::kernels::gpu::internal {
@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(kRingThreads, 1) RingKernel(const __grid_const
   const int channel = blockIdx.x;
   const DeviceChannel& ch = LoadChannel(p.channels, channel, channel_words);
   Primitives<T, kOp, Proto> prims(p, ch, &state, channel);
-  RunRing<T>(p, channel, prims);
+  RunRingChannel<T>(p.ring, channel, prims);
   prims.Finish();
 }
 
@@ -112,7 +112,7 @@ int LaunchRingTyped(const RingKernelParams& params, Proto proto, void* stream) {
     return kNotBuilt;
   } else {
     void* args[] = {const_cast<RingKernelParams*>(&params)};
-    const dim3 grid(static_cast<unsigned>(params.nchannels));
+    const dim3 grid(static_cast<unsigned>(params.ring.nchannels));
     const dim3 block(kRingThreads);
     const cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (proto == Proto::kLL) {
@@ -147,10 +147,10 @@ int LaunchReduceTyped(const void* a, const void* b, void* dst, int64_t count, vo
 template <typename T, base::RedOp kOp>
 __global__ void __launch_bounds__(kReduceThreads)
     PreKernel(const T* src, T* dst, int64_t n, uint64_t scalar, const void* scalar_ptr) {
-  RingKernelParams p{};
-  p.scalar = scalar;
-  p.scalar_ptr = scalar_ptr;
-  const auto f = ReduceFunc<T, kOp>::Make(OpParams(1, ScalarBits<T>(p)));
+  CollArgs call;
+  call.scalar = scalar;
+  call.scalar_ptr = scalar_ptr;
+  const auto f = ReduceFunc<T, kOp>::Make(OpParams(1, ScalarBits<T>(call)));
   ReduceCopy<T, kOp, Mode::kPreSend>(f, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
                                      static_cast<int64_t>(gridDim.x) * blockDim.x, src, nullptr, dst, nullptr, n);
 }
