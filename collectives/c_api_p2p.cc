@@ -13,7 +13,7 @@
 #include "collectives/device_choice.h"
 #include "collectives/internal/boundary.h"
 #include "collectives/internal/group.h"
-#include "collectives/p2p_engine.h"
+#include "collectives/engine.h"
 #include "ringo/ringo.h"
 
 namespace {

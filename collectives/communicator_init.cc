@@ -1,7 +1,9 @@
-// Making communicators: InitRank (a unique id's bootstrap, then the
-// control mesh kept for lazy connections and splits), InitAll (ranks that
-// are threads of this process), Split (children of a communicator over its
-// exchange, no new unique id), and the setup they share.
+// Making communicators. Every way in runs the same Setup over an exchange
+// whose members are the new communicator's ranks: InitRank over the mesh a
+// unique id's bootstrap made, InitAll (ranks that are threads of this
+// process) over an exchange in memory, Split over its parent's exchange (no
+// new unique id). Setup's steps: agree (records, settings, memory), plan
+// (ring, geometry), connect (the connector, the host's pages, the engines).
 #include <algorithm>
 #include <numeric>
 #include <random>
@@ -10,14 +12,14 @@
 #include "base/logging.h"
 #include "collectives/communicator.h"
 #include "collectives/device_choice.h"
-#include "collectives/internal/gpu_comm.h"
-#include "collectives/internal/gpu_p2p.h"
+#include "collectives/engines/registry.h"
+#include "collectives/engines/setup.h"
 #include "collectives/internal/gpu_placement.h"
-#include "collectives/p2p_engine.h"
 #include "collectives/ring_choice.h"
 #include "transport/bootstrap/mesh.h"
-#include "transport/cuda/p2p.h"
-#include "transport/cuda/p2p_ipc.h"
+#include "transport/connect/peer_info.h"
+#include "transport/net/registry.h"
+#include "transport/shm/board.h"
 
 namespace ringo::collectives {
 
@@ -43,17 +45,30 @@ uint64_t RandomTag() {
   return t == 0 ? 1 : t;
 }
 
-// Every rank of a set made in this process: one host, one process.
-std::vector<transport::PeerInfo> LocalPeerInfos(int nranks, const std::vector<int>& cuda_devices) {
-  const base::Config& config = base::GetConfig();
-  std::vector<transport::PeerInfo> infos;
-  for (int r = 0; r < nranks; ++r) {
-    infos.push_back(transport::LocalPeerInfo(r, cuda_devices.empty() ? -1 : cuda_devices[r], config.host_id));
-  }
-  return infos;
+int64_t TimeoutMs(const base::Config& config, const CommOptions& options) {
+  return options.timeout_ms > 0 ? options.timeout_ms : config.timeout_ms;
 }
 
+// What each rank tells the others at init: where it is, what it wants, and
+// the settings every rank must share. Fixed-size, sent raw.
+struct RankRecord {
+  transport::PeerInfo peer;
+  SharedSettings shared;
+  int32_t device_wish;  // DeviceWish
+  int32_t reserved;
+};
+
 }  // namespace
+
+struct Communicator::Agreement {
+  std::vector<transport::PeerInfo> peers;
+  std::vector<int> domains;  // every rank's memory domain (transport::MemoryDomains)
+  CommSettings settings;     // rank 0's shared settings, this rank's local ones
+  bool cuda = false;         // the ranks run on GPU memory
+};
+
+Communicator::Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options)
+    : rank_(rank), nranks_(nranks), config_(config), timeout_ms_(TimeoutMs(config, options)) {}
 
 StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::UniqueId& id, int nranks, int rank,
                                                                const CommOptions& options) {
@@ -64,14 +79,46 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::
     RETURN_IF_ERROR(transport::StartRootForRank0(id, comm->timeout_ms_));
   }
   ASSIGN_OR_RETURN(auto bootstrap, transport::Bootstrap::Connect(id, rank, nranks, comm->timeout_ms_));
-  // The control mesh outlives the bootstrap's root: lazy point-to-point
-  // connections and ringoCommSplit go over it.
+  // The control mesh outlives the bootstrap's root: setup, lazy
+  // point-to-point connections and ringoCommSplit go over it.
   ASSIGN_OR_RETURN(std::shared_ptr<transport::Mesh> mesh,
                    transport::Mesh::Create(*bootstrap, id.nonce, config.socket_ifname));
   comm->exchange_ = std::make_unique<transport::FabricExchange>(mesh, 0, AllRanks(nranks), comm->timeout_ms_);
   comm->tag_ = id.nonce;
-  RETURN_IF_ERROR(comm->Setup(*bootstrap, options));
+  RETURN_IF_ERROR(comm->Setup(*comm->exchange_, options));
   return comm;
+}
+
+StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAll(int nranks, const CommOptions& options,
+                                                                           const std::vector<int>& cuda_devices) {
+  const base::Config& config = base::GetConfig();
+  RETURN_IF_ERROR(config.parse_status);
+  if (!cuda_devices.empty() && static_cast<int>(cuda_devices.size()) != nranks) {
+    return base::InvalidArgument("one CUDA device per rank: " + std::to_string(cuda_devices.size()) + " for " +
+                                 std::to_string(nranks) + " ranks");
+  }
+  // Each rank joins as InitRank's do, on a thread of its own, over an
+  // exchange in memory.
+  auto fabric = std::make_shared<transport::LocalFabric>(nranks);
+  const uint64_t tag = RandomTag();
+  std::vector<std::unique_ptr<Communicator>> comms(nranks);
+  std::vector<Status> status(nranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < nranks; ++r) {
+    CommOptions mine = options;
+    if (!cuda_devices.empty()) {
+      mine.device_wish = static_cast<int32_t>(DeviceWish::kCuda);
+      mine.cuda_device = cuda_devices[r];
+    }
+    comms[r].reset(new Communicator(r, nranks, config, mine));
+    comms[r]->exchange_ = std::make_unique<transport::FabricExchange>(transport::LocalFabric::View(fabric, r), 0,
+                                                                      AllRanks(nranks), comms[r]->timeout_ms_);
+    comms[r]->tag_ = tag;
+    threads.emplace_back([&, r, mine] { status[r] = comms[r]->Setup(*comms[r]->exchange_, mine); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const Status& st : status) RETURN_IF_ERROR(st);
+  return comms;
 }
 
 StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key, const CommOptions* options) {
@@ -86,9 +133,6 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key, 
     if (finalized_) return base::InvalidUsage("the communicator was finalized");
     RETURN_IF_ERROR(AsyncError().WithContext("the communicator failed earlier"));
     if (abort_.load()) return base::InvalidUsage("the communicator was aborted");
-    if (exchange_ == nullptr || !exchange_->CarriesMessages()) {
-      return base::InvalidUsage("this communicator cannot be split (it has no control exchange)");
-    }
     const Wish mine{color, key};
     RETURN_IF_ERROR(exchange_->AllGather(&mine, sizeof(mine), wishes.data()).WithContext("ringoCommSplit"));
     seq = ++splits_;
@@ -112,8 +156,8 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key, 
   }
   if (child_options.device_wish == kInheritDevice) {
     // A child lives where its parent does.
-    child_options.device_wish = static_cast<int32_t>(gpu_ ? DeviceWish::kCuda : DeviceWish::kHost);
-    child_options.cuda_device = device();
+    child_options.device_wish = static_cast<int32_t>(device_ >= 0 ? DeviceWish::kCuda : DeviceWish::kHost);
+    child_options.cuda_device = device_;
   }
   std::unique_ptr<Communicator> child(
       new Communicator(child_rank, static_cast<int>(members.size()), config_, child_options));
@@ -125,287 +169,180 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key, 
 }
 
 Status Communicator::Setup(transport::Exchange& exchange, const CommOptions& options) {
-  const base::Config& config = config_;
-  // Round 1: who is where, and rank 0's settings for the shared geometry.
-  transport::PeerInfo mine = transport::LocalPeerInfo(rank_, -1, config.host_id);
-  mine.numa = LocalNumaNode(config);
-  mine.nchannels = static_cast<int32_t>(config.nchannels);
-  mine.slot_bytes = config.slot_bytes;
-  mine.algorithm = static_cast<int32_t>(ParseAlgorithm(config.algo));
-  mine.proto = static_cast<int32_t>(ParseProto(config.proto));
-  mine.check = config.check ? 1 : 0;
-  mine.deterministic = config.deterministic ? 1 : 0;
+  ASSIGN_OR_RETURN(const Agreement agreed, Agree(exchange, options));
+  EngineSetup setup;
+  RETURN_IF_ERROR(Plan(agreed, &setup));
+  return Connect(exchange, agreed, &setup);
+}
+
+StatusOr<Communicator::Agreement> Communicator::Agree(transport::Exchange& exchange, const CommOptions& options) {
+  Agreement a;
+  a.settings = SettingsFrom(config_);
+  RankRecord mine{};
+  mine.peer = transport::LocalPeerInfo(rank_, -1, config_.host_id);
+  mine.peer.numa = LocalNumaNode(config_);
+  mine.shared = a.settings.shared;
   mine.device_wish = options.device_wish;
-  if (options.device_wish != static_cast<int32_t>(DeviceWish::kHost)) mine.device = options.cuda_device;
-  std::vector<transport::PeerInfo> peers(nranks_);
-  RETURN_IF_ERROR(exchange.AllGather(&mine, sizeof(mine), peers.data()));
-  RETURN_IF_ERROR(transport::ValidatePeerInfos(peers));
-  // Host or GPU memory: every rank decides alike from the same wishes.
+  if (options.device_wish != static_cast<int32_t>(DeviceWish::kHost)) mine.peer.device = options.cuda_device;
+  std::vector<RankRecord> records(nranks_);
+  RETURN_IF_ERROR(exchange.AllGather(&mine, sizeof(mine), records.data()));
+  std::vector<SharedSettings> shared;
   std::vector<DeviceWish> wishes;
-  std::vector<uint64_t> host_hashes;
-  for (const auto& p : peers) {
-    wishes.push_back(static_cast<DeviceWish>(p.device_wish));
-    host_hashes.push_back(p.host_hash);
+  std::vector<uint64_t> hosts;
+  for (const RankRecord& r : records) {
+    a.peers.push_back(r.peer);
+    shared.push_back(r.shared);
+    wishes.push_back(static_cast<DeviceWish>(r.device_wish));
+    hosts.push_back(r.peer.host_hash);
   }
-  ASSIGN_OR_RETURN(const DeviceAgreement memory, AgreeOnDevice(wishes, host_hashes));
-  peer_infos_ = peers;
+  RETURN_IF_ERROR(transport::ValidatePeerInfos(a.peers));
+  RETURN_IF_ERROR(ValidateShared(shared));
+  for (int r = 0; r < nranks_; ++r) {
+    if (wishes[r] < DeviceWish::kHost || wishes[r] > DeviceWish::kCudaIfAll) {
+      return base::RemoteError("rank " + std::to_string(r) + " sent an unknown device choice")
+          .WithOrigin(r, "malformed settings");
+    }
+  }
+  a.settings.shared = shared[0];  // rank 0's channel, slot, algorithm... settings apply to all
+  // Host or GPU memory: every rank decides alike from the same wishes.
+  ASSIGN_OR_RETURN(const DeviceAgreement memory, AgreeOnDevice(wishes, hosts));
   if (!memory.note.empty() && options.device_wish != static_cast<int32_t>(DeviceWish::kHost)) {
     RINGO_LOG(WARN) << "rank " << rank_ << ": " << memory.note;
   }
-  int local_ranks = 0;
+  a.cuda = memory.cuda;
+  if (a.cuda) device_ = options.cuda_device;
+  // Which ranks of a host share its memory.
+  ASSIGN_OR_RETURN(a.domains, transport::MemoryDomains(exchange, tag_, a.peers));
+  return a;
+}
+
+Status Communicator::Plan(const Agreement& agreed, EngineSetup* setup) {
+  const std::vector<transport::PeerInfo>& peers = agreed.peers;
+  const transport::PeerInfo& me = peers[rank_];
+  int local_ranks = 0;  // ranks that share this rank's memory
   int machine_ranks = 0;
-  for (const auto& p : peers) {
-    local_ranks += p.host_hash == mine.host_hash ? 1 : 0;
-    machine_ranks += p.machine_hash == mine.machine_hash ? 1 : 0;
+  for (int r = 0; r < nranks_; ++r) {
+    local_ranks += agreed.domains[r] == agreed.domains[rank_] ? 1 : 0;
+    machine_ranks += peers[r].machine_hash == me.machine_hash ? 1 : 0;
   }
   const bool net = local_ranks < nranks_;
-  base::Config shared = config;  // rank 0's channel and slot settings apply to all
-  shared.nchannels = peers[0].nchannels;
-  shared.slot_bytes = peers[0].slot_bytes;
-  shared.algo = peers[0].algorithm == static_cast<int32_t>(Algorithm::kRing)      ? "ring"
-                : peers[0].algorithm == static_cast<int32_t>(Algorithm::kOneShot) ? "oneshot"
-                : peers[0].algorithm == static_cast<int32_t>(Algorithm::kDirect)  ? "direct"
-                                                                                  : "";
-  shared.proto = peers[0].proto == static_cast<int32_t>(ProtoChoice::kSimple) ? "simple"
-                 : peers[0].proto == static_cast<int32_t>(ProtoChoice::kLL)   ? "ll"
-                                                                              : "";
-  shared.check = peers[0].check != 0;
-  shared.deterministic = peers[0].deterministic != 0;
-  geometry_ = ChooseGeometry(shared, nranks_, local_ranks, Cores(), machine_ranks, net);
-  const CommGeometry local = ChooseGeometry(config, nranks_, local_ranks, Cores(), machine_ranks, net);  // waits are local
-  geometry_.spin_count = local.spin_count;
-  if (!geometry_.fixed_channels && nranks_ > 1) {
+  setup->rank = rank_;
+  setup->nranks = nranks_;
+  setup->config = &config_;
+  setup->settings = agreed.settings;
+  setup->host = ChooseGeometry(agreed.settings, nranks_, local_ranks, Cores(), machine_ranks, net);
+  if (!setup->host.fixed_channels && nranks_ > 1) {
     // Every rank must run the same channels: the fewest any rank's cores allow.
-    int agreed = 1 << 20;
+    int channels = 1 << 20;
     for (const auto& p : peers) {
       int on_machine = 0;
       for (const auto& q : peers) on_machine += q.machine_hash == p.machine_hash ? 1 : 0;
-      agreed = std::min(agreed, ChannelsForCores(p.cores, on_machine));
+      channels = std::min(channels, ChannelsForCores(p.cores, on_machine));
     }
-    geometry_.nchannels = agreed;
+    setup->host.nchannels = channels;
   }
-  geometry_.yield_count = local.yield_count;
-
-  // The ring: order and transports from the topology, the same on every rank.
+  // The ring: order and transports from the topology, the same on every
+  // rank; ranks of one memory domain are one host to it.
   std::vector<topology::RankInfo> places(nranks_);
-  std::vector<uint64_t> hosts;
   for (int r = 0; r < nranks_; ++r) {
-    auto it = std::find(hosts.begin(), hosts.end(), peers[r].host_hash);
-    places[r].host = static_cast<int>(it - hosts.begin());
-    if (it == hosts.end()) hosts.push_back(peers[r].host_hash);
+    places[r].host = agreed.domains[r];
     places[r].numa = peers[r].numa;
   }
-  ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(shared, places));
-  if (rank_ == 0) RINGO_LOG(INFO) << "ring: " << ring.Describe();
-  ASSIGN_OR_RETURN(const topology::TransportPolicy policy, TransportPolicyFor(shared));
-  std::vector<bool> p2p_net(nranks_);
-  for (int r = 0; r < nranks_; ++r) {
-    p2p_net[r] = topology::ChooseTransport(places[rank_], places[r], topology::PathType::kSys, policy) ==
-                 topology::TransportKind::kNet;
+  ASSIGN_OR_RETURN(setup->ring, ChooseRing(config_, places, agreed.settings.shared.deterministic != 0));
+  if (rank_ == 0 && nranks_ > 1) RINGO_LOG(INFO) << "ring: " << setup->ring.Describe();
+  for (int p = 0; p < nranks_; ++p) {
+    if (setup->ring.order[p] == rank_) setup->pos = p;
   }
-  if (memory.cuda) {
-    RETURN_IF_ERROR(ConnectGpu(exchange, shared, ring.order, options.cuda_device));
-    return Status();
-  }
-  transport::RingSpec spec;
-  spec.nranks = nranks_;
-  spec.order = ring.order;
-  spec.nchannels = geometry_.nchannels;
-  spec.slot_bytes = static_cast<size_t>(geometry_.slot_bytes);
-  spec.timeout_ms = timeout_ms_;
-  for (const topology::RingEdge& e : ring.edges) spec.net_edges.push_back(e.transport == topology::TransportKind::kNet);
-  spec.proxy_spin_count = geometry_.spin_count;
-  spec.proxy_yield_count = geometry_.yield_count;
-  transport::RingLinks links;
-  if (nranks_ > 1) {
-    ASSIGN_OR_RETURN(links, transport::ConnectRing(exchange, tag_, rank_, spec, peers));
-  }
-  proxy_ = std::move(links.proxy);
-  std::unique_ptr<transport::Board> board;
-  if (geometry_.board_bytes > 0) {
-    ASSIGN_OR_RETURN(board, transport::ConnectBoard(exchange, tag_, rank_, nranks_,
-                                                    static_cast<size_t>(geometry_.board_bytes)));
-  }
-  one_process_ = std::all_of(peers.begin(), peers.end(), [&](const transport::PeerInfo& p) {
-    return p.host_hash == mine.host_hash && p.pid == mine.pid;
-  });
-  Start(std::move(links.channels), std::move(board), spec.order, local_ranks);
-  StartP2p(p2p_net, links.fabrics);
+  setup->timeout_ms = timeout_ms_;
+  setup->abort = &abort_;
   return Status();
 }
 
-
-void Communicator::StartGpuP2p(int device) {
-  if (exchange_ == nullptr) return;
-  transport::GpuPeerSpec spec;
-  spec.rank = rank_;
-  spec.nranks = nranks_;
-  spec.device = device;
-  spec.slot_bytes = static_cast<uint64_t>((P2pSlotBytes(config_) + 15) / 16 * 16);
-  spec.timeout_ms = timeout_ms_;
-  gpu_p2p_ = std::make_unique<internal::GpuP2p>(exchange_.get(), spec);
-}
-
-void Communicator::StartP2p(const std::vector<bool>& net, const std::vector<uint64_t>& fabrics) {
-  if (exchange_ == nullptr) return;
-  transport::PeerLinkSpec spec;
+Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agreed, EngineSetup* setup) {
+  const std::vector<transport::PeerInfo>& peers = agreed.peers;
+  // Pairs the transport policy sends over the network (other memory
+  // domains; every pair where RINGO_SHM_DISABLE says so).
+  std::vector<topology::RankInfo> places(nranks_);
+  for (int r = 0; r < nranks_; ++r) places[r].host = agreed.domains[r];
+  ASSIGN_OR_RETURN(const topology::TransportPolicy policy, TransportPolicyFor(config_));
+  transport::ConnectorSpec spec;
   spec.rank = rank_;
   spec.nranks = nranks_;
   spec.tag = tag_;
-  spec.slot_bytes = static_cast<size_t>(P2pSlotBytes(config_));
+  spec.peers = peers;
+  spec.domains = agreed.domains;
+  spec.net.resize(nranks_);
+  bool any_net = false;
+  for (int r = 0; r < nranks_; ++r) {
+    spec.net[r] = r != rank_ && topology::ChooseTransport(places[rank_], places[r], topology::PathType::kSys,
+                                                          policy) == topology::TransportKind::kNet;
+    any_net = any_net || spec.net[r];
+    any_net = any_net || agreed.domains[r] != agreed.domains[0];
+  }
+  spec.numa = peers[rank_].numa;
+  spec.device = device_;
   spec.timeout_ms = timeout_ms_;
-  spec.peers = peer_infos_;
-  spec.net = net;
-  spec.fabrics = fabrics;
-  if (rank_ < static_cast<int>(peer_infos_.size())) spec.numa = peer_infos_[rank_].numa;
-  spec.proxy_spin_count = geometry_.spin_count;
-  spec.proxy_yield_count = geometry_.yield_count;
-  p2p_ = std::make_unique<P2pEngine>(rank_, nranks_,
-                                     std::make_unique<transport::PeerLinks>(exchange_.get(), std::move(spec)));
-}
-
-StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAll(int nranks, const CommOptions& options,
-                                                                           const std::vector<int>& cuda_devices) {
-  if (!cuda_devices.empty()) return InitAllCuda(nranks, options, cuda_devices);
-  const base::Config& config = base::GetConfig();
-  RETURN_IF_ERROR(config.parse_status);
-  // Threads of this process: one host, this thread's NUMA node.
-  std::vector<topology::RankInfo> places(nranks);
-  for (auto& p : places) p.numa = LocalNumaNode(config);
-  ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(config, places));
-  transport::RingSpec spec;
-  spec.nranks = nranks;
-  spec.order = ring.order;
-  const CommGeometry geometry = ChooseGeometry(config, nranks, nranks, Cores());
-  spec.nchannels = geometry.nchannels;
-  spec.slot_bytes = static_cast<size_t>(geometry.slot_bytes);
-  std::vector<std::vector<transport::ChannelLinks>> links;
-  if (nranks > 1) links = transport::ConnectRingInProcess(spec);
-  std::vector<std::unique_ptr<transport::Board>> boards;
-  if (geometry.board_bytes > 0) {
-    boards = transport::ConnectBoardsInProcess(nranks, static_cast<size_t>(geometry.board_bytes));
+  spec.proxy_spin_count = setup->host.spin_count;
+  spec.proxy_yield_count = setup->host.yield_count;
+  if (any_net) {
+    // Each network pair's transport: verbs where both ends have a port on
+    // one fabric, sockets otherwise; every rank learns every rank's fabric.
+    const uint64_t fabric = transport::net::VerbsFabric(config_, spec.numa);
+    spec.fabrics.resize(nranks_);
+    RETURN_IF_ERROR(exchange.AllGather(&fabric, sizeof(fabric), spec.fabrics.data()));
   }
-  std::vector<std::unique_ptr<Communicator>> comms;
-  auto fabric = std::make_shared<transport::LocalFabric>(nranks);
-  const uint64_t tag = RandomTag();
-  for (int r = 0; r < nranks; ++r) {
-    std::unique_ptr<Communicator> comm(new Communicator(r, nranks, config, options));
-    comm->geometry_ = geometry;
-    comm->one_process_ = true;
-    comm->exchange_ = std::make_unique<transport::FabricExchange>(transport::LocalFabric::View(fabric, r), 0,
-                                                                  AllRanks(nranks), comm->timeout_ms_);
-    comm->tag_ = tag;
-    comm->peer_infos_ = LocalPeerInfos(nranks, {});
-    comm->Start(nranks > 1 ? std::move(links[r]) : std::vector<transport::ChannelLinks>(),
-                boards.empty() ? nullptr : std::move(boards[r]), spec.order, nranks);
-    comm->StartP2p(std::vector<bool>(nranks, false));
-    comms.push_back(std::move(comm));
+  connector_ = std::make_unique<transport::Connector>(exchange_.get(), std::move(spec), config_);
+  setup->exchange = &exchange;
+  setup->connector = connector_.get();
+  if (agreed.cuda) {
+    // Every rank loads its kernels and sees every rank's GPU: the same
+    // channels and the same verdict on every rank.
+    ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus, internal::ExchangePlaces(exchange, device_));
+    const internal::GpuLayout layout = internal::LayoutOf(gpus);
+    setup->device = device_;
+    setup->gpu = ChooseDeviceGeometry(agreed.settings, nranks_, layout.residency, layout.max_ranks_per_gpu);
+    RETURN_IF_ERROR(internal::CheckPlaces(gpus, setup->gpu.nchannels));
+    setup->ranks_sharing_gpu = internal::RanksSharingGpuInProcess(gpus, rank_);
+  } else if (setup->host.board_bytes > 0) {
+    // Every rank shares one memory domain: the pages of the board and the wait cells.
+    ASSIGN_OR_RETURN(std::unique_ptr<transport::HostPages> pages,
+                     transport::HostPages::Connect(exchange, tag_,
+                                                   transport::BoardBytes(static_cast<size_t>(setup->host.board_bytes))));
+    pages_ = std::move(pages);
   }
-  return comms;
-}
-
-StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAllCuda(
-    int nranks, const CommOptions& options, const std::vector<int>& cuda_devices) {
-  const base::Config& config = base::GetConfig();
-  RETURN_IF_ERROR(config.parse_status);
-  if (static_cast<int>(cuda_devices.size()) != nranks) {
-    return base::InvalidArgument("one CUDA device per rank: " + std::to_string(cuda_devices.size()) + " for " +
-                                 std::to_string(nranks) + " ranks");
+  setup->pages = pages_;
+  setup->on_fault = [this](const Status& st) { Fail(st); };
+  // How this rank's calls wait.
+  wait_.local_abort = &abort_;
+  wait_.timeout_ms = timeout_ms_;
+  wait_.spin_count = setup->host.spin_count;
+  wait_.yield_count = setup->host.yield_count;
+  wait_.crowded = setup->host.crowded;
+  wait_.self_rank = rank_;
+  wait_.nranks = nranks_;
+  if (pages_ != nullptr) {
+    wait_.self_wait = pages_->self_waits();
+    wait_.rank_waits = pages_->rank_waits();
   }
-  std::vector<topology::RankInfo> places(nranks);
-  for (auto& p : places) p.numa = LocalNumaNode(config);
-  ASSIGN_OR_RETURN(RingChoice ring, ChooseRing(config, places));
-  // Loads every kernel on every device, then channels from what they hold.
-  ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus, internal::LocalPlaces(cuda_devices));
-  const internal::GpuLayout layout = internal::LayoutOf(gpus);
-  const DeviceGeometry geometry =
-      ChooseDeviceGeometry(config, nranks, layout.residency, layout.max_ranks_per_gpu);
-  RETURN_IF_ERROR(internal::CheckPlaces(gpus, geometry.nchannels));
-  std::shared_ptr<transport::P2pRing> p2p;
-  if (nranks > 1) {
-    transport::P2pRingSpec spec;
-    spec.nranks = nranks;
-    spec.order = ring.order;
-    spec.devices = cuda_devices;
-    spec.nchannels = geometry.nchannels;
-    spec.slot_bytes = static_cast<uint64_t>(geometry.slot_bytes);
-    spec.ll_slot_bytes = static_cast<uint64_t>(geometry.ll_slot_bytes);
-    ASSIGN_OR_RETURN(std::unique_ptr<transport::P2pRing> made, transport::P2pRing::Create(spec));
-    p2p = std::move(made);
-  }
-  auto ends_of = [&](int r) -> std::unique_ptr<transport::P2pEnds> {
-    if (p2p == nullptr) return nullptr;
-    for (int p = 0; p < nranks; ++p) {
-      if (ring.order[p] == r) return transport::P2pRing::EndsOf(p2p, p);
-    }
-    return nullptr;
-  };
-  std::vector<std::unique_ptr<Communicator>> comms;
-  auto fabric = std::make_shared<transport::LocalFabric>(nranks);
-  const uint64_t tag = RandomTag();
-  for (int r = 0; r < nranks; ++r) {
-    std::unique_ptr<Communicator> comm(new Communicator(r, nranks, config, options));
-    comm->exchange_ = std::make_unique<transport::FabricExchange>(transport::LocalFabric::View(fabric, r), 0,
-                                                                  AllRanks(nranks), comm->timeout_ms_);
-    comm->tag_ = tag;
-    comm->peer_infos_ = LocalPeerInfos(nranks, cuda_devices);
-    const uint64_t timeout_ns = static_cast<uint64_t>(comm->timeout_ms_) * 1000000ull;
-    ASSIGN_OR_RETURN(comm->gpu_, internal::GpuComm::Create(
-                                     r, nranks, cuda_devices[r], ring.order, ends_of(r), geometry,
-                                     timeout_ns, internal::RanksSharingGpuInProcess(gpus, r)));
-    comm->order_ = ring.order;
-    for (int p = 0; p < nranks; ++p) {
-      if (comm->order_[p] == r) comm->pos_ = p;
-    }
-    RINGO_LOG(INFO) << "rank " << r << "/" << nranks << " ready: CUDA device " << cuda_devices[r] << ", "
-                    << geometry.nchannels << " channel(s), slot " << geometry.slot_bytes << " B, LL slot "
-                    << geometry.ll_slot_bytes << " B, timeout " << comm->timeout_ms_ << " ms";
-    comm->StartGpuP2p(cuda_devices[r]);
-    comms.push_back(std::move(comm));
-  }
-  if (nranks > 1) RINGO_LOG(INFO) << "GPU ring: " << ring.Describe();
-  return comms;
-}
-
-Status Communicator::ConnectGpu(transport::Exchange& bootstrap, const base::Config& shared,
-                                const std::vector<int>& order, int device) {
-  // Every rank loads its kernels and sees every rank's GPU: the same channels
-  // and the same verdict on every rank.
-  ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus,
-                   internal::ExchangePlaces(bootstrap, device));
-  const internal::GpuLayout layout = internal::LayoutOf(gpus);
-  const DeviceGeometry geometry =
-      ChooseDeviceGeometry(shared, nranks_, layout.residency, layout.max_ranks_per_gpu);
-  RETURN_IF_ERROR(internal::CheckPlaces(gpus, geometry.nchannels));
-  std::unique_ptr<transport::P2pEnds> ends;
-  if (nranks_ > 1) {
-    transport::P2pIpcSpec spec;
-    spec.rank = rank_;
-    spec.nranks = nranks_;
-    spec.order = order;
-    spec.device = device;
-    spec.nchannels = geometry.nchannels;
-    spec.slot_bytes = static_cast<uint64_t>(geometry.slot_bytes);
-    spec.ll_slot_bytes = static_cast<uint64_t>(geometry.ll_slot_bytes);
-    spec.timeout_ms = timeout_ms_;
-    ASSIGN_OR_RETURN(std::unique_ptr<transport::P2pIpcRing> ring, transport::P2pIpcRing::Connect(bootstrap, spec));
-    ends = std::move(ring);
-  }
-  order_ = order;
-  for (int p = 0; p < nranks_; ++p) {
-    if (order_[p] == rank_) pos_ = p;
-  }
-  const uint64_t timeout_ns = static_cast<uint64_t>(timeout_ms_) * 1000000ull;
-  auto made =
-      internal::GpuComm::Create(rank_, nranks_, device, order, std::move(ends), geometry,
-                                timeout_ns, internal::RanksSharingGpuInProcess(gpus, rank_));
+  check_ = agreed.settings.shared.check != 0;
+  StatusOr<EngineSet> made = collectives::ConnectEngines(*setup);
   // A rank that failed here would leave the others' first collective waiting.
-  RETURN_IF_ERROR(transport::AgreeOk(bootstrap, made.status(), "set up its GPU communicator"));
-  gpu_ = std::move(made).value();
-  StartGpuP2p(device);
-  RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: CUDA device " << device << " (CUDA IPC across "
-                  << "processes), " << geometry.nchannels << " channel(s), slot " << geometry.slot_bytes
-                  << " B, LL slot " << geometry.ll_slot_bytes << " B, timeout " << timeout_ms_ << " ms";
+  RETURN_IF_ERROR(transport::AgreeOk(exchange, made.status(), "connect its engines"));
+  engines_ = std::move(made->engines);
+  p2p_ = std::move(made->p2p);
+  for (const auto& e : engines_) async_engines_ = async_engines_ || e->asynchronous();
+  if (device_ >= 0) {
+    RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: CUDA device " << device_ << ", "
+                    << setup->gpu.nchannels << " channel(s), slot " << setup->gpu.slot_bytes << " B, LL slot "
+                    << setup->gpu.ll_slot_bytes << " B, timeout " << timeout_ms_ << " ms";
+  } else {
+    int local_ranks = 0;
+    for (int r = 0; r < nranks_; ++r) local_ranks += agreed.domains[r] == agreed.domains[rank_] ? 1 : 0;
+    RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: host memory, " << setup->host.nchannels
+                    << " channel(s), slot " << setup->host.slot_bytes << " B, spin " << setup->host.spin_count
+                    << "/yield " << setup->host.yield_count << ", " << local_ranks << " local rank(s), timeout "
+                    << timeout_ms_ << " ms";
+  }
   return Status();
 }
 

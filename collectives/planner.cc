@@ -54,22 +54,24 @@ int ChannelsForCores(int cores, int ranks_on_machine) {
   return std::clamp(cores / std::max(1, ranks_on_machine), 1, kMaxChannels);
 }
 
-CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ranks, int cores, int machine_ranks,
+CommGeometry ChooseGeometry(const CommSettings& settings, int nranks, int local_ranks, int cores, int machine_ranks,
                             bool net) {
+  const SharedSettings& shared = settings.shared;
+  const LocalSettings& local = settings.local;
   CommGeometry g;
   machine_ranks = std::max(machine_ranks, local_ranks);
-  g.slot_bytes = config.slot_bytes > 0 ? config.slot_bytes : kDefaultSlotBytes;
-  g.fixed_slot = config.slot_bytes > 0;
-  if (config.nchannels > 0) {
-    g.nchannels = static_cast<int>(std::min<int64_t>(config.nchannels, 64));
+  g.slot_bytes = shared.slot_bytes > 0 ? shared.slot_bytes : kDefaultSlotBytes;
+  g.fixed_slot = shared.slot_bytes > 0;
+  if (shared.nchannels > 0) {
+    g.nchannels = std::min(shared.nchannels, 64);
     g.fixed_channels = true;
   } else {
     g.nchannels = ChannelsForCores(cores, machine_ranks);
   }
   if (nranks == 1) g.nchannels = 1;
-  g.algorithm = ParseAlgorithm(config.algo);
-  g.check = config.check;
-  g.deterministic = config.deterministic;
+  g.algorithm = shared.algorithm;
+  g.check = shared.check != 0;
+  g.deterministic = shared.deterministic != 0;
   g.board_bytes = nranks > 1 && local_ranks == nranks ? kBoardBytes : 0;
   // Spinning only helps when the peer has a core of its own to run on; when
   // ranks outnumber cores, the waiter gives its core away instead. Across
@@ -80,15 +82,15 @@ CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ra
   // took 29 us with 2000 yields before sleeping and 8-10 us with 50000+; no
   // spinning before the yields (medians, 8 B: 12.5-12.9 us against 14.4-24 us
   // with 50 spins; 8 MiB: 3.3-3.7 ms against 3.3-5.1 ms).
-  g.spin_count = config.spin_count >= 0 ? static_cast<int>(std::min<int64_t>(config.spin_count, 1 << 30))
-                                        : (oversubscribed ? 0 : 20000);
-  g.yield_count = config.yield_count >= 0 ? static_cast<int>(std::min<int64_t>(config.yield_count, 1 << 30))
-                                          : (oversubscribed ? 50000 : 1000);
+  g.spin_count = local.spin_count >= 0 ? static_cast<int>(std::min<int64_t>(local.spin_count, 1 << 30))
+                                       : (oversubscribed ? 0 : 20000);
+  g.yield_count = local.yield_count >= 0 ? static_cast<int>(std::min<int64_t>(local.yield_count, 1 << 30))
+                                         : (oversubscribed ? 50000 : 1000);
   // Board waits that yield only to a neighbour that can move (board.h). 4
   // ranks on 2 cores, 8 B to 512 B all-reduce, mean per call over 10000
   // (ringo-perf -n 10000, four alternating launches each): 9.6-10.7 us
   // against 11.6-13.5 us when every poll yields.
-  g.crowded = config.crowded_wait >= 0 ? config.crowded_wait == 1 : oversubscribed;
+  g.crowded = local.crowded_wait >= 0 ? local.crowded_wait == 1 : oversubscribed;
   // LL posts where every rank has a core to poll on (a fact every rank
   // sees alike, unlike RINGO_CROWDED_WAIT).
   g.oneshot_ll_bytes = g.board_bytes > 0 && !oversubscribed ? kOneShotLLBytes : 0;
@@ -123,19 +125,6 @@ CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ra
     set(Coll::kReduce, 16 << 10, 32 << 10, 0, 1 << 20);
   }
   return g;
-}
-
-ProtoChoice ParseProto(const std::string& name) {
-  if (name == "simple") return ProtoChoice::kSimple;
-  if (name == "ll") return ProtoChoice::kLL;
-  return ProtoChoice::kAuto;
-}
-
-Algorithm ParseAlgorithm(const std::string& name) {
-  if (name == "ring") return Algorithm::kRing;
-  if (name == "oneshot") return Algorithm::kOneShot;
-  if (name == "direct") return Algorithm::kDirect;
-  return Algorithm::kAuto;
 }
 
 CollPlan PlanRingCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry) {
@@ -182,24 +171,25 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
   return plan;
 }
 
-DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks) {
-  return ChooseDeviceGeometry(config, nranks, kernels::gpu::RingResidency{}, 1);
+DeviceGeometry ChooseDeviceGeometry(const CommSettings& settings, int nranks) {
+  return ChooseDeviceGeometry(settings, nranks, kernels::gpu::RingResidency{}, 1);
 }
 
-DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks,
+DeviceGeometry ChooseDeviceGeometry(const CommSettings& settings, int nranks,
                                     const kernels::gpu::RingResidency& residency,
                                     int ranks_per_gpu) {
+  const SharedSettings& shared = settings.shared;
   DeviceGeometry g;
-  const int64_t slice = config.slot_bytes > 0 ? config.slot_bytes : kDeviceSlotBytes;
+  const int64_t slice = shared.slot_bytes > 0 ? shared.slot_bytes : kDeviceSlotBytes;
   g.slot_bytes = slice + kernels::gpu::kSlotShiftPad;  // a Simple slot carries `slice` at any shift
-  g.fixed_slot = config.slot_bytes > 0;
+  g.fixed_slot = shared.slot_bytes > 0;
   // LL slices never exceed the Simple slice, so RINGO_SLOT_BYTES shrinks both
   // (the tests reach multi-chunk LL paths with small counts that way).
   const int64_t ll_slice = std::min(kDeviceLLSliceBytes, slice) /
                            kernels::gpu::kLLDataBytesPerLine * kernels::gpu::kLLDataBytesPerLine;
   g.ll_slot_bytes = kernels::gpu::LLSlotBytesFor(ll_slice);
-  if (config.nchannels > 0) {
-    g.nchannels = static_cast<int>(std::min<int64_t>(config.nchannels, kernels::gpu::kMaxChannels));
+  if (shared.nchannels > 0) {
+    g.nchannels = std::min(shared.nchannels, kernels::gpu::kMaxChannels);
     g.fixed_channels = true;
   } else if (residency.sms > 0) {
     g.nchannels =
@@ -208,7 +198,7 @@ DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks,
     g.nchannels = kDeviceChannels;
   }
   if (nranks == 1) g.nchannels = 1;
-  g.proto = ParseProto(config.proto);
+  g.proto = shared.proto;
   return g;
 }
 
@@ -244,8 +234,8 @@ DevicePlan PlanDeviceCollective(const kernels::CollArgs& args, int nranks, const
   return plan;
 }
 
-int64_t P2pSlotBytes(const base::Config& config) {
-  return config.slot_bytes > 0 ? config.slot_bytes : kP2pSlotBytes;
+int64_t P2pSlotBytes(const CommSettings& settings) {
+  return settings.shared.slot_bytes > 0 ? settings.shared.slot_bytes : kP2pSlotBytes;
 }
 
 }  // namespace ringo::collectives

@@ -8,17 +8,12 @@
 #include <cstdint>
 #include <string>
 
-#include "base/config.h"
+#include "collectives/settings.h"
 #include "kernels/cuda/device_types.h"
 #include "kernels/cuda/residency.h"
 #include "kernels/coll_args.h"
 
 namespace ringo::collectives {
-
-// kDirect: a collective run straight on every rank's buffers
-// (kernels/host_direct.h), where every rank can address the ones it needs;
-// the ranks agree per call over the board and fall back to the ring otherwise.
-enum class Algorithm : int { kAuto = 0, kRing = 1, kOneShot = 2, kDirect = 3 };
 
 struct CommGeometry {
   int nchannels = 1;       // channels connected at init
@@ -50,13 +45,13 @@ int ChannelsForCores(int cores, int ranks_on_machine);
 // as many) share its CPUs: hosts that are containers or network namespaces
 // of one machine. `net`: some ring edge crosses hosts, and a proxy thread
 // per rank (transport/net/proxy.h) needs a core beside the channels.
-CommGeometry ChooseGeometry(const base::Config& config, int nranks, int local_ranks, int cores, int machine_ranks = 0,
-                            bool net = false);
+CommGeometry ChooseGeometry(const CommSettings& settings, int nranks, int local_ranks, int cores,
+                            int machine_ranks = 0, bool net = false);
 
-// The FIFO slot of point-to-point pairs (collectives/p2p_engine.h):
+// The FIFO slot of point-to-point pairs (engines/host_p2p.h):
 // RINGO_SLOT_BYTES where set, else 128 KiB (8 slots, 1 MiB per pair and
 // direction).
-int64_t P2pSlotBytes(const base::Config& config);
+int64_t P2pSlotBytes(const CommSettings& settings);
 
 struct CollPlan {
   // kRing, kOneShot, or kDirect (whose ring fields below are the fallback's)
@@ -74,14 +69,7 @@ CollPlan PlanCollective(const kernels::CollArgs& args, int nranks, const CommGeo
 // whatever algorithm PlanCollective would pick.
 CollPlan PlanRingCollective(const kernels::CollArgs& args, int nranks, const CommGeometry& geometry);
 
-// RINGO_ALGO's value as an Algorithm.
-Algorithm ParseAlgorithm(const std::string& name);
-
 // ---- GPU communicators ----
-
-// RINGO_PROTO, parsed once at init.
-enum class ProtoChoice : int { kAuto = 0, kSimple = 1, kLL = 2 };
-ProtoChoice ParseProto(const std::string& name);
 
 // FIFO geometry of a GPU ring, chosen at init.
 struct DeviceGeometry {
@@ -94,11 +82,11 @@ struct DeviceGeometry {
 };
 
 // With the GPU unknown (4 channels); for the slice arithmetic alone.
-DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks);
+DeviceGeometry ChooseDeviceGeometry(const CommSettings& settings, int nranks);
 // For a ring whose GPUs hold `residency` of the ring kernel (the smallest
 // GPU's) and carry up to `ranks_per_gpu` ranks each: channels per rank
 // kernels::gpu::ChannelsPerRank, unless RINGO_NCHANNELS says.
-DeviceGeometry ChooseDeviceGeometry(const base::Config& config, int nranks,
+DeviceGeometry ChooseDeviceGeometry(const CommSettings& settings, int nranks,
                                     const kernels::gpu::RingResidency& residency,
                                     int ranks_per_gpu);
 

@@ -27,7 +27,7 @@ Config DefaultConfig() { return Config(); }
 
 TEST(ChooseGeometryTest, Defaults) {
   const Config c = DefaultConfig();
-  const CommGeometry g = ChooseGeometry(c, 4, 4, 16);
+  const CommGeometry g = ChooseGeometry(SettingsFrom(c), 4, 4, 16);
   EXPECT_EQ(g.slot_bytes, 512 * 1024);
   EXPECT_FALSE(g.fixed_channels);
   EXPECT_EQ(g.nchannels, 4);  // 16 cores / 4 local ranks, at most 4
@@ -43,12 +43,12 @@ TEST(ChooseGeometryTest, Defaults) {
 
 TEST(ChooseGeometryTest, BoardOnlyWhenEveryRankIsLocal) {
   const Config c = DefaultConfig();
-  EXPECT_GT(ChooseGeometry(c, 4, 4, 8).board_bytes, 0);
-  EXPECT_EQ(ChooseGeometry(c, 8, 4, 8).board_bytes, 0) << "ranks on several hosts";
-  EXPECT_EQ(ChooseGeometry(c, 1, 1, 8).board_bytes, 0) << "one rank has nobody to exchange with";
+  EXPECT_GT(ChooseGeometry(SettingsFrom(c), 4, 4, 8).board_bytes, 0);
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 8, 4, 8).board_bytes, 0) << "ranks on several hosts";
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 1, 1, 8).board_bytes, 0) << "one rank has nobody to exchange with";
   // Thresholds per collective, one core per rank or more ranks than cores:
   // the one-shot below the direct path, both or neither where there is a board.
-  for (const CommGeometry& g : {ChooseGeometry(c, 2, 2, 8), ChooseGeometry(c, 8, 8, 2)}) {
+  for (const CommGeometry& g : {ChooseGeometry(SettingsFrom(c), 2, 2, 8), ChooseGeometry(SettingsFrom(c), 8, 8, 2)}) {
     for (Coll coll : kColls) {
       const int64_t oneshot = g.oneshot_auto_bytes[static_cast<int>(coll)];
       const int64_t direct = g.direct_auto_bytes[static_cast<int>(coll)];
@@ -56,7 +56,7 @@ TEST(ChooseGeometryTest, BoardOnlyWhenEveryRankIsLocal) {
       EXPECT_GT(direct, oneshot) << static_cast<int>(coll);
     }
   }
-  const CommGeometry hosts = ChooseGeometry(c, 8, 4, 8);
+  const CommGeometry hosts = ChooseGeometry(SettingsFrom(c), 8, 4, 8);
   for (Coll coll : kColls) {
     EXPECT_EQ(hosts.oneshot_auto_bytes[static_cast<int>(coll)], 0);
     EXPECT_EQ(hosts.direct_auto_bytes[static_cast<int>(coll)], 0);
@@ -71,91 +71,91 @@ TEST(ChooseGeometryTest, AlgorithmFromConfig) {
   EXPECT_EQ(ParseAlgorithm("tree"), Algorithm::kAuto);
   Config c = DefaultConfig();
   c.algo = "ring";
-  EXPECT_EQ(ChooseGeometry(c, 4, 4, 2).algorithm, Algorithm::kRing);
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 4, 4, 2).algorithm, Algorithm::kRing);
   c.algo = "oneshot";
-  EXPECT_EQ(ChooseGeometry(c, 4, 4, 2).algorithm, Algorithm::kOneShot);
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 4, 4, 2).algorithm, Algorithm::kOneShot);
 }
 
 TEST(ChooseGeometryTest, ChannelsFollowCoresPerRank) {
   const Config c = DefaultConfig();
-  EXPECT_EQ(ChooseGeometry(c, 2, 2, 2).nchannels, 1);   // CI: 2 ranks on 2 cores
-  EXPECT_EQ(ChooseGeometry(c, 8, 8, 2).nchannels, 1);   // more ranks than cores
-  EXPECT_EQ(ChooseGeometry(c, 2, 2, 4).nchannels, 2);
-  EXPECT_EQ(ChooseGeometry(c, 2, 2, 6).nchannels, 3);
-  EXPECT_EQ(ChooseGeometry(c, 2, 2, 128).nchannels, 4);  // capped
-  EXPECT_EQ(ChooseGeometry(c, 1, 1, 64).nchannels, 1);   // one rank: nothing to run side by side
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 2, 2, 2).nchannels, 1);   // CI: 2 ranks on 2 cores
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 8, 8, 2).nchannels, 1);   // more ranks than cores
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 2, 2, 4).nchannels, 2);
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 2, 2, 6).nchannels, 3);
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 2, 2, 128).nchannels, 4);  // capped
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 1, 1, 64).nchannels, 1);   // one rank: nothing to run side by side
 }
 
 TEST(ChooseGeometryTest, SpinCountIsSmallerWhenRanksOutnumberCores) {
   const Config c = DefaultConfig();
   for (int cores = 1; cores <= 16; ++cores) {
     for (int local = 1; local <= 32; ++local) {
-      const CommGeometry g = ChooseGeometry(c, local, local, cores);
+      const CommGeometry g = ChooseGeometry(SettingsFrom(c), local, local, cores);
       EXPECT_GE(g.spin_count, 0);
       if (local > cores) {
-        const CommGeometry roomy = ChooseGeometry(c, local, local, local);
+        const CommGeometry roomy = ChooseGeometry(SettingsFrom(c), local, local, local);
         EXPECT_LT(g.spin_count, roomy.spin_count) << local << " ranks on " << cores << " cores";
       }
     }
   }
   // 8 ranks on the 2 cores of CI must give the core away soon instead of
   // burning the other ranks' cores: fewer pause-spins, yields instead.
-  EXPECT_LT(ChooseGeometry(c, 8, 8, 2).spin_count, ChooseGeometry(c, 2, 2, 2).spin_count);
-  EXPECT_LE(ChooseGeometry(c, 8, 8, 2).spin_count, 1000);
-  EXPECT_GT(ChooseGeometry(c, 8, 8, 2).yield_count, 0);
-  EXPECT_GE(ChooseGeometry(c, 2, 2, 2).yield_count, 0);
+  EXPECT_LT(ChooseGeometry(SettingsFrom(c), 8, 8, 2).spin_count, ChooseGeometry(SettingsFrom(c), 2, 2, 2).spin_count);
+  EXPECT_LE(ChooseGeometry(SettingsFrom(c), 8, 8, 2).spin_count, 1000);
+  EXPECT_GT(ChooseGeometry(SettingsFrom(c), 8, 8, 2).yield_count, 0);
+  EXPECT_GE(ChooseGeometry(SettingsFrom(c), 2, 2, 2).yield_count, 0);
   // Crowded board waits exactly when ranks outnumber cores.
-  EXPECT_TRUE(ChooseGeometry(c, 4, 4, 2).crowded);
-  EXPECT_TRUE(ChooseGeometry(c, 3, 3, 2).crowded);
-  EXPECT_FALSE(ChooseGeometry(c, 2, 2, 2).crowded);
-  EXPECT_FALSE(ChooseGeometry(c, 4, 4, 8).crowded);
+  EXPECT_TRUE(ChooseGeometry(SettingsFrom(c), 4, 4, 2).crowded);
+  EXPECT_TRUE(ChooseGeometry(SettingsFrom(c), 3, 3, 2).crowded);
+  EXPECT_FALSE(ChooseGeometry(SettingsFrom(c), 2, 2, 2).crowded);
+  EXPECT_FALSE(ChooseGeometry(SettingsFrom(c), 4, 4, 8).crowded);
 }
 
 TEST(ChooseGeometryTest, ConfigurationIsHonoured) {
   Config c = DefaultConfig();
   c.slot_bytes = 4096;
-  EXPECT_EQ(ChooseGeometry(c, 4, 4, 2).slot_bytes, 4096);
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 4, 4, 2).slot_bytes, 4096);
   c.slot_bytes = 64;
-  EXPECT_EQ(ChooseGeometry(c, 4, 4, 2).slot_bytes, 64);
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 4, 4, 2).slot_bytes, 64);
 
   Config n = DefaultConfig();
   n.nchannels = 3;
-  CommGeometry g = ChooseGeometry(n, 4, 4, 2);
+  CommGeometry g = ChooseGeometry(SettingsFrom(n), 4, 4, 2);
   EXPECT_EQ(g.nchannels, 3);  // even with fewer cores than that
   EXPECT_TRUE(g.fixed_channels);
   n.nchannels = 1000;
-  EXPECT_EQ(ChooseGeometry(n, 4, 4, 2).nchannels, 64);  // bounded
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(n), 4, 4, 2).nchannels, 64);  // bounded
   n.nchannels = 3;
-  EXPECT_EQ(ChooseGeometry(n, 1, 1, 2).nchannels, 1);  // one rank
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(n), 1, 1, 2).nchannels, 1);  // one rank
 
   Config s = DefaultConfig();
   s.spin_count = 0;
-  EXPECT_EQ(ChooseGeometry(s, 4, 4, 2).spin_count, 0);
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(s), 4, 4, 2).spin_count, 0);
   s.spin_count = 777;
-  EXPECT_EQ(ChooseGeometry(s, 8, 8, 2).spin_count, 777);  // even when ranks outnumber cores
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(s), 8, 8, 2).spin_count, 777);  // even when ranks outnumber cores
   s.spin_count = int64_t{1} << 40;
-  EXPECT_EQ(ChooseGeometry(s, 2, 2, 2).spin_count, 1 << 30);  // fits an int
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(s), 2, 2, 2).spin_count, 1 << 30);  // fits an int
 
   Config y = DefaultConfig();
   y.yield_count = 0;
-  EXPECT_EQ(ChooseGeometry(y, 8, 8, 2).yield_count, 0);
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(y), 8, 8, 2).yield_count, 0);
   y.yield_count = 123;
-  EXPECT_EQ(ChooseGeometry(y, 2, 2, 8).yield_count, 123);
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(y), 2, 2, 8).yield_count, 123);
   y.yield_count = int64_t{1} << 40;
-  EXPECT_EQ(ChooseGeometry(y, 2, 2, 8).yield_count, 1 << 30);
+  EXPECT_EQ(ChooseGeometry(SettingsFrom(y), 2, 2, 8).yield_count, 1 << 30);
 
   Config w = DefaultConfig();
   w.crowded_wait = 0;
-  EXPECT_FALSE(ChooseGeometry(w, 8, 8, 2).crowded);
+  EXPECT_FALSE(ChooseGeometry(SettingsFrom(w), 8, 8, 2).crowded);
   w.crowded_wait = 1;
-  EXPECT_TRUE(ChooseGeometry(w, 2, 2, 8).crowded);
+  EXPECT_TRUE(ChooseGeometry(SettingsFrom(w), 2, 2, 8).crowded);
 }
 
 TEST(ChooseGeometryTest, DegenerateCoreAndRankCounts) {
   const Config c = DefaultConfig();
   for (int cores : {0, 1}) {
     for (int local : {0, 1, 3}) {
-      const CommGeometry g = ChooseGeometry(c, 3, local, cores);
+      const CommGeometry g = ChooseGeometry(SettingsFrom(c), 3, local, cores);
       EXPECT_GE(g.nchannels, 1);
       EXPECT_GT(g.slot_bytes, 0);
       EXPECT_GE(g.spin_count, 0);
@@ -167,8 +167,8 @@ TEST(ChooseGeometryTest, DegenerateCoreAndRankCounts) {
 TEST(ChooseGeometryTest, PureFunctionOfItsInputs) {
   Config c = DefaultConfig();
   c.slot_bytes = 1024;
-  const CommGeometry a = ChooseGeometry(c, 5, 5, 3);
-  const CommGeometry b = ChooseGeometry(c, 5, 5, 3);
+  const CommGeometry a = ChooseGeometry(SettingsFrom(c), 5, 5, 3);
+  const CommGeometry b = ChooseGeometry(SettingsFrom(c), 5, 5, 3);
   EXPECT_EQ(a.nchannels, b.nchannels);
   EXPECT_EQ(a.slot_bytes, b.slot_bytes);
   EXPECT_EQ(a.spin_count, b.spin_count);
@@ -353,7 +353,7 @@ TEST(PlanCollectiveTest, FixedChannelsAreAllUsedByRingPlans) {
   c.nchannels = 3;
   for (const char* algo : {"", "ring"}) {
     c.algo = algo;
-    const CommGeometry g = ChooseGeometry(c, 4, 4, 2);
+    const CommGeometry g = ChooseGeometry(SettingsFrom(c), 4, 4, 2);
     for (Coll coll : kColls) {
       for (int64_t count : {0, 1, 5, 100, 100000, 10000000}) {
         const CollPlan p = PlanCollective(Args(coll, DataType::kFloat32, count), 4, g);
@@ -372,7 +372,7 @@ TEST(PlanCollectiveTest, FixedChannelsAreAllUsedByRingPlans) {
 TEST(PlanCollectiveTest, DirectForLargeCollectivesOnOneHost) {
   Config c = DefaultConfig();
   for (int local : {2, 4}) {  // one rank per core; more ranks than cores
-    const CommGeometry g = ChooseGeometry(c, local, local, 2);
+    const CommGeometry g = ChooseGeometry(SettingsFrom(c), local, local, 2);
     for (Coll coll : kColls) {
       const int64_t from = g.direct_auto_bytes[static_cast<int>(coll)];
       ASSERT_GT(from, 0) << static_cast<int>(coll);
@@ -389,17 +389,17 @@ TEST(PlanCollectiveTest, DirectForLargeCollectivesOnOneHost) {
     }
   }
   const int64_t big = int64_t{64} << 20;
-  const CommGeometry hosts = ChooseGeometry(c, 4, 2, 2);  // ranks on two hosts: no board
+  const CommGeometry hosts = ChooseGeometry(SettingsFrom(c), 4, 2, 2);  // ranks on two hosts: no board
   for (Coll coll : kColls) {
     EXPECT_EQ(hosts.direct_auto_bytes[static_cast<int>(coll)], 0);
     EXPECT_EQ(PlanCollective(Args(coll, DataType::kFloat32, big), 4, hosts).algorithm, Algorithm::kRing);
   }
   c.algo = "ring";
-  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, big), 2, ChooseGeometry(c, 2, 2, 2)).algorithm,
+  EXPECT_EQ(PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, big), 2, ChooseGeometry(SettingsFrom(c), 2, 2, 2)).algorithm,
             Algorithm::kRing);
   c.algo = "direct";  // every collective, whatever its size, even one the one-shot board would take
   for (Coll coll : kColls) {
-    EXPECT_EQ(PlanCollective(Args(coll, DataType::kFloat32, 10), 2, ChooseGeometry(c, 2, 2, 2)).algorithm,
+    EXPECT_EQ(PlanCollective(Args(coll, DataType::kFloat32, 10), 2, ChooseGeometry(SettingsFrom(c), 2, 2, 2)).algorithm,
               Algorithm::kDirect);
   }
 }
@@ -409,7 +409,7 @@ TEST(PlanCollectiveTest, DirectForLargeCollectivesOnOneHost) {
 TEST(PlanCollectiveTest, DirectFallsBackToTheOneShotWhereItFits) {
   Config c = DefaultConfig();
   for (int local : {2, 4}) {
-    const CommGeometry g = ChooseGeometry(c, local, local, 2);
+    const CommGeometry g = ChooseGeometry(SettingsFrom(c), local, local, 2);
     for (Coll coll : kColls) {
       for (int64_t count : {int64_t{1} << 12, int64_t{1} << 14, int64_t{1} << 20}) {
         const CollArgs args = Args(coll, DataType::kFloat32, count);
@@ -423,7 +423,7 @@ TEST(PlanCollectiveTest, DirectFallsBackToTheOneShotWhereItFits) {
     }
   }
   // 2 ranks, AllReduce of 32 KiB: direct, or one-shot when a buffer is out of reach.
-  const CollPlan p = PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 8192), 2, ChooseGeometry(c, 2, 2, 2));
+  const CollPlan p = PlanCollective(Args(Coll::kAllReduce, DataType::kFloat32, 8192), 2, ChooseGeometry(SettingsFrom(c), 2, 2, 2));
   EXPECT_EQ(p.algorithm, Algorithm::kDirect);
   EXPECT_EQ(p.fallback, Algorithm::kOneShot);
 }
@@ -438,7 +438,7 @@ TEST(PlanCollectiveTest, FromConfiguredGeometry) {
         c.nchannels = nch;
         c.algo = algo;
         for (int local = 1; local <= 8; ++local) {
-          const CommGeometry g = ChooseGeometry(c, local, local, 2);
+          const CommGeometry g = ChooseGeometry(SettingsFrom(c), local, local, 2);
           if (slot > 0) {
             EXPECT_EQ(g.slot_bytes, slot);
           }
@@ -473,7 +473,7 @@ TEST(PlanCollectiveTest, FromConfiguredGeometry) {
 // ones whole slots; RINGO_SLOT_BYTES makes every slice a whole slot.
 TEST(PlanCollectiveTest, SliceFollowsSizeUnlessTheSlotIsSet) {
   base::Config c;
-  const CommGeometry g = ChooseGeometry(c, 2, 2, 2);
+  const CommGeometry g = ChooseGeometry(SettingsFrom(c), 2, 2, 2);
   kernels::CollArgs a;
   a.dtype = base::DataType::kFloat32;
   a.count = (1 << 20) / 4;
@@ -481,7 +481,7 @@ TEST(PlanCollectiveTest, SliceFollowsSizeUnlessTheSlotIsSet) {
   a.count = (64 << 20) / 4;
   EXPECT_EQ(PlanCollective(a, 2, g).slice_bytes, 512 * 1024);
   c.slot_bytes = 256 * 1024;
-  const CommGeometry fixed = ChooseGeometry(c, 2, 2, 2);
+  const CommGeometry fixed = ChooseGeometry(SettingsFrom(c), 2, 2, 2);
   a.count = (1 << 20) / 4;
   EXPECT_EQ(PlanCollective(a, 2, fixed).slice_bytes, 256 * 1024);
 }
@@ -516,21 +516,21 @@ DevicePlan Plan(const DeviceGeometry& g, Coll coll, DataType dt, int64_t count, 
 }
 
 TEST(DeviceGeometryTest, Defaults) {
-  const DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 4);
+  const DeviceGeometry g = ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 4);
   EXPECT_EQ(SimpleSlice(g), 512 * 1024);
   EXPECT_EQ(g.slot_bytes % 16, 0);
   EXPECT_EQ(LLSlice(g), 16 * 1024);
   EXPECT_EQ(g.ll_slot_bytes, 32 * 1024);
   EXPECT_GE(g.nchannels, 1);
   EXPECT_LE(g.nchannels, kernels::gpu::kMaxChannels);
-  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 1).nchannels, 1);
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 1).nchannels, 1);
 }
 
 TEST(DeviceGeometryTest, SmallSlotsShrinkBothProtocols) {
   Config c = DefaultConfig();
   c.slot_bytes = 1024;
   c.nchannels = 100;
-  const DeviceGeometry g = ChooseDeviceGeometry(c, 3);
+  const DeviceGeometry g = ChooseDeviceGeometry(SettingsFrom(c), 3);
   EXPECT_EQ(SimpleSlice(g), 1024);
   EXPECT_EQ(LLSlice(g), 1024);
   EXPECT_TRUE(g.fixed_slot);
@@ -539,7 +539,7 @@ TEST(DeviceGeometryTest, SmallSlotsShrinkBothProtocols) {
 }
 
 TEST(DevicePlanTest, LLForSmallSimpleForLarge) {
-  const DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 4);
+  const DeviceGeometry g = ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 4);
   for (int n : {1, 2, 4, 8}) {
     const int64_t limit = n * LLSlice(g);  // bytes: one LL slice per rank
     EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1, n).proto, Proto::kLL);
@@ -552,7 +552,7 @@ TEST(DevicePlanTest, LLForSmallSimpleForLarge) {
 }
 
 TEST(DevicePlanTest, SlicesFitTheProtocolAndChannelsGrowWithSize) {
-  const DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 8);
+  const DeviceGeometry g = ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 8);
   for (Coll coll : kColls) {
     for (DataType dt : {DataType::kInt8, DataType::kFloat16, DataType::kFloat32, DataType::kFloat64}) {
       for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{7}, int64_t{4097}, int64_t{1} << 20, int64_t{1} << 26}) {
@@ -574,27 +574,27 @@ TEST(DevicePlanTest, SlicesFitTheProtocolAndChannelsGrowWithSize) {
 // fits the GPU.
 TEST(DeviceGeometryTest, ChannelsFromTheMultiprocessorsAndTheRanksPerGpu) {
   const kernels::gpu::RingResidency h100{132, 1};
-  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 2, h100, 2).nchannels,
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 2, h100, 2).nchannels,
             kernels::gpu::kMaxChannels);
-  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 4, h100, 4).nchannels, 33);
-  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 8, h100, 8).nchannels, 16);
-  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 8, h100, 1).nchannels,
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 4, h100, 4).nchannels, 33);
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 8, h100, 8).nchannels, 16);
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 8, h100, 1).nchannels,
             kernels::gpu::kMaxChannels);  // 8 GPUs
-  EXPECT_EQ(ChooseDeviceGeometry(DefaultConfig(), 1, h100, 1).nchannels, 1);
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 1, h100, 1).nchannels, 1);
   for (int n = 2; n <= 16; ++n) {
-    const int c = ChooseDeviceGeometry(DefaultConfig(), n, h100, n).nchannels;
+    const int c = ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), n, h100, n).nchannels;
     EXPECT_TRUE(kernels::gpu::CheckResidency(h100, n, c, "GPU").ok()) << n;
   }
   Config forced = DefaultConfig();
   forced.nchannels = 3;
-  EXPECT_EQ(ChooseDeviceGeometry(forced, 8, h100, 8).nchannels, 3);
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(forced), 8, h100, 8).nchannels, 3);
   // A 256 MiB all-reduce on 2 ranks of one H100 uses them all.
-  const DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 2, h100, 2);
+  const DeviceGeometry g = ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 2, h100, 2);
   EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1 << 26, 2).nchannels, g.nchannels);
 }
 
 TEST(DevicePlanTest, RingoProtoForcesOne) {
-  DeviceGeometry g = ChooseDeviceGeometry(DefaultConfig(), 2);
+  DeviceGeometry g = ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 2);
   g.proto = ProtoChoice::kSimple;
   EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1, 2).proto, Proto::kSimple);
   g.proto = ProtoChoice::kLL;

@@ -54,7 +54,8 @@ base::StatusOr<topology::TransportPolicy> TransportPolicyFor(const base::Config&
   return topology::PolicyFromConfig(config, graph);
 }
 
-base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vector<topology::RankInfo>& ranks) {
+base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vector<topology::RankInfo>& ranks,
+                                      bool deterministic) {
   ASSIGN_OR_RETURN(const topology::Graph* graph, LocalGraph(config));
   ASSIGN_OR_RETURN(topology::TransportPolicy policy, topology::PolicyFromConfig(config, graph));
   ASSIGN_OR_RETURN(std::vector<topology::RingPlan> plans, topology::PlanRings(graph, ranks, policy));
@@ -62,7 +63,7 @@ base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vec
   RingChoice choice;
   choice.order = plans[0].order;
   choice.edges = plans[0].edges;
-  if (config.deterministic) {
+  if (deterministic) {
     // Reductions run as a chain in ring order: the ring is the ranks in rank
     // order, whatever the topology prefers, so results do not depend on it.
     const int n = static_cast<int>(ranks.size());

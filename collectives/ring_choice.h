@@ -31,9 +31,12 @@ struct RingChoice {
 // RINGO_SHM_DISABLE) over this host's topology.
 base::StatusOr<topology::TransportPolicy> TransportPolicyFor(const base::Config& config);
 
-// The ring for `ranks` (host-memory ranks: gpu = -1). Fails if an edge needs
-// a transport this build lacks (the network, between hosts).
-base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vector<topology::RankInfo>& ranks);
+// The ring for `ranks` (host-memory ranks: gpu = -1), on the topology
+// `config` names. `deterministic` (RINGO_DETERMINISTIC, as the ranks agreed):
+// the ranks in rank order, so reductions chain alike whatever the topology.
+// Fails if an edge needs a transport host memory cannot use.
+base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vector<topology::RankInfo>& ranks,
+                                      bool deterministic);
 
 }  // namespace ringo::collectives
 

@@ -16,7 +16,6 @@
 #include "kernels/signature.h"
 #include "transport/shm/board.h"
 #include "transport/shm/fifo.h"
-#include "transport/connect/ring_links.h"
 
 namespace ringo::kernels {
 namespace {
@@ -55,12 +54,15 @@ TEST(PeerFuzz, RingReceiveSurvivesRandomSlots) {
   std::mt19937_64 rng(42);
   int errors = 0;
   for (int round = 0; round < 100; ++round) {
-    transport::RingSpec spec;
-    spec.nranks = 2;
-    spec.order = {0, 1};
-    spec.nchannels = 1;
-    spec.slot_bytes = kSlotBytes;
-    auto links = transport::ConnectRingInProcess(spec);
+    // The ring 0 -> 1 -> 0: each edge's FIFO in the receiver's (this process's) memory.
+    const transport::ProcessId self = transport::SelfProcessId();
+    auto into1 = transport::AllocateProcessFifo(kSlotBytes, 1);
+    auto into0 = transport::AllocateProcessFifo(kSlotBytes, 0);
+    transport::SendEnd send0(into1, 0, self);
+    transport::RecvEnd recv1(into1, 1, self);
+    transport::SendEnd send1(into0, 1, self);
+    transport::RecvEnd recv0(into0, 0, self);
+    const std::vector<int> order = {0, 1};
     CollArgs args;
     args.count = 1 + static_cast<int64_t>(rng() % 300);
     args.dtype = base::DataType::kFloat32;
@@ -71,8 +73,8 @@ TEST(PeerFuzz, RingReceiveSurvivesRandomSlots) {
     std::atomic<bool> stop{false};
     std::thread fake([&, seed = rng()] {
       std::mt19937_64 r(seed);
-      transport::SendEnd& send = *links[1][0].send;
-      transport::RecvEnd& recv = *links[1][0].recv;
+      transport::SendEnd& send = send1;
+      transport::RecvEnd& recv = recv1;
       const int posts = static_cast<int>(r() % 6);
       for (int i = 0; i < posts && !stop.load(); ++i) {
         auto slot = send.Acquire(Wait(1), i);
@@ -90,10 +92,10 @@ TEST(PeerFuzz, RingReceiveSurvivesRandomSlots) {
         recv.Release();
       }
     });
-    const RingArgs ring = MakeRingArgs(args, 0, 2, 0, spec.order.data(), 1, 128);
+    const RingArgs ring = MakeRingArgs(args, 0, 2, 0, order.data(), 1, 128);
     ChannelEnds ends;
-    ends.recv = links[0][0].recv.get();
-    ends.send = links[0][0].send.get();
+    ends.recv = &recv0;
+    ends.send = &send0;
     ends.wait = Wait(0);
     ends.sig = sig;
     const auto start = Clock::now();
@@ -119,7 +121,9 @@ TEST(PeerFuzz, OneShotSurvivesRandomPosts) {
   std::mt19937_64 rng(7);
   int errors = 0;
   for (int round = 0; round < 100; ++round) {
-    auto boards = transport::ConnectBoardsInProcess(2, kBufferBytes);
+    auto pages = transport::HostPages::InProcess(2, transport::BoardBytes(kBufferBytes));
+    transport::Board board0(pages[0], kBufferBytes);
+    transport::Board board1(pages[1], kBufferBytes);
     CollArgs args;
     args.count = 1 + static_cast<int64_t>(rng() % 64);
     args.dtype = base::DataType::kFloat32;
@@ -130,7 +134,7 @@ TEST(PeerFuzz, OneShotSurvivesRandomPosts) {
     const transport::CallSignature sig = MakeSignature(args, seq);
     const int64_t ll = rng() % 2 == 0 ? 64 : 0;
     // The fake post, written before rank 0 looks.
-    transport::BoardHeader* h = boards[1]->header(1);
+    transport::BoardHeader* h = board1.header(1);
     auto* buf = reinterpret_cast<unsigned char*>(h) + 4096 + (seq % 2) * kBufferBytes;
     const size_t words = rng() % 40;
     for (size_t k = 0; k < words * 8; ++k) buf[k] = static_cast<unsigned char>(rng());
@@ -141,9 +145,9 @@ TEST(PeerFuzz, OneShotSurvivesRandomPosts) {
     h->sig[seq % 2] = RandomSignature(rng, sig);
     if (rng() % 4 != 0) transport::Publish(h->posted, rng() % 2 == 0 ? seq : rng());
     transport::Publish(h->done, seq + 2);  // never blocks rank 0's buffer reuse
-    transport::Publish(boards[0]->header(0)->done, seq - 1);  // rank 0's earlier operations
+    transport::Publish(board0.header(0)->done, seq - 1);  // rank 0's earlier operations
     const auto start = Clock::now();
-    base::Status st = RunHostOneShot(args, 0, 2, *boards[0], seq, Wait(0), ll, sig);
+    base::Status st = RunHostOneShot(args, 0, 2, board0, seq, Wait(0), ll, sig);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     EXPECT_LT(seconds, 5.0) << "round " << round;
     if (!st.ok()) {

@@ -9,7 +9,7 @@
 namespace ringo::tests {
 
 size_t ChunkElems(ringoDataType_t dt, int nranks) {
-  const collectives::DeviceGeometry g = collectives::ChooseDeviceGeometry(base::GetConfig(), nranks);
+  const collectives::DeviceGeometry g = collectives::ChooseDeviceGeometry(collectives::SettingsFrom(base::GetConfig()), nranks);
   kernels::CollArgs probe;
   probe.dtype = static_cast<base::DataType>(dt);
   probe.count = 1;

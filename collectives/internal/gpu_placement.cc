@@ -9,7 +9,7 @@
 #include "base/cuda.h"
 #include "base/logging.h"
 #include "kernels/cuda/launch.h"
-#include "transport/connect/ring_links.h"
+#include "transport/connect/peer_info.h"
 
 namespace ringo::collectives::internal {
 

@@ -58,24 +58,24 @@ Proxy::~Proxy() {
 }
 
 void Proxy::Shutdown(bool drain, int64_t timeout_ms) {
-  if (shut_down_) return;
-  shut_down_ = true;
-  auto wake = [this] {
-    const uint64_t one = 1;
-    if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof(one));
-  };
+  {
+    std::lock_guard<std::mutex> lock(added_mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
   if (drain && thread_.joinable()) {
     draining_.store(true);
-    wake();
+    Wake();
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (!drained_.load() && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
   stop_.store(true);
-  wake();
+  Wake();
   if (thread_.joinable()) thread_.join();
   // The thread is gone: this thread owns the edges now.
+  TakeAdded();
   for (auto& e : edges_) {
     if (e->failed) continue;
     FifoHeader* h = e->header;
@@ -108,26 +108,43 @@ base::Status Proxy::AddSender(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<
                               int channel) {
   auto e = std::make_unique<Edge>();
   ASSIGN_OR_RETURN(e->region, RegisterFifo(*connection, *fifo));
-  e->fifo = std::move(fifo);
-  e->header = static_cast<FifoHeader*>(e->fifo->base());
-  e->header->proxy_wake_fd = wake_fd_;
   e->send = std::move(connection);
-  e->channel = channel;
-  edges_.push_back(std::move(e));
-  return base::OkStatus();
+  return Adopt(std::move(e), std::move(fifo), channel);
 }
 
 base::Status Proxy::AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<RecvConnection> connection,
                                 int channel) {
   auto e = std::make_unique<Edge>();
   ASSIGN_OR_RETURN(e->region, RegisterFifo(*connection, *fifo));
+  e->recv = std::move(connection);
+  return Adopt(std::move(e), std::move(fifo), channel);
+}
+
+base::Status Proxy::Adopt(std::unique_ptr<Edge> e, std::shared_ptr<FifoMemory> fifo, int channel) {
   e->fifo = std::move(fifo);
   e->header = static_cast<FifoHeader*>(e->fifo->base());
   e->header->proxy_wake_fd = wake_fd_;
-  e->recv = std::move(connection);
   e->channel = channel;
-  edges_.push_back(std::move(e));
+  {
+    std::lock_guard<std::mutex> lock(added_mu_);
+    if (shut_down_) return base::InvalidUsage("the network proxy was shut down");
+    added_.push_back(std::move(e));
+    has_added_.store(true, std::memory_order_release);
+  }
+  Wake();
   return base::OkStatus();
+}
+
+void Proxy::TakeAdded() {
+  std::lock_guard<std::mutex> lock(added_mu_);
+  for (auto& e : added_) edges_.push_back(std::move(e));
+  added_.clear();
+  has_added_.store(false, std::memory_order_relaxed);
+}
+
+void Proxy::Wake() {
+  const uint64_t one = 1;
+  if (wake_fd_ >= 0) (void)!::write(wake_fd_, &one, sizeof(one));
 }
 
 base::Status Proxy::Start() {
@@ -298,6 +315,7 @@ bool Proxy::Drained() const {
 void Proxy::Run() {
   int idle = 0;
   while (!stop_.load(std::memory_order_relaxed)) {
+    if (has_added_.load(std::memory_order_acquire)) TakeAdded();
     if (draining_.load(std::memory_order_relaxed) && Drained()) {
       drained_.store(true);
       return;

@@ -33,6 +33,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -50,8 +51,10 @@ struct ProxyOptions {
   int yield_count = 1000;   // then idle passes that yield the core before sleeping
 };
 
-// One rank's proxy: add every edge, then Start(). Stops (and joins) on
-// destruction; the FIFOs it serves must outlive it (it holds them).
+// One proxy per communicator: Start() it, then add edges as the engines
+// connect them (from any thread, before or after Start). Stops (and joins)
+// on destruction; the FIFOs it serves stay alive as long as it does (it
+// holds them).
 class Proxy {
  public:
   explicit Proxy(const ProxyOptions& options);
@@ -67,6 +70,8 @@ class Proxy {
   // `fifo` whose receiver is the executor: filled from `connection`.
   [[nodiscard]] base::Status AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<RecvConnection> connection,
                                          int channel);
+  // Thread-safe: the two above hand the edge to the running thread, which
+  // takes it at its next pass.
   base::Status Start();
   // Stops the thread. With `drain`, first waits (up to `timeout_ms`) until
   // every slot the executors posted has gone out, then closes the
@@ -77,6 +82,9 @@ class Proxy {
 
  private:
   struct Edge;
+  base::Status Adopt(std::unique_ptr<Edge> e, std::shared_ptr<FifoMemory> fifo, int channel);
+  void TakeAdded();  // moves added_ into edges_ (the thread, or Shutdown once it is gone)
+  void Wake();
   void Run();
   // Progresses one edge; whether anything moved.
   bool StepSender(Edge& e);
@@ -86,12 +94,15 @@ class Proxy {
   void Sleep();
 
   ProxyOptions options_;
-  std::vector<std::unique_ptr<Edge>> edges_;
+  std::vector<std::unique_ptr<Edge>> edges_;  // the thread's (Shutdown's once it is gone)
+  std::mutex added_mu_;
+  std::vector<std::unique_ptr<Edge>> added_;  // GUARDED_BY(added_mu_): not yet taken by the thread
+  bool shut_down_ = false;                    // GUARDED_BY(added_mu_)
+  std::atomic<bool> has_added_{false};
   int wake_fd_ = -1;  // an eventfd executors write to wake a sleeping proxy
   std::atomic<bool> stop_{false};
   std::atomic<bool> draining_{false};
   std::atomic<bool> drained_{false};
-  bool shut_down_ = false;
   std::thread thread_;
 };
 

@@ -17,7 +17,7 @@ namespace ringo::transport {
 namespace {
 
 constexpr uint32_t kBoardMagic = 0x42474e52;  // "RNGB"
-constexpr uint32_t kBoardVersion = 4;
+constexpr uint32_t kBoardVersion = 5;
 constexpr size_t kBoardDataOffset = 4096;
 static_assert(sizeof(BoardHeader) <= kBoardDataOffset, "header fits before the buffers");
 // A crowded waiter that polled this long without its wait being met yields
@@ -41,63 +41,38 @@ uint64_t EncodeWant(uint64_t kind, uint64_t target, int only) {
 
 using base::CpuRelax;
 
-std::string BoardName(uint64_t tag, int rank) {
-  char name[96];
-  std::snprintf(name, sizeof(name), "/ringo-%016llx-board%d", static_cast<unsigned long long>(tag), rank);
-  return name;
-}
-
-class HeapMemory : public FifoMemory {
- public:
-  explicit HeapMemory(size_t bytes) : base_(std::aligned_alloc(4096, bytes)) {
-    RINGO_CHECK(base_ != nullptr, "out of memory allocating a board");
-  }
-  ~HeapMemory() override { std::free(base_); }
-  void* base() override { return base_; }
-
- private:
-  void* base_;
-};
-
 }  // namespace
 
 size_t BoardBytes(size_t buffer_bytes) { return kBoardDataOffset + 2 * buffer_bytes; }
 
-void FormatBoard(void* memory, size_t buffer_bytes, int rank, const ProcessId& process) {
-  std::memset(memory, 0, BoardBytes(buffer_bytes));  // touch every page now
-  auto* h = new (memory) BoardHeader();
+Board::Board(std::shared_ptr<HostPages> pages, size_t buffer_bytes)
+    : pages_(std::move(pages)), rank_(pages_->rank()), buffer_bytes_(buffer_bytes) {
+  RINGO_CHECK(pages_->board_bytes() >= BoardBytes(buffer_bytes), "the shared pages have no room for this board");
+  for (int r = 0; r < pages_->nranks(); ++r) {
+    char* area = static_cast<char*>(pages_->board(r));
+    views_.push_back({reinterpret_cast<BoardHeader*>(area), pages_->control(r), area + kBoardDataOffset});
+  }
+  auto* h = new (views_[rank_].header) BoardHeader();
   h->magic = kBoardMagic;
   h->version = kBoardVersion;
   h->buffer_bytes = buffer_bytes;
-  h->rank = rank;
-  h->process = process;
 }
 
-base::Status CheckBoard(const void* memory, size_t buffer_bytes, int rank) {
-  const auto* h = static_cast<const BoardHeader*>(memory);
-  const std::string whose = "rank " + std::to_string(rank) + "'s board";
-  if (h->magic != kBoardMagic) return base::RemoteError(whose + " is not a Ringo board (bad magic)");
-  if (h->version != kBoardVersion) {
-    return base::RemoteError(whose + " has layout version " + std::to_string(h->version) + ", this library " +
-                             std::to_string(kBoardVersion));
-  }
-  if (h->buffer_bytes != buffer_bytes || h->rank != rank) {
-    return base::RemoteError(whose + " says rank " + std::to_string(h->rank) + " with " +
-                             std::to_string(h->buffer_bytes) + "-byte buffers, expected " +
-                             std::to_string(buffer_bytes));
+base::Status CheckBoards(const HostPages& pages, size_t buffer_bytes) {
+  for (int r = 0; r < pages.nranks(); ++r) {
+    const auto* h = static_cast<const BoardHeader*>(pages.board(r));
+    const std::string whose = "rank " + std::to_string(r) + "'s board";
+    if (h == nullptr) return base::Internal("the shared pages have no board");
+    if (h->magic != kBoardMagic || h->version != kBoardVersion) {
+      return base::RemoteError(whose + " is not a board of this library (magic or version)").WithOrigin(r, whose);
+    }
+    if (h->buffer_bytes != buffer_bytes) {
+      return base::RemoteError(whose + " has " + std::to_string(h->buffer_bytes) + "-byte buffers, expected " +
+                               std::to_string(buffer_bytes))
+          .WithOrigin(r, whose);
+    }
   }
   return base::OkStatus();
-}
-
-Board::Board(int rank, std::vector<std::shared_ptr<FifoMemory>> segments)
-    : rank_(rank), segments_(std::move(segments)) {
-  for (auto& s : segments_) {
-    auto* h = static_cast<BoardHeader*>(s->base());
-    RINGO_CHECK(h->magic == kBoardMagic, "board memory is not formatted (CheckBoard first)");
-    views_.push_back({h, static_cast<char*>(s->base()) + kBoardDataOffset});
-    rank_waits_.push_back(&h->waits);
-  }
-  buffer_bytes_ = views_[rank_].header->buffer_bytes;
 }
 
 base::StatusOr<void*> Board::AcquireWrite(uint64_t seq, const WaitContext& ctx) {
@@ -106,10 +81,10 @@ base::StatusOr<void*> Board::AcquireWrite(uint64_t seq, const WaitContext& ctx) 
 }
 
 void Board::Post(uint64_t seq, const CallSignature& sig) {
-  BoardHeader* me = views_[rank_].header;
-  me->sig[seq % 2] = sig;
-  me->cpu.store(sched_getcpu(), std::memory_order_relaxed);
-  Publish(me->posted, seq);
+  View& me = views_[rank_];
+  me.header->sig[seq % 2] = sig;
+  me.control->cpu.store(sched_getcpu(), std::memory_order_relaxed);
+  Publish(me.header->posted, seq);
 }
 
 base::StatusOr<const void*> Board::WaitPosted(int rank, uint64_t seq, const WaitContext& ctx) {
@@ -201,7 +176,7 @@ base::StatusOr<bool> Board::ReadLL(int rank, uint64_t seq, const CallSignature& 
   if (signed_in && done == n) {
     // The data is here; a peer that aborted after posting must still be
     // heard, as counter.h's waits do.
-    if (views_[rank].header->aborted.load(std::memory_order_acquire) != 0) {
+    if (views_[rank].control->aborted.load(std::memory_order_acquire) != 0) {
       RETURN_IF_ERROR(WaitOne(kPosted, seq, rank, ctx));
     }
     return true;
@@ -239,9 +214,9 @@ bool Board::Reached(Kind kind, uint64_t target, int only) const {
 
 bool Board::NeighbourCanMove(int cpu) const {
   for (int r = 0; r < nranks(); ++r) {
-    const BoardHeader* h = views_[r].header;
-    if (r == rank_ || h->cpu.load(std::memory_order_relaxed) != cpu) continue;
-    const uint64_t want = h->want.load(std::memory_order_relaxed);
+    const ControlPage* c = views_[r].control;
+    if (r == rank_ || c->cpu.load(std::memory_order_relaxed) != cpu) continue;
+    const uint64_t want = c->want.load(std::memory_order_relaxed);
     if (want == 0) return true;  // busy outside a wait: it needs the core
     const int only = static_cast<int>((want >> kWantRankShift) & kWantRankMask) - 1;
     if (Reached(static_cast<Kind>(want & 3), want >> kWantTargetShift, only)) return true;
@@ -251,12 +226,13 @@ bool Board::NeighbourCanMove(int cpu) const {
 
 base::Status Board::WaitOne(Kind kind, uint64_t target, int rank, const WaitContext& ctx) {
   BoardHeader* h = views_[rank].header;
-  const PeerRef peer{&h->aborted,
+  const ControlPage* c = views_[rank].control;
+  const PeerRef peer{&c->aborted,
                      rank,
-                     h->process,
+                     c->process,
                      kind == kPosted ? "reading the board of" : "reusing the board after",
                      static_cast<int64_t>(target),
-                     &h->notice};
+                     &c->notice};
   return WaitAtLeast(kind == kPosted ? h->posted : h->done, target, peer, ctx).status();
 }
 
@@ -265,12 +241,12 @@ base::Status Board::WaitFor(Kind kind, uint64_t target, int only, const WaitCont
   const int last = only < 0 ? nranks() - 1 : only;
   auto peers_aborted = [&] {
     for (int r = first; r <= last; ++r) {
-      if (views_[r].header->aborted.load(std::memory_order_acquire) != 0) return true;
+      if (views_[r].control->aborted.load(std::memory_order_acquire) != 0) return true;
     }
     return false;
   };
   WaitContext rest = ctx;
-  BoardHeader* me = views_[rank_].header;
+  ControlPage* me = views_[rank_].control;
   bool wanting = false;
   if (ctx.crowded && !Reached(kind, target, only)) {
     int cpu = sched_getcpu();
@@ -323,51 +299,11 @@ base::Status Board::WaitFor(Kind kind, uint64_t target, int only, const WaitCont
 
 void Board::Done(uint64_t seq) { Publish(views_[rank_].header->done, seq); }
 
-void Board::Abort(const base::Status& why, uint64_t seq) {
-  WriteFaultNotice(views_[rank_].header->notice, why, rank_, seq);
-  views_[rank_].header->aborted.store(1, std::memory_order_seq_cst);
+void Board::WakeAll() {
   for (View& v : views_) {  // our own waits sleep on the peers' counters
     Wake(v.header->posted);
     Wake(v.header->done);
   }
-}
-
-base::StatusOr<std::unique_ptr<Board>> ConnectBoard(Exchange& bootstrap, uint64_t tag, int rank, int nranks,
-                                                    size_t buffer_bytes) {
-  const std::string mine = BoardName(tag, rank);
-  const size_t bytes = BoardBytes(buffer_bytes);
-  std::vector<std::shared_ptr<FifoMemory>> segments(nranks);
-  auto created = CreateShm(mine, bytes);
-  if (created.ok()) {
-    segments[rank] = *created;
-    FormatBoard(segments[rank]->base(), buffer_bytes, rank, SelfProcessId());
-  }
-  // Everyone reaches each barrier, so one rank's failure is everyone's error.
-  RETURN_IF_ERROR(AgreeOk(bootstrap, created.status(), "create its board").WithContext("board"));
-  base::Status st;
-  for (int r = 0; r < nranks && st.ok(); ++r) {
-    if (r == rank) continue;
-    auto opened = OpenShm(BoardName(tag, r), bytes);
-    if (opened.ok()) st = CheckBoard((*opened)->base(), buffer_bytes, r);
-    else st = opened.status();
-    if (st.ok()) segments[r] = *opened;
-  }
-  base::Status agreed = AgreeOk(bootstrap, st, "open the other ranks' boards");
-  UnlinkShm(mine);
-  RETURN_IF_ERROR(agreed.WithContext("board"));
-  return std::make_unique<Board>(rank, std::move(segments));
-}
-
-std::vector<std::unique_ptr<Board>> ConnectBoardsInProcess(int nranks, size_t buffer_bytes) {
-  std::vector<std::shared_ptr<FifoMemory>> segments;
-  for (int r = 0; r < nranks; ++r) {
-    auto mem = std::make_shared<HeapMemory>(BoardBytes(buffer_bytes));
-    FormatBoard(mem->base(), buffer_bytes, r, SelfProcessId());
-    segments.push_back(mem);
-  }
-  std::vector<std::unique_ptr<Board>> boards;
-  for (int r = 0; r < nranks; ++r) boards.push_back(std::make_unique<Board>(r, segments));
-  return boards;
 }
 
 }  // namespace ringo::transport

@@ -1,5 +1,6 @@
 // The board: one-shot exchange for small messages between the ranks of one
-// host. Every rank owns a segment with two buffers and two counters:
+// host. Every rank's shared pages (host_pages.h) hold two buffers and two
+// counters of its board:
 // `posted` (the sequence number of the operation whose data is in buffer
 // seq % 2) and `done` (the last operation this rank finished reading). Every
 // rank maps every other rank's segment, so an operation is: wait until every
@@ -13,7 +14,8 @@
 // Crowded waits (WaitContext::crowded: ranks outnumber cores). Every switch
 // between processes costs microseconds, and a rank that yields to a
 // neighbour on its core that cannot move either wastes two of them. So each
-// rank publishes the core it last ran on and what it waits for (`want`); a
+// rank publishes in its control page the core it last ran on and what it
+// waits for (`want`); a
 // waiter gives its core away only to a rank on the same core that can move
 // (it is busy outside a wait, or what it waits for has arrived) and polls
 // otherwise: the ranks it waits for run on other cores. In steady state
@@ -33,44 +35,34 @@
 #include <vector>
 
 #include "base/status.h"
-#include "transport/bootstrap/bootstrap.h"
 #include "transport/shm/counter.h"
-#include "transport/shm/fifo.h"  // FifoMemory
 #include "transport/peer_state.h"
+#include "transport/shm/host_pages.h"
 #include "transport/signature.h"
 
 namespace ringo::transport {
 
+// The board's part of a rank's shared pages (host_pages.h), buffers after it.
 struct BoardHeader {
   uint32_t magic;
   uint32_t version;
   uint64_t buffer_bytes;
-  int32_t rank;
-  int32_t reserved;
-  ProcessId process;
-  std::atomic<uint32_t> aborted{0};
   SharedCounter posted;
   SharedCounter done;
   // The signature of the collective whose post is in buffer seq % 2, written
   // before `posted` is published.
   alignas(64) CallSignature sig[2];
-  // Why this rank stopped (written before `aborted`), and whom its channels
-  // wait on (peer_state.h): the board is the page every rank of the host maps.
-  alignas(64) FaultNotice notice;
-  alignas(64) WaitCells waits;
-  // Crowded waits: what this rank waits for (0: none, it is busy; see
-  // EncodeWant in board.cc) and the core it last ran on (-1: unknown).
-  alignas(64) std::atomic<uint64_t> want{0};
-  std::atomic<int32_t> cpu{-1};
-  // The claims on this rank's part of a direct collective (kernels::DirectShare),
-  // on a line of its own: the other ranks take chunks from it.
-  alignas(64) std::atomic<uint64_t> direct_work{0};
 };
+
+// The board area a rank's pages need for buffers of `buffer_bytes`.
+size_t BoardBytes(size_t buffer_bytes);
 
 class Board {
  public:
-  // `segments[r]` is rank r's memory, formatted by FormatBoard.
-  Board(int rank, std::vector<std::shared_ptr<FifoMemory>> segments);
+  // Over `pages`, whose board areas hold BoardBytes(buffer_bytes) each:
+  // formats this rank's; every rank must do so before any rank posts (the
+  // communicator's setup agrees on that).
+  Board(std::shared_ptr<HostPages> pages, size_t buffer_bytes);
 
   size_t buffer_bytes() const { return buffer_bytes_; }
   int nranks() const { return static_cast<int>(views_.size()); }
@@ -116,20 +108,16 @@ class Board {
   const void* Posted(int rank, uint64_t seq) const { return Buffer(rank, seq); }
   void Done(uint64_t seq);
 
-  // Rank `rank`'s header (mapped by every rank).
+  // Wakes this rank's waits on the board (after its pages' abort flag was raised).
+  void WakeAll();
+
+  // Rank `rank`'s part of the board (mapped by every rank).
   BoardHeader* header(int rank) const { return views_[rank].header; }
-
-  // Writes this rank's fault notice (`why`, not OK), marks its board aborted
-  // and wakes everyone waiting on any board.
-  void Abort(const base::Status& why, uint64_t seq);
-
-  // Every rank's wait cells, by rank (WaitContext::rank_waits).
-  const WaitCells* const* rank_waits() const { return rank_waits_.data(); }
-  WaitCells* self_waits() const { return &views_[rank_].header->waits; }
 
  private:
   struct View {
     BoardHeader* header;
+    ControlPage* control;
     char* data;
   };
   char* Buffer(int rank, uint64_t seq) const { return views_[rank].data + (seq % 2) * buffer_bytes_; }
@@ -142,24 +130,15 @@ class Board {
   // counter.h's wait on one rank's counter (sleeps; reports aborts, exits, timeouts).
   base::Status WaitOne(Kind kind, uint64_t target, int rank, const WaitContext& ctx);
 
+  std::shared_ptr<HostPages> pages_;
   int rank_;
   size_t buffer_bytes_;
-  std::vector<std::shared_ptr<FifoMemory>> segments_;
   std::vector<View> views_;
-  std::vector<const WaitCells*> rank_waits_;
 };
 
-size_t BoardBytes(size_t buffer_bytes);
-void FormatBoard(void* memory, size_t buffer_bytes, int rank, const ProcessId& process);
-// Whether `memory`, mapped from rank `rank`, holds its formatted board of
-// `buffer_bytes` buffers; says what is wrong otherwise.
-base::Status CheckBoard(const void* memory, size_t buffer_bytes, int rank);
-
-// Connects the boards of every rank (all on this host) through the bootstrap.
-base::StatusOr<std::unique_ptr<Board>> ConnectBoard(Exchange& bootstrap, uint64_t tag, int rank, int nranks,
-                                                    size_t buffer_bytes);
-// Boards for ranks that are threads of this process; result[rank].
-std::vector<std::unique_ptr<Board>> ConnectBoardsInProcess(int nranks, size_t buffer_bytes);
+// Checks every rank's board header (after every rank built its Board):
+// another layout or size is an error naming the rank.
+base::Status CheckBoards(const HostPages& pages, size_t buffer_bytes);
 
 }  // namespace ringo::transport
 

@@ -39,6 +39,38 @@ WaitContext Ctx(int rank, bool crowded, const std::atomic<bool>* abort = nullptr
 
 uint64_t Value(int rank, uint64_t seq, size_t k) { return seq * 1000003u + rank * 7919u + k; }
 
+// Every rank's board over shared pages in this process.
+struct Boards {
+  explicit Boards(int nranks) : pages(HostPages::InProcess(nranks, BoardBytes(kBufferBytes))) {
+    for (int r = 0; r < nranks; ++r) boards.push_back(std::make_unique<Board>(pages[r], kBufferBytes));
+  }
+  Board& operator[](int r) { return *boards[r]; }
+  // Rank r stops: its pages say why, and the waits on its board wake.
+  void Abort(int r, const base::Status& why, uint64_t seq) {
+    pages[r]->Abort(why, seq);
+    for (auto& b : boards) b->WakeAll();
+  }
+  std::vector<std::shared_ptr<HostPages>> pages;
+  std::vector<std::unique_ptr<Board>> boards;
+};
+
+// Segments in POSIX shared memory, each formatted for its rank (`process`
+// of rank r: the pid the board believes it has), for tests that fork.
+std::vector<std::shared_ptr<FifoMemory>> SharedSegments(int nranks, const std::vector<ProcessId>& process) {
+  const size_t board_bytes = BoardBytes(kBufferBytes);
+  std::vector<std::shared_ptr<FifoMemory>> segments;
+  for (int r = 0; r < nranks; ++r) {
+    const std::string name = "/ringo-board-test-" + std::to_string(getpid()) + "-" + std::to_string(r);
+    auto mem = CreateShm(name, HostPages::SegmentBytes(board_bytes));
+    EXPECT_TRUE(mem.ok()) << mem.status().ToString();
+    if (!mem.ok()) return {};
+    UnlinkShm(name);  // the mappings stay, and forked ranks inherit them
+    HostPages::FormatSegment((*mem)->base(), board_bytes, r, process[r]);
+    segments.push_back(*mem);
+  }
+  return segments;
+}
+
 // One rank's part of `ops` exchanges: post, read everyone's, check, done.
 // Returns the first mismatch as text (empty if none).
 std::string RunRank(Board& board, int rank, uint64_t ops, bool crowded, int pin_cpu) {
@@ -82,13 +114,13 @@ std::string RunRank(Board& board, int rank, uint64_t ops, bool crowded, int pin_
 }
 
 void RunThreads(int nranks, uint64_t ops, bool crowded, bool one_core) {
-  auto boards = ConnectBoardsInProcess(nranks, kBufferBytes);
+  Boards boards(nranks);
   std::vector<std::string> errors(nranks);
   std::vector<std::thread> threads;
   const auto start = std::chrono::steady_clock::now();
   for (int r = 0; r < nranks; ++r) {
     const int cpu = one_core ? 0 : -1;
-    threads.emplace_back([&, r, cpu] { errors[r] = RunRank(*boards[r], r, ops, crowded, cpu); });
+    threads.emplace_back([&, r, cpu] { errors[r] = RunRank(boards[r], r, ops, crowded, cpu); });
   }
   for (auto& t : threads) t.join();
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -127,11 +159,11 @@ std::string RunRankLL(Board& board, int rank, uint64_t ops, bool crowded) {
 }
 
 void RunThreadsLL(int nranks, uint64_t ops, bool crowded) {
-  auto boards = ConnectBoardsInProcess(nranks, kBufferBytes);
+  Boards boards(nranks);
   std::vector<std::string> errors(nranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < nranks; ++r) {
-    threads.emplace_back([&, r] { errors[r] = RunRankLL(*boards[r], r, ops, crowded); });
+    threads.emplace_back([&, r] { errors[r] = RunRankLL(boards[r], r, ops, crowded); });
   }
   for (auto& t : threads) t.join();
   for (int r = 0; r < nranks; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
@@ -143,21 +175,21 @@ TEST(BoardTest, LLPostsCrowdedWaits) { RunThreadsLL(4, 3000, true); }
 // A reader past its polls sleeps on the counter and still gets the words; a
 // peer that aborted after posting is reported even though its words are there.
 TEST(BoardTest, LLReadSleepsThenReadsAndHearsAborts) {
-  auto boards = ConnectBoardsInProcess(2, kBufferBytes);
+  Boards boards(2);
   WaitContext ctx = Ctx(0, false);
   ctx.spin_count = 10;
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     const uint32_t v = 0xabcd1234u;
-    ASSERT_TRUE(boards[1]->AcquireWrite(1, Ctx(1, false)).ok());
-    boards[1]->PostLL(1, CallSignature(), &v, sizeof(v));
+    ASSERT_TRUE(boards[1].AcquireWrite(1, Ctx(1, false)).ok());
+    boards[1].PostLL(1, CallSignature(), &v, sizeof(v));
   });
   uint32_t got = 0;
-  ASSERT_TRUE(boards[0]->ReadLL(1, 1, CallSignature(), &got, sizeof(got), ctx).ok());
+  ASSERT_TRUE(boards[0].ReadLL(1, 1, CallSignature(), &got, sizeof(got), ctx).ok());
   writer.join();
   EXPECT_EQ(got, 0xabcd1234u);
-  boards[1]->Abort(base::RemoteError("rank 1 gave up"), 1);
-  auto st = boards[0]->ReadLL(1, 1, CallSignature(), &got, sizeof(got), ctx);
+  boards.Abort(1, base::RemoteError("rank 1 gave up"), 1);
+  auto st = boards[0].ReadLL(1, 1, CallSignature(), &got, sizeof(got), ctx);
   EXPECT_EQ(st.status().code(), base::Code::kRemoteError) << st.status().ToString();
   // The survivor names the rank that gave up, with its message.
   EXPECT_EQ(st.status().origin(), 1);
@@ -177,17 +209,17 @@ TEST(BoardTest, ThreadsCrowdedManyRanks) { RunThreads(7, 500, true, false); }
 // there: it polls at most kCrowdedPollUs before yielding anyway.
 TEST(BoardTest, CrowdedWaitSurvivesStaleCores) {
   const int nranks = 3;
-  auto boards = ConnectBoardsInProcess(nranks, kBufferBytes);
+  Boards boards(nranks);
   std::atomic<bool> stop{false};
   std::vector<std::string> errors(nranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < nranks; ++r) {
-    threads.emplace_back([&, r] { errors[r] = RunRank(*boards[r], r, 1000, true, 0); });
+    threads.emplace_back([&, r] { errors[r] = RunRank(boards[r], r, 1000, true, 0); });
   }
   // Keep claiming that every rank runs on a core that does not exist.
   std::thread liar([&] {
     while (!stop.load()) {
-      for (int r = 0; r < nranks; ++r) boards[0]->header(r)->cpu.store(1 << 20, std::memory_order_relaxed);
+      for (int r = 0; r < nranks; ++r) boards.pages[0]->control(r)->cpu.store(1 << 20, std::memory_order_relaxed);
       std::this_thread::yield();
     }
   });
@@ -198,16 +230,16 @@ TEST(BoardTest, CrowdedWaitSurvivesStaleCores) {
 }
 
 TEST(BoardTest, CrowdedWaitEndsWhenAPeerAborts) {
-  auto boards = ConnectBoardsInProcess(2, kBufferBytes);
+  Boards boards(2);
   const WaitContext ctx = Ctx(0, true);
-  ASSERT_TRUE(boards[0]->AcquireWrite(1, ctx).ok());
-  boards[0]->Post(1);
+  ASSERT_TRUE(boards[0].AcquireWrite(1, ctx).ok());
+  boards[0].Post(1);
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    boards[1]->Abort(base::RemoteError("rank 1 aborted"), 1);
+    boards.Abort(1, base::RemoteError("rank 1 aborted"), 1);
   });
   const auto start = std::chrono::steady_clock::now();
-  base::Status st = boards[0]->WaitAllPosted(1, ctx);
+  base::Status st = boards[0].WaitAllPosted(1, ctx);
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   aborter.join();
@@ -217,16 +249,16 @@ TEST(BoardTest, CrowdedWaitEndsWhenAPeerAborts) {
 }
 
 TEST(BoardTest, CrowdedWaitEndsOnLocalAbort) {
-  auto boards = ConnectBoardsInProcess(2, kBufferBytes);
+  Boards boards(2);
   std::atomic<bool> abort{false};
   const WaitContext ctx = Ctx(0, true, &abort);
-  ASSERT_TRUE(boards[0]->AcquireWrite(1, ctx).ok());
-  boards[0]->Post(1);
+  ASSERT_TRUE(boards[0].AcquireWrite(1, ctx).ok());
+  boards[0].Post(1);
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     abort.store(true);
   });
-  base::Status st = boards[0]->WaitPosted(1, 1, ctx).status();
+  base::Status st = boards[0].WaitPosted(1, 1, ctx).status();
   aborter.join();
   EXPECT_EQ(st.code(), base::Code::kInvalidUsage) << st.ToString();
 }
@@ -234,24 +266,15 @@ TEST(BoardTest, CrowdedWaitEndsOnLocalAbort) {
 // A peer process that dies without a word: the crowded wait notices that it
 // exited, long before the deadline.
 TEST(BoardTest, CrowdedWaitEndsWhenAPeerProcessExits) {
-  const size_t bytes = BoardBytes(kBufferBytes);
-  std::vector<std::shared_ptr<FifoMemory>> segments;
-  for (int r = 0; r < 2; ++r) {
-    const std::string name = "/ringo-board-exit-test-" + std::to_string(getpid()) + "-" + std::to_string(r);
-    auto mem = CreateShm(name, bytes);
-    ASSERT_TRUE(mem.ok()) << mem.status().ToString();
-    UnlinkShm(name);
-    segments.push_back(*mem);
-  }
   const pid_t child = fork();
   if (child == 0) {
     usleep(20000);
     _exit(0);  // never posts
   }
   ASSERT_GT(child, 0);
-  FormatBoard(segments[0]->base(), kBufferBytes, 0, SelfProcessId());
-  FormatBoard(segments[1]->base(), kBufferBytes, 1, ProcessId{child, 0});
-  Board board(0, segments);
+  auto segments = SharedSegments(2, {SelfProcessId(), ProcessId{child, 0}});
+  ASSERT_EQ(segments.size(), 2u);
+  Board board(HostPages::Over(0, BoardBytes(kBufferBytes), segments), kBufferBytes);
   const WaitContext ctx = Ctx(0, true);
   ASSERT_TRUE(board.AcquireWrite(1, ctx).ok());
   board.Post(1);
@@ -270,21 +293,19 @@ TEST(BoardTest, CrowdedWaitEndsWhenAPeerProcessExits) {
 // every post and exits non-zero on a mismatch.
 TEST(BoardTest, ProcessesCrowdedWaits) {
   const int nranks = 4;
-  const size_t bytes = BoardBytes(kBufferBytes);
-  std::vector<std::shared_ptr<FifoMemory>> segments;
+  auto segments = SharedSegments(nranks, std::vector<ProcessId>(nranks, SelfProcessId()));
+  ASSERT_EQ(segments.size(), static_cast<size_t>(nranks));
+  // Every rank's board formatted before any forked rank posts.
+  std::vector<std::unique_ptr<Board>> formatted;
   for (int r = 0; r < nranks; ++r) {
-    const std::string name = "/ringo-board-test-" + std::to_string(getpid()) + "-" + std::to_string(r);
-    auto mem = CreateShm(name, bytes);
-    ASSERT_TRUE(mem.ok()) << mem.status().ToString();
-    UnlinkShm(name);  // the mappings stay, and forked ranks inherit them
-    FormatBoard((*mem)->base(), kBufferBytes, r, SelfProcessId());
-    segments.push_back(*mem);
+    formatted.push_back(
+        std::make_unique<Board>(HostPages::Over(r, BoardBytes(kBufferBytes), segments), kBufferBytes));
   }
   std::vector<pid_t> pids;
   for (int r = 0; r < nranks; ++r) {
     const pid_t pid = fork();
     if (pid == 0) {
-      Board board(r, segments);
+      Board& board = *formatted[r];
       const std::string err = RunRank(board, r, 3000, true, r % 2 == 0 ? 0 : -1);
       if (!err.empty()) std::fprintf(stderr, "%s\n", err.c_str());
       _exit(err.empty() ? 0 : 1);

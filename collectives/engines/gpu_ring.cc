@@ -1,0 +1,104 @@
+#include "collectives/engines/gpu_ring.h"
+
+#include <cstddef>
+
+#include "base/logging.h"
+#include "kernels/cuda/launch.h"
+
+namespace ringo::collectives {
+
+using base::Status;
+using base::StatusOr;
+
+namespace {
+
+// The abort word this rank writes in a FIFO it sends on (sending) or
+// receives on, as a device address.
+uint32_t* OwnAbortWord(const transport::FifoLink& l) {
+  char* base = reinterpret_cast<char*>(l.header);
+  return reinterpret_cast<uint32_t*>(base + (l.sending ? offsetof(transport::FifoHeader, sender_aborted)
+                                                       : offsetof(transport::FifoHeader, receiver_aborted)));
+}
+
+}  // namespace
+
+GpuRing::GpuRing(const EngineSetup& setup, std::shared_ptr<GpuRank> gpu)
+    : rank_(setup.rank),
+      nranks_(setup.nranks),
+      pos_(setup.pos),
+      order_(setup.ring.order),
+      geometry_(setup.gpu),
+      gpu_(std::move(gpu)) {}
+
+StatusOr<std::unique_ptr<GpuRing>> GpuRing::Connect(const EngineSetup& setup, std::shared_ptr<GpuRank> gpu) {
+  if (setup.nranks > kernels::kMaxInlineRanks) {
+    return base::InvalidUsage("GPU communicators take at most " + std::to_string(kernels::kMaxInlineRanks) +
+                              " ranks");
+  }
+  std::unique_ptr<GpuRing> ring(new GpuRing(setup, std::move(gpu)));
+  const DeviceSlices slices = MaxDeviceSlices(setup.gpu);  // for the protocol choice
+  ring->max_simple_slice_ = slices.simple;
+  ring->max_ll_slice_ = slices.ll;
+  const int n = setup.nranks;
+  const int nch = setup.gpu.nchannels;
+  if (n == 1) return ring;
+  const int prev = setup.ring.order[(setup.pos + n - 1) % n];
+  const int next = setup.ring.order[(setup.pos + 1) % n];
+  std::vector<transport::PairKey> sends, recvs;
+  for (int c = 0; c < nch; ++c) {
+    sends.push_back({next, c});
+    recvs.push_back({prev, c});
+  }
+  transport::FifoGeometry geometry;
+  geometry.slot_bytes = static_cast<uint64_t>(setup.gpu.slot_bytes);
+  geometry.ll_slot_bytes = static_cast<uint64_t>(setup.gpu.ll_slot_bytes);
+  ASSIGN_OR_RETURN(ring->links_, setup.connector->Connect(sends, recvs, geometry, /*gpu=*/true, setup.abort));
+  ring->channels_.resize(nch);
+  for (int c = 0; c < nch; ++c) {
+    const transport::FifoLink& out = ring->links_[c];
+    const transport::FifoLink& in = ring->links_[nch + c];
+    ring->channels_[c].send = kernels::gpu::DeviceFifoAt(out.header, out.geometry, false, next);
+    ring->channels_[c].recv = kernels::gpu::DeviceFifoAt(in.header, in.geometry, true, prev);
+    ring->abort_words_.push_back(OwnAbortWord(out));
+    ring->abort_words_.push_back(OwnAbortWord(in));
+  }
+  ASSIGN_OR_RETURN(ring->device_channels_,
+                   base::DeviceCopy::Of(setup.device, ring->channels_.data(),
+                                        sizeof(kernels::gpu::DeviceChannel) * ring->channels_.size()));
+  RINGO_LOG(INFO) << "rank " << setup.rank << ": GPU ring connected, prev " << prev << " ("
+                  << transport::MediumName(ring->links_[nch].medium) << ") next " << next << " ("
+                  << transport::MediumName(ring->links_[0].medium) << "), " << nch << " channel(s)";
+  return ring;
+}
+
+GpuRing::~GpuRing() {
+  (void)gpu_->Synchronize();  // the kernels end before their FIFOs go
+}
+
+DevicePlan GpuRing::Plan(const kernels::CollArgs& args) const {
+  return PlanDeviceCollective(args, nranks_, geometry_, max_simple_slice_, max_ll_slice_);
+}
+
+Status GpuRing::Run(Call& call) {
+  if (call.args.count == 0) return Status();  // every rank skips it alike
+  const DevicePlan plan = Plan(call.args);
+  kernels::gpu::DeviceCollArgs a;
+  a.ring = kernels::MakeRingArgs(call.args, rank_, nranks_, pos_, order_.data(), plan.nchannels, plan.slice_bytes);
+  a.proto = plan.proto;
+  const Status st = gpu_->Enqueue(call.stream, [&] {
+    return kernels::gpu::LaunchRingKernel(
+        a, channels_.data(), static_cast<const kernels::gpu::DeviceChannel*>(device_channels_.get()),
+        plan.nchannels, call.stream, gpu_->Guard());
+  });
+  // A launch that failed after the arguments were accepted leaves the peers
+  // waiting for this rank.
+  call.fatal = st.code() == base::Code::kCudaError;
+  return st;
+}
+
+void GpuRing::Abort(const Status& why, uint64_t seq) {
+  gpu_->RaiseAbort();
+  gpu_->RaiseAbortWords(abort_words_);  // the neighbours' kernels stop waiting on this rank
+}
+
+}  // namespace ringo::collectives

@@ -1,0 +1,213 @@
+// The connector: ranks as threads over an exchange in memory, each told
+// what the others are (records made up so that the same threads look like
+// threads of one process, processes of one host, processes with their own
+// /dev/shm, or hosts of their own), connect a ring of two lanes and a
+// point-to-point pair, and move slots through the FIFOs they got: process
+// memory, shared memory and the network (loopback TCP through the proxy).
+// A peer that never answers is named at the timeout; ranks that disagree on
+// the geometry fail naming each other; a GPU FIFO without a GPU fails on
+// both ends at once.
+#include "transport/connect/connector.h"
+
+#include <atomic>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/config.h"
+#include "gtest/gtest.h"
+#include "transport/bootstrap/exchange.h"
+
+namespace ringo::transport {
+namespace {
+
+constexpr uint64_t kSlotBytes = 1024;
+
+enum class Layout { kThreads, kProcesses, kDomains, kHosts };
+
+// Rank r's record, as the layout says the ranks are placed.
+PeerInfo Record(int r, Layout layout) {
+  PeerInfo p = LocalPeerInfo(r, -1);
+  if (layout != Layout::kThreads) p.pid = 100000 + r;  // another process of this host
+  if (layout == Layout::kHosts) p.host_hash ^= 0x1000 * (r + 1);  // another host
+  return p;
+}
+
+struct Rank {
+  std::unique_ptr<Exchange> exchange;
+  std::unique_ptr<Connector> connector;
+};
+
+std::vector<Rank> MakeRanks(int n, Layout layout, int64_t timeout_ms = 20000, uint64_t tag = 0) {
+  static std::atomic<uint64_t> tags{0x5eed0000};
+  if (tag == 0) tag = ++tags;
+  auto fabric = std::make_shared<LocalFabric>(n);
+  std::vector<int> members(n);
+  std::iota(members.begin(), members.end(), 0);
+  std::vector<Rank> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    ConnectorSpec spec;
+    spec.rank = r;
+    spec.nranks = n;
+    spec.tag = tag;
+    for (int q = 0; q < n; ++q) spec.peers.push_back(Record(q, layout));
+    if (layout == Layout::kDomains) {
+      for (int q = 0; q < n; ++q) spec.domains.push_back(q);  // nobody opens anyone's /dev/shm
+    }
+    spec.timeout_ms = timeout_ms;
+    spec.proxy_spin_count = 100;
+    spec.proxy_yield_count = 100;
+    ranks[r].exchange =
+        std::make_unique<FabricExchange>(LocalFabric::View(fabric, r), 0, members, timeout_ms);
+    ranks[r].connector = std::make_unique<Connector>(ranks[r].exchange.get(), spec, base::GetConfig());
+  }
+  return ranks;
+}
+
+WaitContext Wait(int rank) {
+  WaitContext w;
+  w.timeout_ms = 20000;
+  w.self_rank = rank;
+  return w;
+}
+
+// Each rank sends `count` slots of its rank and lane to its successor on
+// every lane of a ring, and checks what its predecessor sent.
+void RingRoundTrip(Layout layout, Medium expect) {
+  const int n = 3;
+  const int lanes = 2;
+  std::vector<Rank> ranks = MakeRanks(n, layout);
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      const int next = (r + 1) % n;
+      const int prev = (r + n - 1) % n;
+      std::vector<PairKey> sends, recvs;
+      for (int c = 0; c < lanes; ++c) {
+        sends.push_back({next, c});
+        recvs.push_back({prev, c});
+      }
+      auto links = ranks[r].connector->Connect(sends, recvs, FifoGeometry{kSlotBytes, 0, 0}, false, nullptr);
+      if (!links.ok()) {
+        errors[r] = links.status().ToString();
+        return;
+      }
+      for (const FifoLink& l : *links) {
+        if (l.medium != expect) errors[r] = std::string("medium ") + MediumName(l.medium);
+      }
+      for (int c = 0; c < lanes && errors[r].empty(); ++c) {
+        auto send = MakeSendEnd((*links)[c], r);
+        auto recv = MakeRecvEnd((*links)[lanes + c], r);
+        for (int k = 0; k < 20 && errors[r].empty(); ++k) {
+          auto slot = send->Acquire(Wait(r), k);
+          if (!slot.ok()) {
+            errors[r] = slot.status().ToString();
+            break;
+          }
+          const uint64_t word = (static_cast<uint64_t>(r) << 32) | (c << 16) | k;
+          std::memcpy(*slot, &word, sizeof(word));
+          send->Post(sizeof(word));
+          size_t bytes = 0;
+          auto in = recv->Acquire(Wait(r), k, &bytes);
+          if (!in.ok()) {
+            errors[r] = in.status().ToString();
+            break;
+          }
+          uint64_t got = 0;
+          std::memcpy(&got, *in, sizeof(got));
+          const uint64_t want = (static_cast<uint64_t>(prev) << 32) | (c << 16) | k;
+          if (bytes != sizeof(word) || got != want) errors[r] = "lane " + std::to_string(c) + ": wrong slot";
+          recv->Release();
+        }
+      }
+      ranks[r].connector->Shutdown(/*drain=*/true, 5000);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+TEST(Connector, ThreadsShareProcessMemory) { RingRoundTrip(Layout::kThreads, Medium::kProcess); }
+TEST(Connector, ProcessesShareMemory) { RingRoundTrip(Layout::kProcesses, Medium::kShm); }
+TEST(Connector, ProcessesWithoutSharedMemoryTakeTheNetwork) { RingRoundTrip(Layout::kDomains, Medium::kNet); }
+TEST(Connector, HostsTakeTheNetwork) { RingRoundTrip(Layout::kHosts, Medium::kNet); }
+
+TEST(Connector, ChoosesTheSameMediumOnBothEnds) {
+  for (Layout layout : {Layout::kThreads, Layout::kProcesses, Layout::kDomains, Layout::kHosts}) {
+    std::vector<Rank> ranks = MakeRanks(2, layout);
+    for (bool gpu : {false, true}) {
+      EXPECT_EQ(ranks[0].connector->ChooseMedium(1, gpu), ranks[1].connector->ChooseMedium(0, gpu));
+    }
+  }
+  std::vector<Rank> ranks = MakeRanks(2, Layout::kProcesses);
+  EXPECT_EQ(ranks[0].connector->ChooseMedium(1, true), Medium::kCudaIpc);
+  EXPECT_EQ(MakeRanks(2, Layout::kThreads)[0].connector->ChooseMedium(1, true), Medium::kCudaPeer);
+}
+
+// A sender whose receiver never takes part: the wait ends at the timeout,
+// naming the receiver.
+TEST(Connector, APeerThatNeverConnectsIsNamed) {
+  std::vector<Rank> ranks = MakeRanks(2, Layout::kProcesses, /*timeout_ms=*/300);
+  auto links = ranks[0].connector->Connect({{1, kP2pLane}}, {}, FifoGeometry{kSlotBytes, 0, 0}, false, nullptr);
+  ASSERT_FALSE(links.ok());
+  EXPECT_EQ(links.status().code(), base::Code::kTimeout) << links.status().ToString();
+  EXPECT_EQ(links.status().origin(), 1);
+  EXPECT_NE(links.status().message().find("rank 1"), std::string::npos) << links.status().ToString();
+}
+
+// Ranks that disagree on the slot size both fail, each naming the other's side.
+TEST(Connector, MismatchedGeometryFailsBothEnds) {
+  std::vector<Rank> ranks = MakeRanks(2, Layout::kProcesses, 5000);
+  base::Status st0, st1;
+  std::thread t([&] {
+    st1 = ranks[1].connector->Connect({}, {{0, 0}}, FifoGeometry{2 * kSlotBytes, 0, 0}, false, nullptr).status();
+  });
+  st0 = ranks[0].connector->Connect({{1, 0}}, {}, FifoGeometry{kSlotBytes, 0, 0}, false, nullptr).status();
+  t.join();
+  EXPECT_FALSE(st0.ok());
+  EXPECT_NE(st0.message().find("slots"), std::string::npos) << st0.ToString();
+  EXPECT_FALSE(st1.ok());
+  EXPECT_EQ(st1.origin(), 0) << st1.ToString();
+}
+
+// GPU FIFOs where no GPU is usable: both ends fail at once, not at the timeout.
+TEST(Connector, GpuFifosWithoutAGpuFailPromptly) {
+  std::vector<Rank> ranks = MakeRanks(2, Layout::kProcesses, 20000);
+  const auto start = std::chrono::steady_clock::now();
+  base::Status st0, st1;
+  std::thread t([&] {
+    st1 = ranks[1].connector->Connect({}, {{0, 0}}, FifoGeometry{kSlotBytes, 0, 1024}, true, nullptr).status();
+  });
+  st0 = ranks[0].connector->Connect({{1, 0}}, {}, FifoGeometry{kSlotBytes, 0, 1024}, true, nullptr).status();
+  t.join();
+  EXPECT_FALSE(st0.ok());
+  EXPECT_FALSE(st1.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// Memory domains among threads of one process: one domain.
+TEST(Connector, MemoryDomainsOfOneProcess) {
+  const int n = 3;
+  auto fabric = std::make_shared<LocalFabric>(n);
+  std::vector<int> members(n);
+  std::iota(members.begin(), members.end(), 0);
+  std::vector<std::vector<int>> domains(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      FabricExchange ex(LocalFabric::View(fabric, r), 0, members, 10000);
+      std::vector<PeerInfo> peers;
+      for (int q = 0; q < n; ++q) peers.push_back(LocalPeerInfo(q, -1));
+      auto d = MemoryDomains(ex, 0x77, peers);
+      if (d.ok()) domains[r] = *d;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(domains[r], std::vector<int>(n, 0)) << "rank " << r;
+}
+
+}  // namespace
+}  // namespace ringo::transport
