@@ -266,7 +266,7 @@ class IbConnection {
   void SendAbort(const Status& why, int self_rank, uint64_t seq) {
     if (stopped_) return;
     stopped_ = true;
-    const wire::Notice w = wire::ToNotice(why, self_rank, seq);
+    const wire::Notice w = handshake::AbortBody(why, self_rank, seq);
     SendControl(Control::kAbort, &w, sizeof(w));
     if (error_.ok()) error_ = base::InvalidUsage("the connection was aborted by this rank");
   }
@@ -323,11 +323,13 @@ class IbConnection {
       }
       header_got_ += static_cast<size_t>(n);
       if (header_got_ == sizeof(ControlHeader)) {
-        const bool known = header_.type == static_cast<uint16_t>(Control::kAbort)
-                               ? header_.length == sizeof(wire::Notice)
-                               : (header_.type == static_cast<uint16_t>(Control::kClose) &&
-                                  header_.length == sizeof(uint64_t));
-        if (header_.magic != kControlMagic || !known) return Broken("garbage on the control connection");
+        // After the handshake only an abort or a close (with the count of
+        // messages sent) may come.
+        const bool known = handshake::KnownControl(header_) &&
+                           (header_.type == static_cast<uint16_t>(Control::kAbort) ||
+                            (header_.type == static_cast<uint16_t>(Control::kClose) &&
+                             header_.length == sizeof(uint64_t)));
+        if (!known) return Broken("garbage on the control connection");
       }
       if (header_got_ < sizeof(ControlHeader) || header_got_ < sizeof(ControlHeader) + header_.length) continue;
       header_got_ = 0;
@@ -339,7 +341,7 @@ class IbConnection {
       }
       wire::Notice w;
       std::memcpy(&w, body_, sizeof(w));
-      return Fail(wire::FromNotice(w, Where(), peer_.rank));
+      return Fail(handshake::AbortStatus(w, Where(), peer_.rank));
     }
     return Status();
   }

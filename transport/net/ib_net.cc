@@ -11,6 +11,7 @@
 
 #include "base/logging.h"
 #include "transport/net/internal/ib_connection.h"
+#include "transport/net/internal/handshake.h"
 #include "transport/net/internal/wire.h"
 
 namespace ringo::transport::net {
@@ -22,37 +23,24 @@ using ib::Endpoint;
 using ib::Handshake;
 using ib::Port;
 
-constexpr uint32_t kHandleMagic = 0x48424752;  // "RGBH"
-constexpr uint32_t kHelloMagic = 0x4c424752;   // "RGBL"
-constexpr uint32_t kReplyMagic = 0x52424752;   // "RGBR"
-constexpr uint16_t kWireVersion = 1;
-constexpr int64_t kHelloTimeoutMs = 2000;
+using handshake::Control;
+using handshake::Transport;
 
-struct HandleLayout {
-  uint32_t magic;
-  uint16_t version;
-  uint16_t family;
-  uint16_t port;  // network order
-  uint8_t qps;
-  uint8_t reserved;
-  uint32_t reserved2;
-  uint64_t nonce;
-  uint8_t addr[16];
+constexpr uint32_t kReplyMagic = 0x52424752;  // "RGBR"
+
+// The verbs transport's fields of a handle (handshake.h's head first).
+struct HandleExtra {
   uint64_t fabric;
+  uint8_t qps;
+  uint8_t reserved[7];
 };
-static_assert(sizeof(HandleLayout) <= kNetHandleBytes, "the handle fits");
 
-struct Hello {
-  uint32_t magic;
-  uint16_t version;
-  uint16_t reserved;
-  int32_t sender_rank;
-  int32_t receiver_rank;
-  uint64_t listener_nonce;
-  uint64_t tag;
+// ...and of the hello on the control connection: where the sender's
+// clear-to-send ring is, and its queue pairs.
+struct HelloExtra {
   uint64_t cts_addr;
   uint32_t cts_rkey;
-  uint32_t reserved2;
+  uint32_t reserved;
   Endpoint endpoint;
 };
 
@@ -148,23 +136,14 @@ class IbListener : public Listener {
     const std::string who = "rank " + std::to_string(options_.self_rank) + " waiting for rank " +
                             std::to_string(peer_rank) + " to connect over verbs";
     while (true) {
-      auto s = socket_.Accept(deadline);
-      if (!s.ok()) return s.status().WithContext(who);
-      Hello h{};
-      const Deadline hello_by = std::min(deadline, DeadlineAfterMs(kHelloTimeoutMs));
-      if (!s->RecvAll(&h, sizeof(h), hello_by).ok()) continue;  // a stranger that said nothing useful
-      if (h.magic != kHelloMagic || h.version != kWireVersion || h.listener_nonce != nonce_ ||
-          h.tag != options_.tag || h.receiver_rank != options_.self_rank ||
-          h.endpoint.nqps != static_cast<uint32_t>(net_.qps)) {
-        RINGO_LOG(WARN) << "rank " << options_.self_rank << ": dropped a verbs connection that is not one of this "
-                        << "communicator's (bad hello)";
-        continue;
-      }
-      if (h.sender_rank != peer_rank) {
-        RINGO_LOG(WARN) << "rank " << options_.self_rank << ": rank " << h.sender_rank << " connected where rank "
-                        << peer_rank << " was expected; dropped";
-        continue;
-      }
+      HelloExtra h{};
+      const uint32_t qps = static_cast<uint32_t>(net_.qps);
+      ASSIGN_OR_RETURN(Socket accepted,
+                       handshake::AcceptHello(socket_, Transport::kIb, options_, nonce_, peer_rank, deadline, &h,
+                                              sizeof(h), [qps](const void* extra) {
+                                                return static_cast<const HelloExtra*>(extra)->endpoint.nqps == qps;
+                                              }));
+      Socket* s = &accepted;
       auto queues = ib::Queues::Create(v_, port_, net_.qps);
       if (!queues.ok()) return queues.status().WithContext(who);
       Status st = (*queues)->ConnectTo(h.endpoint, net_);
@@ -172,15 +151,15 @@ class IbListener : public Listener {
       RETURN_IF_ERROR(s->SendAll(&reply, sizeof(reply), deadline).WithContext(who));
       RETURN_IF_ERROR(st.WithContext(who));
       // The sender's queue pairs are ready to receive once it says so.
-      ib::ControlHeader ready{};
+      handshake::ControlHeader ready{};
       RETURN_IF_ERROR(s->RecvAll(&ready, sizeof(ready), deadline).WithContext(who));
-      if (ready.magic != ib::kControlMagic || ready.type != static_cast<uint16_t>(ib::Control::kReady)) {
+      if (!handshake::KnownControl(ready) || ready.type != static_cast<uint16_t>(Control::kReady)) {
         return base::RemoteError(who + ": it did not finish the verbs handshake").WithOrigin(peer_rank, who);
       }
       Handshake hs;
       hs.queues = std::move(queues).value();
       hs.peer = PeerName{peer_rank, wire::PeerAddressOf(s->fd())};
-      hs.control = std::move(s).value();
+      hs.control = std::move(accepted);
       hs.self_rank = options_.self_rank;
       hs.cts_addr = h.cts_addr;
       hs.cts_rkey = h.cts_rkey;
@@ -227,17 +206,10 @@ class IbNet : public Net {
     RETURN_IF_ERROR(CheckDevice(device));
     SocketAddress bound;
     ASSIGN_OR_RETURN(Socket s, Socket::Listen(control_, &bound));
-    std::random_device rd;
-    const uint64_t nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ 1;
-    HandleLayout l{};
-    l.magic = kHandleMagic;
-    l.version = kWireVersion;
-    l.qps = static_cast<uint8_t>(options_.qps);
-    l.nonce = nonce;
-    l.fabric = ports_[device]->fabric;
-    wire::PutAddress(bound, &l.family, &l.port, l.addr);
-    *handle = NetHandle();
-    std::memcpy(handle->bytes, &l, sizeof(l));
+    HandleExtra extra{};
+    extra.fabric = ports_[device]->fabric;
+    extra.qps = static_cast<uint8_t>(options_.qps);
+    const uint64_t nonce = handshake::WriteHandle(Transport::kIb, bound, &extra, sizeof(extra), handle);
     return std::unique_ptr<Listener>(
         new IbListener(v_, ports_[device].get(), std::move(s), nonce, options, options_));
   }
@@ -246,19 +218,20 @@ class IbNet : public Net {
                                                     Deadline deadline) override {
     RETURN_IF_ERROR(CheckDevice(device));
     const Port* port = ports_[device].get();
-    HandleLayout l;
-    std::memcpy(&l, handle.bytes, sizeof(l));
+    SocketAddress to;
+    uint64_t nonce = 0;
+    HandleExtra l{};
+    RETURN_IF_ERROR(handshake::ReadHandle(Transport::kIb, handle, options, &to, &nonce, &l, sizeof(l)));
     const std::string who = "rank " + std::to_string(options.self_rank) + " connecting to rank " +
                             std::to_string(options.peer_rank) + " over verbs";
-    if (l.magic != kHandleMagic || l.version != kWireVersion || (l.family != AF_INET && l.family != AF_INET6) ||
-        l.qps != options_.qps) {
-      return base::RemoteError(who + ": its handle is not a verbs handle of this version and settings")
+    if (l.qps != options_.qps) {
+      return base::RemoteError(who + ": its handle asks for " + std::to_string(l.qps) + " queue pairs, this rank " +
+                               std::to_string(options_.qps) + " (RINGO_IB_QPS_PER_CONNECTION)")
           .WithOrigin(options.peer_rank, who + ": a bad handle");
     }
     if (l.fabric != port->fabric) {
       return base::InvalidUsage(who + ": its port is on another fabric than " + port->name);
     }
-    const SocketAddress to = wire::GetAddress(l.family, l.port, l.addr);
     ASSIGN_OR_RETURN(auto queues, ib::Queues::Create(v_, port, options_.qps));
     // The clear-to-send ring the receiver writes into.
     void* ring = nullptr;
@@ -279,25 +252,19 @@ class IbNet : public Net {
       release();
       return s.status().WithContext(who + " at " + to.ToString());
     }
-    Hello h{};
-    h.magic = kHelloMagic;
-    h.version = kWireVersion;
-    h.sender_rank = options.self_rank;
-    h.receiver_rank = options.peer_rank;
-    h.listener_nonce = l.nonce;
-    h.tag = options.tag;
+    HelloExtra h{};
     h.cts_addr = reinterpret_cast<uintptr_t>(ring);
     h.cts_rkey = mr->rkey;
     h.endpoint = queues->Local();
     Reply reply{};
-    Status st = s->SendAll(&h, sizeof(h), deadline);
+    Status st = handshake::SendHello(*s, Transport::kIb, options, nonce, &h, sizeof(h), deadline);
     if (st.ok()) st = s->RecvAll(&reply, sizeof(reply), deadline);
     if (st.ok() && (reply.magic != kReplyMagic || reply.ok != 1)) {
       st = base::RemoteError("it did not accept the connection").WithOrigin(options.peer_rank, who + ": refused");
     }
     if (st.ok()) st = queues->ConnectTo(reply.endpoint, options_);
     if (st.ok()) st = ib::PostCtsReceives(queues.get(), ib::kMaxRequests);
-    const ib::ControlHeader ready{ib::kControlMagic, static_cast<uint16_t>(ib::Control::kReady), 0};
+    const handshake::ControlHeader ready{handshake::kControlMagic, static_cast<uint16_t>(Control::kReady), 0};
     if (st.ok()) st = s->SendAll(&ready, sizeof(ready), deadline);
     if (!st.ok()) {
       queues.reset();

@@ -21,6 +21,7 @@
 #include <random>
 
 #include "base/logging.h"
+#include "transport/net/internal/handshake.h"
 #include "transport/net/internal/wire.h"
 
 namespace ringo::transport::net {
@@ -29,42 +30,35 @@ namespace {
 using base::Status;
 using base::StatusOr;
 
-constexpr uint32_t kHandleMagic = 0x484e4752;  // "RNGH"
-constexpr uint32_t kHelloMagic = 0x4e474e52;   // "RNGN"
+using handshake::Control;
+using handshake::Transport;
+
 constexpr uint32_t kFrameMagic = 0x44474e52;   // "RNGD"
-constexpr uint16_t kWireVersion = 1;
 constexpr int kMaxStreams = 64;
 constexpr int kMaxRequests = 16;
-constexpr int64_t kHelloTimeoutMs = 2000;
 constexpr int64_t kAbortSendMs = 200;
 
-struct HandleLayout {
-  uint32_t magic;
-  uint16_t version;
-  uint16_t family;
-  uint16_t port;  // network order
-  uint16_t streams;
-  uint32_t reserved;
-  uint64_t nonce;  // the listener's: a sender with another listener's handle is refused
-  uint8_t addr[16];
+// The socket transport's fields of a handle (handshake.h's head first).
+struct HandleExtra {
+  uint16_t streams;  // TCP streams per connection
 };
-static_assert(sizeof(HandleLayout) <= kNetHandleBytes, "the handle fits");
 
-struct Hello {
-  uint32_t magic;
-  uint16_t version;
+// ...and of a hello: one per stream.
+struct HelloExtra {
   uint16_t stream;
   uint16_t streams;
-  uint16_t reserved;
-  int32_t sender_rank;
-  int32_t receiver_rank;
-  uint32_t reserved2;
-  uint64_t listener_nonce;
-  uint64_t connection;
-  uint64_t tag;
+  uint32_t reserved;
+  uint64_t connection;  // the same on every stream of one connection
 };
 
-enum FrameType : uint16_t { kData = 1, kAbort = 2, kClose = 3 };
+// Data frames, and the control messages of handshake.h inside frames of
+// their own type (an abort's body: the notice; a close: none).
+enum FrameType : uint16_t {
+  kData = 1,
+  kAbort = static_cast<uint16_t>(Control::kAbort),
+  kClose = static_cast<uint16_t>(Control::kClose),
+};
+static_assert(kData != kAbort && kData != kClose, "control types are not data");
 
 struct FrameHeader {
   uint32_t magic;
@@ -197,7 +191,7 @@ class TcpConnection {
   void Abort(const Status& why, int self_rank, uint64_t seq) {
     if (aborted_) return;
     aborted_ = true;
-    const wire::Notice w = wire::ToNotice(why, self_rank, seq);
+    const wire::Notice w = handshake::AbortBody(why, self_rank, seq);
     const FrameHeader h = MakeFrame(kAbort, 0, 0, 0, sizeof(w), sizeof(w));
     for (Stream& s : streams_) {
       // Only at a frame boundary: a frame cut in two would be garbage.
@@ -247,7 +241,7 @@ class TcpConnection {
     if (s.current.length != sizeof(w) || !s.socket.RecvAll(&w, sizeof(w), DeadlineAfterMs(kAbortSendMs)).ok()) {
       return Broken("the peer stopped, its notice unreadable");
     }
-    return Fail(wire::FromNotice(w, Where(), peer_.rank));
+    return Fail(handshake::AbortStatus(w, Where(), peer_.rank));
   }
 
   // Reads into s.header; true once a whole header is there (checked).
@@ -508,31 +502,18 @@ class TcpListener : public Listener {
   StatusOr<std::unique_ptr<RecvConnection>> Accept(int peer_rank, Deadline deadline) override {
     std::map<uint64_t, std::vector<Socket>> pending;  // by connection id, by stream
     while (true) {
-      auto s = socket_.Accept(deadline);
-      if (!s.ok()) {
-        return s.status().WithContext("rank " + std::to_string(options_.self_rank) + " waiting for rank " +
-                                      std::to_string(peer_rank) + " to connect");
-      }
-      Hello h{};
-      const Deadline hello_by = std::min(deadline, DeadlineAfterMs(kHelloTimeoutMs));
-      if (!s->RecvAll(&h, sizeof(h), hello_by).ok()) continue;  // a stranger that said nothing useful
-      if (h.magic != kHelloMagic || h.version != kWireVersion || h.listener_nonce != nonce_ ||
-          h.tag != options_.tag || h.receiver_rank != options_.self_rank || h.streams < 1 ||
-          h.streams > kMaxStreams || h.stream >= h.streams) {
-        RINGO_LOG(WARN) << "rank " << options_.self_rank << ": dropped a connection that is not one of this "
-                        << "communicator's (bad hello)";
-        continue;
-      }
-      if (h.sender_rank != peer_rank) {
-        RINGO_LOG(WARN) << "rank " << options_.self_rank << ": rank " << h.sender_rank << " connected where rank "
-                        << peer_rank << " was expected; dropped";
-        continue;
-      }
+      HelloExtra h{};
+      ASSIGN_OR_RETURN(Socket s, handshake::AcceptHello(socket_, Transport::kSocket, options_, nonce_, peer_rank,
+                                                         deadline, &h, sizeof(h), [](const void* extra) {
+                                                           const auto* e = static_cast<const HelloExtra*>(extra);
+                                                           return e->streams >= 1 && e->streams <= kMaxStreams &&
+                                                                  e->stream < e->streams;
+                                                         }));
       std::vector<Socket>& streams = pending[h.connection];
       if (streams.size() < h.streams) streams.resize(h.streams);
       if (streams.size() != h.streams || streams[h.stream].valid()) continue;
-      TuneStream(s->fd(), net_.timeout_ms);
-      streams[h.stream] = std::move(s).value();
+      TuneStream(s.fd(), net_.timeout_ms);
+      streams[h.stream] = std::move(s);
       bool complete = true;
       for (const Socket& t : streams) complete = complete && t.valid();
       if (!complete) continue;
@@ -587,32 +568,24 @@ class SocketNet : public Net {
     SocketAddress bound;
     const ConfigureArgs args{options_.socket_buffer_bytes};
     ASSIGN_OR_RETURN(Socket s, Socket::Listen(devices_[device].address, &bound, &ConfigureSocket, &args));
-    std::random_device rd;
-    const uint64_t nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ 1;
-    HandleLayout l{};
-    l.magic = kHandleMagic;
-    l.version = kWireVersion;
-    l.streams = static_cast<uint16_t>(options_.streams);
-    l.nonce = nonce;
-    wire::PutAddress(bound, &l.family, &l.port, l.addr);
-    *handle = NetHandle();
-    std::memcpy(handle->bytes, &l, sizeof(l));
+    const HandleExtra extra{static_cast<uint16_t>(options_.streams)};
+    const uint64_t nonce = handshake::WriteHandle(Transport::kSocket, bound, &extra, sizeof(extra), handle);
     return std::unique_ptr<Listener>(new TcpListener(std::move(s), nonce, options, options_));
   }
 
   StatusOr<std::unique_ptr<SendConnection>> Connect(int device, const NetHandle& handle, const ConnectOptions& options,
                                                     Deadline deadline) override {
     RETURN_IF_ERROR(CheckDevice(device));
-    HandleLayout l;
-    std::memcpy(&l, handle.bytes, sizeof(l));
+    SocketAddress to;
+    uint64_t nonce = 0;
+    HandleExtra l{};
+    RETURN_IF_ERROR(handshake::ReadHandle(Transport::kSocket, handle, options, &to, &nonce, &l, sizeof(l)));
     const std::string who = "rank " + std::to_string(options.self_rank) + " connecting to rank " +
                             std::to_string(options.peer_rank);
-    if (l.magic != kHandleMagic || l.version != kWireVersion || (l.family != AF_INET && l.family != AF_INET6) ||
-        l.streams < 1 || l.streams > kMaxStreams) {
-      return base::RemoteError(who + ": its handle is not a socket transport handle of this version")
+    if (l.streams < 1 || l.streams > kMaxStreams) {
+      return base::RemoteError(who + ": its handle asks for " + std::to_string(l.streams) + " streams")
           .WithOrigin(options.peer_rank, who + ": a bad handle");
     }
-    const SocketAddress to = wire::GetAddress(l.family, l.port, l.addr);
     std::random_device rd;
     const uint64_t connection = (static_cast<uint64_t>(rd()) << 32) ^ rd();
     const ConfigureArgs args{options_.socket_buffer_bytes};
@@ -621,9 +594,9 @@ class SocketNet : public Net {
       auto s = Socket::Connect(to, deadline, &ConfigureSocket, &args);
       if (!s.ok()) return s.status().WithContext(who + " at " + to.ToString());
       TuneStream(s->fd(), options_.timeout_ms);
-      Hello h{kHelloMagic, kWireVersion, static_cast<uint16_t>(i), l.streams, 0, options.self_rank, options.peer_rank,
-              0, l.nonce, connection, options.tag};
-      RETURN_IF_ERROR(s->SendAll(&h, sizeof(h), deadline).WithContext(who + " at " + to.ToString()));
+      const HelloExtra h{static_cast<uint16_t>(i), l.streams, 0, connection};
+      RETURN_IF_ERROR(handshake::SendHello(*s, Transport::kSocket, options, nonce, &h, sizeof(h), deadline)
+                          .WithContext(who + " at " + to.ToString()));
       streams.push_back(std::move(s).value());
     }
     for (Socket& s : streams) {

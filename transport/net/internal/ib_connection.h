@@ -11,6 +11,7 @@
 
 #include "base/status.h"
 #include "transport/net/ib_net.h"
+#include "transport/net/internal/handshake.h"
 #include "transport/net/ib_verbs.h"
 #include "transport/net/net.h"
 #include "transport/socket.h"
@@ -65,8 +66,11 @@ struct Cts {
 };
 static_assert(sizeof(Cts) == 32, "entries are half a cache line");
 
-// Fault notices and the close travel on the control connection.
-enum class Control : uint16_t { kReady = 1, kAbort = 2, kClose = 3 };
+// Fault notices and the close travel on the control connection, as
+// handshake.h's control messages.
+using handshake::Control;
+using handshake::ControlHeader;
+using handshake::kControlMagic;
 
 // A connection's completion queue, its event channel and its queue pairs.
 class Queues {
@@ -102,14 +106,6 @@ base::Status PostCtsReceives(Queues* q, int n);
 
 std::unique_ptr<SendConnection> MakeSend(Handshake h, void* cts_ring, ibv_mr* cts_mr);
 base::StatusOr<std::unique_ptr<RecvConnection>> MakeRecv(Handshake h);
-
-// A control frame, checked on receipt.
-struct ControlHeader {
-  uint32_t magic;
-  uint16_t type;
-  uint16_t length;
-};
-inline constexpr uint32_t kControlMagic = 0x43424752;  // "RGBC"
 
 }  // namespace ringo::transport::net::ib
 
