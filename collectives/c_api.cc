@@ -118,6 +118,19 @@ ringoResult_t ringoGetUniqueId(ringoUniqueId* unique_id) {
   });
 }
 
+ringoResult_t ringoGetUniqueIdForAddress(const char* address, ringoUniqueId* unique_id) {
+  return Guard("ringoGetUniqueIdForAddress", nullptr, [&]() -> Status {
+    if (address == nullptr) return base::InvalidArgument("address is NULL");
+    if (unique_id == nullptr) return base::InvalidArgument("unique_id is NULL");
+    if (address[0] == '\0') return base::InvalidArgument("address is empty: pass host:port");
+    const base::Config& config = base::GetConfig();
+    RETURN_IF_ERROR(config.parse_status);
+    ASSIGN_OR_RETURN(auto id, transport::CreateUniqueId(address, config.socket_ifname, config.timeout_ms));
+    id.Encode(unique_id->internal);
+    return Status();
+  });
+}
+
 ringoResult_t ringoCommInitRankConfig(ringoComm_t* comm, int nranks, ringoUniqueId unique_id, int rank,
                                       const ringoConfig_t* config) {
   return Guard("ringoCommInitRankConfig", nullptr, [&]() -> Status {

@@ -16,6 +16,7 @@
 #include "collectives/engines/setup.h"
 #include "collectives/internal/gpu_placement.h"
 #include "collectives/ring_choice.h"
+#include "kernels/host_isa.h"
 #include "transport/bootstrap/mesh.h"
 #include "transport/connect/peer_info.h"
 #include "transport/net/registry.h"
@@ -176,6 +177,7 @@ Status Communicator::Setup(transport::Exchange& exchange, const CommOptions& opt
 }
 
 StatusOr<Communicator::Agreement> Communicator::Agree(transport::Exchange& exchange, const CommOptions& options) {
+  kernels::SelectHostIsa(config_.host_isa);  // the process's first communicator decides
   Agreement a;
   a.settings = SettingsFrom(config_);
   RankRecord mine{};

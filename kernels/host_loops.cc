@@ -1,11 +1,17 @@
 #include "kernels/internal/host_loops_table.h"
 
 #include "base/check.h"
-#include "base/config.h"
+#include <mutex>
+#include <string>
+
+#include "kernels/host_isa.h"
 #include "base/logging.h"
 
 namespace ringo::kernels::internal {
 namespace {
+
+std::mutex g_isa_mu;
+std::string* g_isa_setting = new std::string();  // GUARDED_BY(g_isa_mu); SelectHostIsa's first value
 
 struct Tables {
   HostIsaTable sets[kNumHostIsas];
@@ -44,7 +50,11 @@ const Tables& GetTables() {
     t->active = widest;
     HostIsa wanted;
     bool automatic = true;
-    const std::string& setting = base::GetConfig().host_isa;
+    std::string setting;
+    {
+      std::lock_guard<std::mutex> lock(g_isa_mu);
+      setting = *g_isa_setting;
+    }
     if (!setting.empty() && ParseHostIsa(setting, &wanted, &automatic) && !automatic) {
       if (t->built[static_cast<int>(wanted)]) {
         t->active = wanted;
@@ -59,7 +69,24 @@ const Tables& GetTables() {
   return *tables;
 }
 
+bool g_isa_selected = false;  // GUARDED_BY(g_isa_mu)
+
 }  // namespace
+
+}  // namespace ringo::kernels::internal
+
+namespace ringo::kernels {
+
+void SelectHostIsa(const std::string& setting) {
+  std::lock_guard<std::mutex> lock(internal::g_isa_mu);
+  if (internal::g_isa_selected) return;
+  internal::g_isa_selected = true;
+  *internal::g_isa_setting = setting;
+}
+
+}  // namespace ringo::kernels
+
+namespace ringo::kernels::internal {
 
 const char* HostIsaName(HostIsa isa) {
   switch (isa) {

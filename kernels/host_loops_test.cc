@@ -2,6 +2,7 @@
 // reduction (reduce_op.h), bit for bit, over every datatype, op, number of
 // inputs and odd counts, with the float special values; and the fp16
 // conversions of every set on every value.
+#include "kernels/host_isa.h"
 #include "kernels/internal/host_loops_table.h"
 
 #include <cmath>
@@ -257,14 +258,17 @@ TEST(HostLoopsTest, ActiveIsTheWidestByDefault) {
             &GetHostLoopsFor(isas.back(), DataType::kFloat32, RedOp::kSum));
 }
 
-// RINGO_HOST_ISA=generic picks the baseline set (in a fresh process: the
-// choice is made once, at the first use).
-TEST(HostLoopsDeathTest, EnvironmentPicksTheSet) {
+// RINGO_HOST_ISA=generic, as a communicator passes its configuration's
+// value, picks the baseline set (in a fresh process: the choice is made
+// once, at the first use), and a later choice changes nothing.
+TEST(HostLoopsDeathTest, ConfigurationPicksTheSet) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         setenv("RINGO_HOST_ISA", "generic", 1);
         base::ReloadConfigForTesting();
+        SelectHostIsa(base::GetConfig().host_isa);
+        SelectHostIsa("auto");
         std::exit(ActiveHostIsa() == HostIsa::kGeneric ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "gtest/gtest.h"
 #include "ringo/ringo.h"
 #include "tests/api_test_util.h"
@@ -64,6 +66,40 @@ TEST(LastError, IsPerThread) {
 TEST(UniqueId, NullPointer) {
   EXPECT_TRUE(FailsWith(ringoGetUniqueId(nullptr), ringoInvalidArgument, nullptr,
                         {"unique", "id", "null"}));
+}
+
+// An id for a launcher's address: bad addresses are refused at once; the
+// same address gives the same id, and two ranks join through it (rank 0
+// listens there) without any id passing between them.
+TEST(UniqueId, ForAddress) {
+  ringoUniqueId id;
+  EXPECT_TRUE(FailsWith(ringoGetUniqueIdForAddress(nullptr, &id), ringoInvalidArgument, nullptr, {"address"}));
+  EXPECT_TRUE(FailsWith(ringoGetUniqueIdForAddress("127.0.0.1:1234", nullptr), ringoInvalidArgument, nullptr,
+                        {"unique_id"}));
+  EXPECT_TRUE(FailsWith(ringoGetUniqueIdForAddress("", &id), ringoInvalidArgument, nullptr, {"address"}));
+  EXPECT_NE(ringoGetUniqueIdForAddress("127.0.0.1", &id), ringoSuccess) << "no port";
+  EXPECT_NE(ringoGetUniqueIdForAddress("not an address:12", &id), ringoSuccess);
+  const int port = 20000 + static_cast<int>(getpid() % 20000);
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  ringoUniqueId a, b;
+  ASSERT_EQ(ringoGetUniqueIdForAddress(address.c_str(), &a), ringoSuccess) << ringoGetLastError(nullptr);
+  ASSERT_EQ(ringoGetUniqueIdForAddress(address.c_str(), &b), ringoSuccess);
+  EXPECT_EQ(std::memcmp(&a, &b, sizeof(a)), 0);
+  std::vector<ringoComm_t> comms(2, nullptr);
+  std::vector<ringoResult_t> rc(2, ringoInternalError);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      ringoUniqueId mine;
+      if (ringoGetUniqueIdForAddress(address.c_str(), &mine) != ringoSuccess) return;
+      rc[r] = ringoCommInitRank(&comms[r], 2, mine, r);
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(rc[r], ringoSuccess) << "rank " << r;
+    if (comms[r] != nullptr) EXPECT_EQ(ringoCommDestroy(comms[r]), ringoSuccess);
+  }
 }
 
 // ---- Communicator creation ----

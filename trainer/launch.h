@@ -1,6 +1,6 @@
 // How ringo-train's ranks meet: -np forks local ranks around one unique id;
 // under mpirun, srun or torchrun rank and size come from the launcher's
-// environment (tools/perf/launch_env.h, the same rules as ringo-perf) and the
+// environment (launch/launch_env.h, the same rules as ringo-perf) and the
 // id from RINGO_COMM_ID, MASTER_ADDR/MASTER_PORT or a file in /tmp.
 #ifndef RINGO_TRAINER_LAUNCH_H_
 #define RINGO_TRAINER_LAUNCH_H_

@@ -23,8 +23,8 @@
 #include "base/config.h"
 #include "tools/perf/communicator.h"
 #include "tools/perf/driver.h"
-#include "tools/perf/fork.h"
-#include "tools/perf/launch_env.h"
+#include "launch/fork.h"
+#include "launch/launch_env.h"
 #include "tools/perf/options.h"
 
 namespace ringo::perf {
@@ -166,7 +166,7 @@ int Main(int argc, char** argv) {
   }
   const Status supported = CheckSupport(*options, GlooSupports);
   if (!supported.ok()) return UsageError(kProgram, supported.message());
-  auto env = DetectRanks(base::GetConfig());
+  auto env = launch::DetectRanks(base::GetConfig());
   if (!env.ok()) return UsageError(kProgram, env.status().message());
   if (env->size > 1) {
     if (shared_store.empty()) {
@@ -186,7 +186,7 @@ int Main(int argc, char** argv) {
     return kExitFailure;
   }
   const std::string store_dir = dir_template;
-  const int rc = RunForkedRanks(kProgram, nranks, [&](int rank) {
+  const int rc = launch::RunForkedRanks(kProgram, nranks, [&](int rank) {
     return RunRank(*options, rank, nranks, store_dir, address, csv->get());
   });
   std::error_code ignored;

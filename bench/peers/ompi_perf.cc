@@ -14,7 +14,7 @@
 #include "base/config.h"
 #include "tools/perf/communicator.h"
 #include "tools/perf/driver.h"
-#include "tools/perf/launch_env.h"
+#include "launch/launch_env.h"
 #include "tools/perf/options.h"
 
 namespace ringo::perf {
@@ -174,7 +174,7 @@ int OpenCsvOnRankZero(const Options& o, int rank, CsvFile* csv) {
 }
 
 // Flags are checked before MPI_Init, on every rank alike; rank 0 alone says why.
-int CheckUsage(base::StatusOr<Options>& options, base::StatusOr<LaunchEnv>& env) {
+int CheckUsage(base::StatusOr<Options>& options, base::StatusOr<launch::LaunchEnv>& env) {
   const bool speak = !env.ok() || env->rank == 0;
   const auto fail = [&](const std::string& message) {
     return speak ? UsageError(kProgram, message) : kExitUsage;
@@ -200,7 +200,7 @@ int Main(int argc, char** argv) {
     std::fputs(Help().c_str(), stdout);
     return 0;
   }
-  auto env = DetectRanks(base::GetConfig());
+  auto env = launch::DetectRanks(base::GetConfig());
   if (const int rc = CheckUsage(options, env); rc != 0) return rc;
   MPI_Init(&argc, &argv);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

@@ -144,6 +144,13 @@ RINGO_API ringoResult_t ringoGetVersion(int* version);
  * does). Blocks only to open the listener. Thread-safe. */
 RINGO_API ringoResult_t ringoGetUniqueId(ringoUniqueId* unique_id);
 
+/* An id naming the rendezvous `address` ("host:port", "[v6addr]:port"), as
+ * RINGO_COMM_ID does: every rank that passes the same address gets the same
+ * id, and rank 0's ringoCommInitRank listens there. For launchers that learn
+ * the address at run time (torchrun's MASTER_ADDR). Starts nothing; does not
+ * block. Thread-safe. */
+RINGO_API ringoResult_t ringoGetUniqueIdForAddress(const char* address, ringoUniqueId* unique_id);
+
 /* Creates rank `rank` of an `nranks`-rank communicator. Collective: blocks
  * until every rank has called it with the same id (or the timeout passes).
  * The ranks agree on host or GPU memory (RINGO_DEVICE, ringoDeviceKind_t); a

@@ -1,6 +1,5 @@
-// How ringo-perf's ranks get one unique id without linking MPI: the
-// rendezvous chosen by DetectLaunch (launch_env.h), and -np's fork of local
-// ranks.
+// -np's fork of ringo-perf's local ranks, and the GPU probe it makes
+// first. (Launched ranks meet through launch/rendezvous.h.)
 #ifndef RINGO_TOOLS_PERF_LAUNCHER_H_
 #define RINGO_TOOLS_PERF_LAUNCHER_H_
 
@@ -10,19 +9,8 @@
 
 #include "base/status.h"
 #include "ringo/ringo.h"
-#include "tools/perf/launch_env.h"
 
 namespace ringo::perf {
-
-// Produces the unique id on this rank per env.rendezvous (setting
-// RINGO_COMM_ID for kMaster). With kIdFile, rank 0 writes the file and other
-// ranks poll it until `deadline` passes. Blocking.
-base::StatusOr<ringoUniqueId> ObtainUniqueId(const LaunchEnv& env,
-                                             std::chrono::milliseconds deadline);
-
-// Rank 0's cleanup after ringoCommInitRank returns (removes the id file; a
-// no-op for other rendezvous kinds and ranks).
-void ReleaseUniqueId(const LaunchEnv& env);
 
 // What a child process finds of the GPUs (base::ProbeCuda). -np asks before
 // it forks: a CUDA context does not survive fork(), so the parent itself

@@ -19,6 +19,8 @@
 #include "tools/perf/cuda_backend.h"
 #include "tools/perf/devices.h"
 #include "tools/perf/driver.h"
+#include "launch/launch_env.h"
+#include "launch/rendezvous.h"
 #include "tools/perf/launcher.h"
 #include "tools/perf/options.h"
 #include "tools/perf/ringo_comm.h"
@@ -157,7 +159,7 @@ int RunThreadRanks(const Options& o) {
 
 int RunLocalRanks(const Options& o) {
   // Forking under a launcher would start N ranks per launched process.
-  auto env = DetectRanks(base::GetConfig());
+  auto env = launch::DetectRanks(base::GetConfig());
   if (!env.ok()) return UsageError(kProgram, env.status().message());
   if (env->size > 1) {
     return UsageError(kProgram, "-np starts its own ranks; do not combine it with a launcher (" +
@@ -186,7 +188,7 @@ int RunLocalRanks(const Options& o) {
 }
 
 int RunLaunchedRank(const Options& o) {
-  auto env = DetectLaunch(base::GetConfig());
+  auto env = launch::DetectLaunch(base::GetConfig());
   if (!env.ok()) return UsageError(kProgram, env.status().message());
   if (HasRoot(o.collective) && o.root >= env->size) {
     return UsageError(kProgram, "-r " + std::to_string(o.root) + " is not a rank of " +
@@ -206,13 +208,13 @@ int RunLaunchedRank(const Options& o) {
     if (!opened.ok()) return UsageError(kProgram, opened.status().message());
     csv = std::move(*opened);
   }
-  auto id = ObtainUniqueId(*env, kIdFileDeadline);
+  auto id = launch::ObtainUniqueId(*env, "ringo-perf", kIdFileDeadline);
   if (!id.ok()) {
     std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, env->rank, id.status().message().c_str());
     return kExitFailure;
   }
   const int device = devices > 0 ? RankDevice(env->rank, o.ranks_per_gpu, devices) : -1;
-  return RunRank(o, env->rank, env->size, *id, csv.get(), device, [&] { ReleaseUniqueId(*env); });
+  return RunRank(o, env->rank, env->size, *id, csv.get(), device, [&] { launch::ReleaseUniqueId(*env, "ringo-perf"); });
 }
 
 int Main(int argc, char** argv) {

@@ -1,4 +1,4 @@
-#include "tools/perf/fork.h"
+#include "launch/fork.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace ringo::perf {
+namespace ringo::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -97,4 +97,4 @@ int RunForkedRanks(const char* program, int nranks, const std::function<int(int)
   return WaitForChildren(program, pids);
 }
 
-}  // namespace ringo::perf
+}  // namespace ringo::launch

@@ -1,11 +1,11 @@
-#include "tools/perf/launch_env.h"
+#include "launch/launch_env.h"
 
 #include <cstdint>
 #include <optional>
 #include <tuple>
 #include <utility>
 
-namespace ringo::perf {
+namespace ringo::launch {
 namespace {
 
 using base::Config;
@@ -93,14 +93,20 @@ StatusOr<LaunchEnv> DetectLaunch(const Config& config) {
   return env;
 }
 
-std::string IdFilePath(const std::string& job_name) {
+StatusOr<LaunchEnv> DetectLaunch() {
+  const Config& config = base::GetConfig();
+  RETURN_IF_ERROR(config.parse_status);
+  return DetectLaunch(config);
+}
+
+std::string IdFilePath(const std::string& job_name, const std::string& program) {
   std::string safe = job_name;
   for (char& c : safe) {
     const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                       c == '.' || c == '_' || c == '-';
     if (!keep) c = '_';
   }
-  return "/tmp/ringo-perf-" + safe + ".id";
+  return "/tmp/" + program + "-" + safe + ".id";
 }
 
-}  // namespace ringo::perf
+}  // namespace ringo::launch

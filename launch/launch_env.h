@@ -1,15 +1,17 @@
 // Where a launched rank stands: rank and size from the launcher's environment
 // (Open MPI, torchrun, Slurm) and how the ranks will meet (RINGO_COMM_ID,
-// MASTER_ADDR/MASTER_PORT, or a file in /tmp). Pure functions of a Config.
-#ifndef RINGO_TOOLS_PERF_LAUNCH_ENV_H_
-#define RINGO_TOOLS_PERF_LAUNCH_ENV_H_
+// MASTER_ADDR/MASTER_PORT, or a file in /tmp). Pure functions of a Config,
+// shared by ringo-perf, ringo-train and the peers of bench/ (a library of its
+// own, so the clients of the public API need nothing else of Ringo's).
+#ifndef RINGO_LAUNCH_LAUNCH_ENV_H_
+#define RINGO_LAUNCH_LAUNCH_ENV_H_
 
 #include <string>
 
 #include "base/config.h"
 #include "base/status.h"
 
-namespace ringo::perf {
+namespace ringo::launch {
 
 // How the id reaches every rank.
 enum class Rendezvous {
@@ -40,10 +42,14 @@ base::StatusOr<LaunchEnv> DetectRanks(const base::Config& config);
 // RINGO_COMM_ID is needed.
 base::StatusOr<LaunchEnv> DetectLaunch(const base::Config& config);
 
-// "/tmp/ringo-perf-<job>.id" with every character outside [A-Za-z0-9._-]
+// DetectLaunch of the process's configuration snapshot (RINGO_COMM_ID and
+// the launchers' variables as the environment held them).
+base::StatusOr<LaunchEnv> DetectLaunch();
+
+// "/tmp/<program>-<job>.id" with every character outside [A-Za-z0-9._-]
 // of the job name replaced by '_'.
-std::string IdFilePath(const std::string& job_name);
+std::string IdFilePath(const std::string& job_name, const std::string& program = "ringo-perf");
 
-}  // namespace ringo::perf
+}  // namespace ringo::launch
 
-#endif  // RINGO_TOOLS_PERF_LAUNCH_ENV_H_
+#endif  // RINGO_LAUNCH_LAUNCH_ENV_H_

@@ -1,11 +1,11 @@
 // -np for any benchmark program: fork N local ranks and wait for them, so a
 // failing rank does not leave the others running forever.
-#ifndef RINGO_TOOLS_PERF_FORK_H_
-#define RINGO_TOOLS_PERF_FORK_H_
+#ifndef RINGO_LAUNCH_FORK_H_
+#define RINGO_LAUNCH_FORK_H_
 
 #include <functional>
 
-namespace ringo::perf {
+namespace ringo::launch {
 
 // Flushes stdio, forks `nranks` children that each run `rank_main(rank)` and
 // _exit with its return value, and waits for all. If a child fails the rest
@@ -14,6 +14,6 @@ namespace ringo::perf {
 // Messages start with "`program`: ". Call from a single-threaded process.
 int RunForkedRanks(const char* program, int nranks, const std::function<int(int rank)>& rank_main);
 
-}  // namespace ringo::perf
+}  // namespace ringo::launch
 
-#endif  // RINGO_TOOLS_PERF_FORK_H_
+#endif  // RINGO_LAUNCH_FORK_H_

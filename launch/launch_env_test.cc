@@ -1,12 +1,12 @@
 // Rank, size and rendezvous from launcher environments, as Config snapshots
 // (no process environment is touched).
-#include "tools/perf/launch_env.h"
+#include "launch/launch_env.h"
 
 #include <gtest/gtest.h>
 
 #include <map>
 
-namespace ringo::perf {
+namespace ringo::launch {
 namespace {
 
 base::Config Env(const std::map<std::string, std::string>& vars) {
@@ -153,4 +153,4 @@ TEST(IdFilePath, SanitizesTheJobName) {
 }
 
 }  // namespace
-}  // namespace ringo::perf
+}  // namespace ringo::launch
