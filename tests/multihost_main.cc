@@ -11,6 +11,8 @@
 //              child; exit 0 when all pass
 //   reduced    the sweep cut for an emulated guest (every collective, 4
 //              datatypes, 3 ops, 5 counts)
+//   collectives, p2p
+//              the sweep's two halves alone
 //   survive    AllReduces until one fails; exit 0 when it fails within the
 //              timeout with an error naming rank VICTIM (argv[2]), and
 //              prints it
@@ -270,7 +272,7 @@ int Garbage(int rank, ringoComm_t comm) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s sweep|reduced|survive VICTIM|victim|garbage\n", argv[0]);
+    std::fprintf(stderr, "usage: %s sweep|collectives|p2p|reduced|survive VICTIM|victim|garbage\n", argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -282,9 +284,9 @@ int main(int argc, char** argv) {
     ringoCommDestroy(comm);
     return rc;
   }
-  if (mode == "sweep") {
-    int rc = Sweep(rank, nranks, comm);
-    if (rc == 0) rc = PointToPoint(rank, nranks, comm);
+  if (mode == "sweep" || mode == "collectives" || mode == "p2p") {
+    int rc = mode == "p2p" ? 0 : Sweep(rank, nranks, comm);
+    if (rc == 0 && mode != "collectives") rc = PointToPoint(rank, nranks, comm);
     ringoCommDestroy(comm);
     return rc;
   }

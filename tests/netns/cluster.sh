@@ -47,7 +47,10 @@ cluster_up() {
     mkdir -p "$CLUSTER_DIR" && echo "$n" > "$CLUSTER_DIR/n"
   else
     CLUSTER_DIR=$(mktemp -d "/tmp/ringo-cluster-${CLUSTER_PREFIX}.XXXXXX")
-    trap cluster_down EXIT
+    # Down first, then whatever the caller runs at exit (its test report).
+    local previous
+    previous=$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT\$/\1/")
+    trap "cluster_down; ${previous}" EXIT
   fi
   CLUSTER_N=$n
   ip netns add "${CLUSTER_PREFIX}sw" || return 1

@@ -11,24 +11,29 @@ ARGS=("$@")
 [ ${#ARGS[@]} -gt 0 ] || ARGS=(-b 8 -e 64M -f 8 -n 5 -w 1 -c 1)
 HERE=$(dirname "$(readlink -f "$0")")
 source "$HERE/cluster.sh"
+source "$HERE/../testlib/junit.sh"
+junit_init launchers
+CASES=("ringo-perf under mpirun, 2 hosts" "ringo-perf under mpirun, 3 hosts"
+       "ringo-perf with Slurm's environment, 2 hosts" "ringo-perf with torchrun's environment, 3 hosts")
 # Each host's own interface, not the loopback the single-host tests use.
 unset RINGO_SOCKET_IFNAME
 export RINGO_TIMEOUT_MS=${RINGO_TIMEOUT_MS:-60000}
-cluster_require || exit 0
-command -v mpirun >/dev/null || { echo "SKIPPED: mpirun is not installed"; exit 0; }
+if ! why=$(cluster_require 2>&1); then
+  junit_skip_all "${why#SKIPPED: }" "${CASES[@]}"
+  exit 0
+fi
+command -v mpirun >/dev/null || { junit_skip_all "mpirun is not installed" "${CASES[@]}"; exit 0; }
 LOGS=$(mktemp -d /tmp/ringo-launchers.XXXXXX)
-FAILED=0
-PASSED=0
-cluster_up 3 || { echo "FAIL: could not build the cluster"; exit 1; }
+cluster_up 3 || { junit_skip_all "could not build the cluster" "${CASES[@]}"; exit 1; }
 export CLUSTER_DIR CLUSTER_PREFIX CLUSTER_ID
 NET="10.231.${CLUSTER_ID}.0/24"
 
 verdict() {  # NAME STATUS LOG...
   local name=$1 status=$2; shift 2
   if [ "$status" -eq 0 ] && ! grep -q "FAILED\|#wrong.*[1-9]" "$@" && grep -q "Out of bounds values : 0 OK" "$@"; then
-    echo "PASS: $name"; PASSED=$((PASSED + 1))
+    junit_case "$name" pass
   else
-    echo "FAIL: $name (status $status)"; FAILED=$((FAILED + 1))
+    junit_case "$name" fail "status $status"
     tail -n 20 "$@"
   fi
 }
@@ -68,6 +73,7 @@ done
 st=0; for p in "${pids[@]}"; do wait "$p" || st=1; done
 verdict "ringo-perf with torchrun's environment, 3 hosts" $st "$LOGS/torchrun0.log"
 
-echo "$PASSED passed, $FAILED failed (logs in $LOGS)"
-[ $FAILED -eq 0 ] && rm -rf "$LOGS"
-exit $(( FAILED > 0 ))
+echo "logs in $LOGS"
+junit_failed && exit 1
+rm -rf "$LOGS"
+exit 0

@@ -12,14 +12,18 @@ set -u
 BIN=$(readlink -f "$1")
 HERE=$(dirname "$(readlink -f "$0")")
 source "$HERE/cluster.sh"
+source "$HERE/../testlib/junit.sh"
+junit_init multihost
+CASES=(sweep_2x1 sweep_2x2 sweep_3x1 sweep_2x3 sweep_2x1_ipv6 kill_remote_rank link_down garbage_on_data_port)
 # Each host's own interface, not the loopback the single-host tests use.
 unset RINGO_SOCKET_IFNAME
-cluster_require || exit 0
+if ! why=$(cluster_require 2>&1); then
+  junit_skip_all "${why#SKIPPED: }" "${CASES[@]}"
+  exit 0
+fi
 LOGS=$(mktemp -d /tmp/ringo-multihost.XXXXXX)
-FAILED=0
-PASSED=0
 
-cluster_up 3 || { echo "FAIL: could not build the cluster"; exit 1; }
+cluster_up 3 || { junit_skip_all "could not build the cluster" "${CASES[@]}"; exit 1; }
 
 # launch NAME "HOSTS" ARGS... : rank r runs on host HOSTS[r]; waits for all.
 # Each rank's own arguments may differ: RANK_ARGS_<r> overrides ARGS.
@@ -51,11 +55,7 @@ launch() {
     echo "  $name: $POSTCHECK failed"
     status=1
   fi
-  if [ $status -eq 0 ]; then
-    echo "PASS: $name"; PASSED=$((PASSED + 1))
-  else
-    echo "FAIL: $name"; FAILED=$((FAILED + 1))
-  fi
+  if [ $status -eq 0 ]; then junit_case "$name" pass; else junit_case "$name" fail "see its ranks' logs"; fi
   for ((r = 0; r < n; r++)); do sed "s/^/  $name rank $r: /" "$LOGS/$name.rank$r.log" | tail -n 4; done
 }
 
@@ -81,6 +81,7 @@ ip -n "$(host_ns 1)" link set "$(host_ifname 1)" up
 VICTIM=1 RANK_ARGS_1="garbage" POSTCHECK='grep -q "not a Ringo frame" "$LOGS/garbage_on_data_port.rank0.log"' \
   launch garbage_on_data_port "0 1" survive 1
 
-echo "$PASSED passed, $FAILED failed (logs in $LOGS)"
-[ $FAILED -eq 0 ] && rm -rf "$LOGS"
-exit $(( FAILED > 0 ))
+echo "logs in $LOGS"
+junit_failed && exit 1
+rm -rf "$LOGS"
+exit 0
