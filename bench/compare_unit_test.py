@@ -64,9 +64,9 @@ def main():
     assert c.targets(2, 8, (1, 1), None, None, False) == []
     assert [p.name for p in progs[:2]] == ["ringo", "ringo:memalloc"]
     assert progs[0].command({"ringo-perf": "R"}, 2, ["-n", "5"], [])[0] == [
-        "R", "allreduce", "-np", "2", "--host", "-n", "5"]
-    assert progs[1].command({"ringo-perf": "R"}, 2, [], [])[0] == [
-        "R", "allreduce", "-np", "2", "--host", "-R", "1"]
+        "R", "allreduce", "-np", "2", "--host", "--bind-to", "core", "-n", "5"]
+    assert progs[1].command({"ringo-perf": "R"}, 4, [], [])[0] == [
+        "R", "allreduce", "-np", "4", "--host", "-R", "1"]
     cmd, env = progs[3].command({"ompi-perf": "O"}, 4, ["-n", "5"], ["mpirun"])
     assert cmd == ["mpirun", "--mca", "coll_tuned_use_dynamic_rules", "1", "--mca",
                    "coll_tuned_allreduce_algorithm", "4", "-np", "4", "O", "allreduce", "-n", "5"]

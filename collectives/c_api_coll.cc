@@ -105,14 +105,12 @@ ringoResult_t Issue(kernels::Coll coll, const void* send, void* recv, size_t cou
     RETURN_IF_ERROR(Validate(c, a, datatype, stream));
     if (uses_op) RETURN_IF_ERROR(ResolveOp(c, op, &a));
     if (c->finalized()) return base::InvalidUsage("the communicator was finalized");
-    ringo::collectives::internal::QueuedOp queued;
-    queued.kind = ringo::collectives::internal::QueuedOp::Kind::kCollective;
-    queued.comm = comm;
-    queued.name = CollName(coll);
-    queued.stream = stream;
-    queued.args = a;
     if (ringo::collectives::internal::InGroup()) {
-      ringo::collectives::internal::Queue(std::move(queued));
+      using ringo::collectives::internal::QueuedOp;
+      QueuedOp& queued =
+          ringo::collectives::internal::NextOp(QueuedOp::Kind::kCollective, comm, CollName(coll), stream);
+      queued.args = a;
+      ringo::collectives::internal::Queue(queued);
       return Status();
     }
     return c->Run(a, stream);

@@ -26,31 +26,41 @@ using ringo::collectives::internal::Guard;
 using ringo::collectives::internal::QueuedOp;
 using ringo::collectives::internal::ResolveReady;
 
-// The bytes of `count` elements (times `blocks`), or why they overflow.
-base::StatusOr<size_t> BytesOf(size_t count, int datatype, size_t blocks) {
+// Why BytesOf refused (out of line: the checks themselves inline).
+[[gnu::cold, gnu::noinline]] Status BytesError(size_t count, int datatype) {
   if (!base::IsValidDataType(datatype)) {
     return base::InvalidArgument("datatype " + std::to_string(datatype) + " is not a ringoDataType_t");
   }
-  const base::DataType dt = static_cast<base::DataType>(datatype);
-  const uint64_t elem = base::DataTypeSize(dt);
-  const uint64_t limit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-  if (blocks == 0) blocks = 1;
-  if (count > limit / elem / blocks) {
-    return base::InvalidArgument("count " + std::to_string(count) + " of " + base::DataTypeName(dt) +
-                                 " overflows the addressable size");
-  }
-  return static_cast<size_t>(count * elem);
+  return base::InvalidArgument("count " + std::to_string(count) + " of " +
+                               base::DataTypeName(static_cast<base::DataType>(datatype)) +
+                               " overflows the addressable size");
 }
 
-Status CheckRank(int r, int nranks, const char* what) {
-  if (r < 0 || r >= nranks) {
-    return base::InvalidArgument(std::string(what) + " " + std::to_string(r) + " is not in [0, " +
-                                 std::to_string(nranks) + ")");
+// The bytes of `count` elements (times `blocks`), or why they overflow.
+inline base::StatusOr<size_t> BytesOf(size_t count, int datatype, size_t blocks) {
+  if (!base::IsValidDataType(datatype)) return BytesError(count, datatype);
+  const uint64_t elem = base::DataTypeSize(static_cast<base::DataType>(datatype));
+  if (blocks == 0) blocks = 1;
+  uint64_t bytes = 0, all = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(count), elem, &bytes) ||
+      __builtin_mul_overflow(bytes, static_cast<uint64_t>(blocks), &all) ||
+      all > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return BytesError(count, datatype);
   }
+  return static_cast<size_t>(bytes);
+}
+
+[[gnu::cold, gnu::noinline]] Status RankError(int r, int nranks, const char* what) {
+  return base::InvalidArgument(std::string(what) + " " + std::to_string(r) + " is not in [0, " +
+                               std::to_string(nranks) + ")");
+}
+
+inline Status CheckRank(int r, int nranks, const char* what) {
+  if (r < 0 || r >= nranks) return RankError(r, nranks, what);
   return Status();
 }
 
-Status CheckStream(const Communicator* c, ringoStream_t stream) {
+inline Status CheckStream(const Communicator* c, ringoStream_t stream) {
   if (stream != nullptr && c->kind() == ringo::collectives::DeviceKind::kHost) {
     return base::InvalidArgument("stream must be NULL on a host communicator");
   }
@@ -63,15 +73,11 @@ ringoResult_t IssueP2p(const char* name, ringoComm* comm, ringoStream_t stream, 
   return Guard(name, comm, [&]() -> Status {
     ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
     RETURN_IF_ERROR(CheckStream(c, stream));
-    QueuedOp op;
-    op.kind = QueuedOp::Kind::kP2p;
-    op.comm = comm;
-    op.name = name;
-    op.stream = stream;
+    QueuedOp& op = ringo::collectives::internal::NextOp(QueuedOp::Kind::kP2p, comm, name, stream);
     RETURN_IF_ERROR(validate(c, op));
     if (c->finalized()) return base::InvalidUsage("the communicator was finalized");
     if (ringo::collectives::internal::InGroup()) {
-      ringo::collectives::internal::Queue(std::move(op));
+      ringo::collectives::internal::Queue(op);
       return Status();
     }
     return ringo::collectives::internal::RunNow(op);
@@ -219,10 +225,7 @@ ringoResult_t ringoCommSplit(ringoComm_t comm, int color, int key, ringoComm_t* 
     if (newcomm == nullptr) return base::InvalidArgument("newcomm is NULL");
     *newcomm = nullptr;
     ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
-    QueuedOp op;
-    op.kind = QueuedOp::Kind::kSplit;
-    op.comm = comm;
-    op.name = "ringoCommSplit";
+    QueuedOp& op = ringo::collectives::internal::NextOp(QueuedOp::Kind::kSplit, comm, "ringoCommSplit", nullptr);
     op.color = color < 0 ? RINGO_SPLIT_NOCOLOR : color;
     op.key = key;
     op.newcomm = newcomm;
@@ -250,7 +253,7 @@ ringoResult_t ringoCommSplit(ringoComm_t comm, int color, int key, ringoComm_t* 
                                    : ringo::collectives::kInheritDevice;
     }
     if (ringo::collectives::internal::InGroup()) {
-      ringo::collectives::internal::Queue(std::move(op));
+      ringo::collectives::internal::Queue(op);
       return Status();
     }
     return ringo::collectives::internal::RunNow(op);

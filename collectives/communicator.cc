@@ -40,7 +40,7 @@ transport::WaitContext Communicator::MakeWait(const char* coll) const {
   return wait;
 }
 
-Status Communicator::CheckUsable() const {
+Status Communicator::CheckUsableSlow() const {
   if (finalized_) return base::InvalidUsage("the communicator was finalized");
   Status failed = AsyncError();
   if (!failed.ok()) return failed.WithContext("the communicator failed earlier; abort or destroy it");
@@ -48,8 +48,8 @@ Status Communicator::CheckUsable() const {
   return Status();
 }
 
-Status Communicator::Finish(const Status& st, const Call& call) {
-  if (!st.ok() && call.fatal) Fail(st);
+Status Communicator::Finish(const Status& st, bool fatal) {
+  if (!st.ok() && fatal) Fail(st);
   if (!failed_.load(std::memory_order_acquire)) return st;
   Status first = AsyncError();  // the first failure of any thread (a ring channel's), in time order
   return first.ok() ? st : first;
@@ -65,7 +65,10 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
   call.wait = MakeWait(CollName(args.coll));
   if (check_ && nranks_ > 1) call.sig = kernels::MakeSignature(args, call.seq);
   for (const auto& engine : engines_) {
-    if (engine->Takes(call)) return Finish(engine->Run(call), call);
+    if (engine->Takes(call)) {
+      Status st = engine->Run(call);
+      return Finish(st, call.fatal);
+    }
   }
   return base::Internal("no engine takes this collective");
 }
@@ -74,11 +77,11 @@ Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   RETURN_IF_ERROR(CheckUsable());
   RETURN_IF_ERROR(PointToPoint::CheckSelf(rank_, ops));  // a call that cannot run leaves the communicator as it was
-  Call call;
-  call.seq = sequence_;
+  P2pCall call;
   call.stream = stream;
   call.wait = MakeWait("point-to-point");
-  return Finish(p2p_->Run(ops, call), call);
+  Status st = p2p_->Run(ops, call);
+  return Finish(st, call.fatal);
 }
 
 void Communicator::Fail(const Status& st) {
@@ -101,6 +104,7 @@ void Communicator::AbortEngines(const Status& why) {
 
 Status Communicator::CheckBuffer(const void* ptr, const char* name) const {
   if (ptr == nullptr) return base::InvalidArgument(std::string(name) + " is NULL");
+  if (!cuda_visible_) return Status();  // host memory: no GPU in this process
   const int owner = base::PointerDevice(ptr);
   if (device_ < 0) {
     if (owner < 0) return Status();

@@ -120,10 +120,16 @@ class Communicator {
 
   // The preamble every call shares: the lock is held; refuses a finalized,
   // failed or aborted communicator.
-  base::Status CheckUsable() const;
+  base::Status CheckUsable() const {
+    if (!finalized_ && !async_engines_ && !failed_.load(std::memory_order_acquire) && !abort_.load()) {
+      return base::Status();
+    }
+    return CheckUsableSlow();
+  }
+  base::Status CheckUsableSlow() const;
   // A call's end: a failure that may leave the peers waiting (call.fatal)
   // fails the communicator, and the first failure of any thread is returned.
-  base::Status Finish(const base::Status& st, const Call& call);
+  base::Status Finish(const base::Status& st, bool fatal);
   // This call's wait context (abort flag, patience, wait cells).
   transport::WaitContext MakeWait(const char* coll) const;
   // Records `st` as the communicator's error (the first one sticks), raises
@@ -137,6 +143,7 @@ class Communicator {
   const base::Config config_;  // snapshot taken at init
   const int64_t timeout_ms_;
   int device_ = -1;
+  bool cuda_visible_ = true;  // false: no buffer can be GPU memory (CheckBuffer need not ask)
   // The control exchange (mesh.h across processes, a LocalFabric between
   // threads) that lazy connections and splits use, the context its messages
   // travel in, the tag that names this communicator's shared memory.

@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "base/cuda.h"
 #include "base/logging.h"
 #include "collectives/communicator.h"
 #include "collectives/device_choice.h"
@@ -327,6 +328,7 @@ Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agr
     wait_.rank_waits = pages_->rank_waits();
   }
   check_ = agreed.settings.shared.check != 0;
+  cuda_visible_ = device_ >= 0 || base::ProbeCuda().device_count > 0;
   StatusOr<EngineSet> made = collectives::ConnectEngines(*setup);
   // A rank that failed here would leave the others' first collective waiting.
   RETURN_IF_ERROR(transport::AgreeOk(exchange, made.status(), "connect its engines"));

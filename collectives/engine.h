@@ -86,6 +86,13 @@ struct P2pOp {
   size_t bytes = 0;
 };
 
+// One point-to-point call, as the communicator hands it to its engine.
+struct P2pCall {
+  void* stream = nullptr;        // GPU: the caller's cudaStream_t
+  transport::WaitContext wait;   // as Call's
+  bool fatal = false;            // as Call's
+};
+
 // Sends and receives: one ringoSend/ringoRecv, or every one a group queued
 // for the communicator. Matching is NCCL's: the k-th send from s to r meets
 // the k-th receive r posts from s.
@@ -97,7 +104,7 @@ class PointToPoint {
   // nothing, so a call it refuses leaves the communicator as it was.
   static base::Status CheckSelf(int rank, const std::vector<P2pOp>& ops);
   // Host: to completion; GPU: enqueued on call.stream.
-  virtual base::Status Run(const std::vector<P2pOp>& ops, Call& call) = 0;
+  virtual base::Status Run(const std::vector<P2pOp>& ops, P2pCall& call) = 0;
   virtual void Abort(const base::Status& why, uint64_t seq) = 0;
 };
 

@@ -133,7 +133,7 @@ class HostPrims {
       }
     }
     if constexpr (kSend) {
-      auto slot = ends_.send->Acquire(ends_.wait, step);
+      auto slot = ends_.send->Acquire(ends_.wait, step, bytes);
       if (!slot.ok()) {
         status_ = slot.status();
         return;
@@ -152,7 +152,7 @@ class HostPrims {
   // rank's call matched (host_ring.h).
   Status SendVerdict() {
     owe_verdict_ = false;
-    auto slot = ends_.send->Acquire(ends_.wait, -1);
+    auto slot = ends_.send->Acquire(ends_.wait, -1, 0);
     if (!slot.ok()) return slot.status();
     ends_.send->Post(0, ends_.sig);
     return base::OkStatus();

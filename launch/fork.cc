@@ -1,5 +1,6 @@
 #include "launch/fork.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,14 +73,43 @@ int WaitForChildren(const char* program, std::vector<pid_t> pids) {
   return result;
 }
 
+// The CPUs this process may run on, in order.
+std::vector<int> AllowedCpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
 }  // namespace
 
-int RunForkedRanks(const char* program, int nranks, const std::function<int(int)>& rank_main) {
+int RunForkedRanks(const char* program, int nranks, const std::function<int(int)>& rank_main, bool bind_to_core) {
+  std::vector<int> cpus;
+  if (bind_to_core) {
+    cpus = AllowedCpus();
+    if (static_cast<int>(cpus.size()) < nranks) {
+      std::fprintf(stderr, "%s: %d ranks on %zu CPUs: not binding them\n", program, nranks, cpus.size());
+      cpus.clear();
+    }
+  }
   std::fflush(nullptr);  // or children would print the parent's buffered output again
   std::vector<pid_t> pids;
   for (int rank = 0; rank < nranks; ++rank) {
     const pid_t pid = fork();
     if (pid == 0) {
+      if (!cpus.empty()) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[rank], &one);
+        if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+          std::fprintf(stderr, "%s: rank %d: binding to CPU %d: %s\n", program, rank, cpus[rank],
+                       std::strerror(errno));
+        }
+      }
       const int rc = rank_main(rank);
       std::fflush(nullptr);
       // _exit: the parent's atexit handlers and static destructors (threads

@@ -12,7 +12,11 @@ namespace ringo::launch {
 // get a grace period to report the error, then are killed. Returns 0 when
 // every child exited 0, else the first failing child's status (1 if killed).
 // Messages start with "`program`: ". Call from a single-threaded process.
-int RunForkedRanks(const char* program, int nranks, const std::function<int(int rank)>& rank_main);
+// With `bind_to_core`, rank r runs on the r-th CPU this process may use
+// (mpirun's --bind-to core, its default for two ranks or fewer), where there
+// are at least as many CPUs as ranks; unbound otherwise, with a note.
+int RunForkedRanks(const char* program, int nranks, const std::function<int(int rank)>& rank_main,
+                   bool bind_to_core = false);
 
 }  // namespace ringo::launch
 

@@ -49,15 +49,29 @@ struct alignas(64) SharedCounter {
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "lock-free counters in shared memory");
 static_assert(sizeof(std::atomic<uint64_t>) == sizeof(uint64_t), "a counter's value is a plain 64-bit word");
 
+// Payloads of at most this many bytes travel in the slot's metadata line
+// (host FIFOs without a prefix, SendEnd's choice): one cache line carries
+// the size, the signature, the posted mark and the data.
+inline constexpr size_t kInlineBytes = 24;
+// Set in SlotMeta::bytes when the payload is inline.
+inline constexpr uint64_t kInlineSlot = uint64_t{1} << 63;
+
 // What a posted slot holds besides its data: its size and the signature of
-// the collective it belongs to (seq 0: not checked). GPU Simple slots store
-// their size with the shift the data starts at (kernels/cuda/internal/
-// slot_shift.h) and leave the signature alone.
-struct SlotMeta {
+// the collective it belongs to (seq 0: not checked), on a cache line of its
+// own. Host senders also write `posted` (the tail value this slot was
+// posted as) last, with release order, so that a host receiver finds a new
+// slot by polling this line alone instead of the tail and then this line;
+// small payloads ride in `inline_data` (bytes | kInlineSlot). GPU Simple
+// slots store their size with the shift the data starts at (kernels/cuda/
+// internal/slot_shift.h) and leave the rest alone; the tail stays the one
+// counter every side publishes and sleeps on.
+struct alignas(64) SlotMeta {
   uint64_t bytes;
   CallSignature sig;
+  uint64_t posted;  // accessed with __atomic builtins (the struct is copied as plain data)
+  unsigned char inline_data[kInlineBytes];
 };
-static_assert(sizeof(SlotMeta) == 32, "slot metadata is four words");
+static_assert(sizeof(SlotMeta) == 64, "slot metadata is one cache line");
 
 struct FifoHeader {
   uint32_t magic;

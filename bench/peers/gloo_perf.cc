@@ -186,9 +186,9 @@ int Main(int argc, char** argv) {
     return kExitFailure;
   }
   const std::string store_dir = dir_template;
-  const int rc = launch::RunForkedRanks(kProgram, nranks, [&](int rank) {
-    return RunRank(*options, rank, nranks, store_dir, address, csv->get());
-  });
+  const int rc = launch::RunForkedRanks(
+      kProgram, nranks, [&](int rank) { return RunRank(*options, rank, nranks, store_dir, address, csv->get()); },
+      options->bind_to_core);
   std::error_code ignored;
   std::filesystem::remove_all(store_dir, ignored);
   return rc;

@@ -50,7 +50,7 @@ Status GpuP2p::Connect(const std::vector<int>& send_to, const std::vector<int>& 
   return Status();
 }
 
-Status GpuP2p::Run(const std::vector<P2pOp>& ops, Call& call) {
+Status GpuP2p::Run(const std::vector<P2pOp>& ops, P2pCall& call) {
   // Lanes: this rank's copies to itself, then each peer's sends and receives.
   std::map<std::pair<int, int>, std::vector<const P2pOp*>> lanes;  // (kind, peer) -> operations in order
   std::vector<const P2pOp*> self_sends, self_recvs;

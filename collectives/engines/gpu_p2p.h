@@ -32,7 +32,7 @@ class GpuP2p : public PointToPoint {
 
   // Connects what `ops` need, then enqueues them on call.stream.
   // InvalidUsage for a batch beyond one kernel's lanes or operations.
-  base::Status Run(const std::vector<P2pOp>& ops, Call& call) override;
+  base::Status Run(const std::vector<P2pOp>& ops, P2pCall& call) override;
   void Abort(const base::Status& why, uint64_t seq) override;
 
  private:

@@ -119,45 +119,66 @@ HostP2p::HostP2p(const EngineSetup& setup)
       send_(setup.nranks),
       recv_(setup.nranks),
       sent_(setup.nranks, 0),
-      received_(setup.nranks, 0) {}
+      received_(setup.nranks, 0),
+      busy_send_(setup.nranks, 0),
+      busy_recv_(setup.nranks, 0) {}
 
-Status PointToPoint::CheckSelf(int rank_, const std::vector<P2pOp>& ops) {
-  std::vector<const P2pOp*> sends, recvs;
-  for (const P2pOp& op : ops) {
-    if (op.peer != rank_) continue;
-    (op.send ? sends : recvs).push_back(&op);
+HostP2p::~HostP2p() = default;
+
+namespace {
+
+// The k-th send to itself and the k-th receive from itself, in order (no
+// allocation: most calls have none).
+template <typename Visit>
+void PairSelf(int rank, const std::vector<P2pOp>& ops, Visit visit) {
+  size_t s = 0, r = 0, k = 0;
+  while (true) {
+    while (s < ops.size() && !(ops[s].peer == rank && ops[s].send)) ++s;
+    while (r < ops.size() && !(ops[r].peer == rank && !ops[r].send)) ++r;
+    if (s == ops.size() || r == ops.size()) return;
+    visit(ops[s++], ops[r++], ++k);
   }
-  if (sends.size() != recvs.size()) {
-    return base::InvalidUsage("rank " + std::to_string(rank_) + " posted " + std::to_string(sends.size()) +
-                              " send(s) to itself and " + std::to_string(recvs.size()) +
-                              " receive(s) from itself: each must meet its match in the same call or group");
-  }
-  for (size_t i = 0; i < sends.size(); ++i) {
-    if (sends[i]->bytes != recvs[i]->bytes) {
-      return base::InvalidUsage("rank " + std::to_string(rank_) + " sends " + std::to_string(sends[i]->bytes) +
-                                " bytes to itself but receives " + std::to_string(recvs[i]->bytes) +
-                                " (message #" + std::to_string(i + 1) + " to itself in this group)");
-    }
-  }
-  return Status();
 }
 
-Status HostP2p::Connect(const std::vector<int>& send_to, const std::vector<int>& recv_from,
-                        const std::atomic<bool>* abort) {
+}  // namespace
+
+Status PointToPoint::CheckSelf(int rank_, const std::vector<P2pOp>& ops) {
+  size_t sends = 0, recvs = 0;
+  for (const P2pOp& op : ops) {
+    if (op.peer == rank_) ++(op.send ? sends : recvs);
+  }
+  if (sends == 0 && recvs == 0) return Status();
+  if (sends != recvs) {
+    return base::InvalidUsage("rank " + std::to_string(rank_) + " posted " + std::to_string(sends) +
+                              " send(s) to itself and " + std::to_string(recvs) +
+                              " receive(s) from itself: each must meet its match in the same call or group");
+  }
+  Status st;
+  PairSelf(rank_, ops, [&](const P2pOp& send, const P2pOp& recv, size_t k) {
+    if (st.ok() && send.bytes != recv.bytes) {
+      st = base::InvalidUsage("rank " + std::to_string(rank_) + " sends " + std::to_string(send.bytes) +
+                              " bytes to itself but receives " + std::to_string(recv.bytes) + " (message #" +
+                              std::to_string(k) + " to itself in this group)");
+    }
+  });
+  return st;
+}
+
+Status HostP2p::Connect(const std::vector<P2pOp>& ops, const std::atomic<bool>* abort) {
+  // Every call after a pair's first finds its ends here, without allocating.
+  bool missing = false;
+  for (const P2pOp& op : ops) {
+    missing = missing || (op.peer != rank_ && !Connected(op));
+  }
+  if (!missing) return Status();
   std::vector<transport::PairKey> sends, recvs;
-  for (int p : send_to) {
-    const transport::PairKey key{p, transport::kP2pLane};
-    if (p != rank_ && send_[p] == nullptr && std::find(sends.begin(), sends.end(), key) == sends.end()) {
-      sends.push_back(key);
+  for (const P2pOp& op : ops) {
+    const transport::PairKey key{op.peer, transport::kP2pLane};
+    std::vector<transport::PairKey>& list = op.send ? sends : recvs;
+    if (op.peer != rank_ && !Connected(op) && std::find(list.begin(), list.end(), key) == list.end()) {
+      list.push_back(key);
     }
   }
-  for (int p : recv_from) {
-    const transport::PairKey key{p, transport::kP2pLane};
-    if (p != rank_ && recv_[p] == nullptr && std::find(recvs.begin(), recvs.end(), key) == recvs.end()) {
-      recvs.push_back(key);
-    }
-  }
-  if (sends.empty() && recvs.empty()) return Status();
   ASSIGN_OR_RETURN(std::vector<transport::FifoLink> links,
                    connector_->Connect(sends, recvs, geometry_, /*gpu=*/false, abort));
   std::lock_guard<std::mutex> lock(ends_mu_);
@@ -181,16 +202,11 @@ void HostP2p::Abort(const Status& why, uint64_t seq) {
 }
 
 void HostP2p::RunSelf(const std::vector<P2pOp>& ops) {
-  std::vector<const P2pOp*> sends, recvs;
-  for (const P2pOp& op : ops) {
-    if (op.peer != rank_) continue;
-    (op.send ? sends : recvs).push_back(&op);
-  }
-  for (size_t i = 0; i < sends.size() && i < recvs.size(); ++i) {
-    if (sends[i]->bytes > 0 && sends[i]->send_buf != recvs[i]->recv_buf) {
-      std::memmove(recvs[i]->recv_buf, sends[i]->send_buf, std::min(sends[i]->bytes, recvs[i]->bytes));
+  PairSelf(rank_, ops, [](const P2pOp& send, const P2pOp& recv, size_t) {
+    if (send.bytes > 0 && send.send_buf != recv.recv_buf) {
+      std::memmove(recv.recv_buf, send.send_buf, std::min(send.bytes, recv.bytes));
     }
-  }
+  });
 }
 
 Status HostP2p::Advance(Progress& p, bool* moved) {
@@ -228,9 +244,9 @@ Status HostP2p::Advance(Progress& p, bool* moved) {
   if (op.send) {
     transport::SendEnd* end = send_[op.peer].get();
     while (p.slots < p.nslots) {
-      void* slot = end->TryAcquire();
-      if (slot == nullptr) break;
       const size_t n = std::min(p.slot_bytes, op.bytes - p.offset);
+      void* slot = end->TryAcquire(n);  // a small message goes inline, in the slot's metadata line
+      if (slot == nullptr) break;
       if (n > 0) std::memcpy(slot, static_cast<const char*>(op.send_buf) + p.offset, n);
       transport::CallSignature sig;
       sig.seq = p.msg;
@@ -303,18 +319,14 @@ Status HostP2p::WaitOn(Progress& p, const transport::WaitContext& base_ctx) {
   return recv_[p.op->peer]->Acquire(ctx, p.slots, &bytes, nullptr).status();
 }
 
-Status HostP2p::Run(const std::vector<P2pOp>& ops, Call& call) {
+Status HostP2p::Run(const std::vector<P2pOp>& ops, P2pCall& call) {
   call.fatal = true;
   const transport::WaitContext& wait = call.wait;
   RunSelf(ops);
-  std::vector<int> send_to, recv_from;
-  for (const P2pOp& op : ops) {
-    if (op.peer != rank_) (op.send ? send_to : recv_from).push_back(op.peer);
-  }
-  if (send_to.empty() && recv_from.empty()) return Status();
-  RETURN_IF_ERROR(Connect(send_to, recv_from, wait.local_abort));
+  RETURN_IF_ERROR(Connect(ops, wait.local_abort));
 
-  std::vector<Progress> progress;
+  std::vector<Progress>& progress = progress_;  // reused: no allocation per call
+  progress.clear();
   for (const P2pOp& op : ops) {
     if (op.peer == rank_) continue;
     Progress p;
@@ -326,14 +338,14 @@ Status HostP2p::Run(const std::vector<P2pOp>& ops, Call& call) {
                send_[op.peer]->header()->receiver_pulls.load(std::memory_order_acquire) == 1;
     progress.push_back(p);
   }
-  std::vector<char> busy_send(nranks_), busy_recv(nranks_);
-  std::vector<size_t> active;
+  if (progress.empty()) return Status();
+  std::vector<char>& busy_send = busy_send_;
+  std::vector<char>& busy_recv = busy_recv_;
+  std::vector<size_t>& active = active_;
   int64_t idle = 0;
   size_t turn = 0;  // which active operation the next sleep is on
-  int64_t last_progress_ms = NowMs();
+  int64_t last_progress_ms = -1;  // read at the first idle pass after progress
   while (true) {
-    std::fill(busy_send.begin(), busy_send.end(), 0);
-    std::fill(busy_recv.begin(), busy_recv.end(), 0);
     active.clear();
     bool moved = false;
     for (size_t i = 0; i < progress.size(); ++i) {
@@ -347,12 +359,15 @@ Status HostP2p::Run(const std::vector<P2pOp>& ops, Call& call) {
         active.push_back(i);
       }
     }
+    // Only the entries this pass set go back to 0.
+    for (size_t i : active) (progress[i].op->send ? busy_send : busy_recv)[progress[i].op->peer] = 0;
     if (active.empty()) return Status();
     if (moved) {
       idle = 0;
-      last_progress_ms = NowMs();
+      last_progress_ms = -1;
       continue;
     }
+    if (last_progress_ms < 0) last_progress_ms = NowMs();
     ++idle;
     if (idle <= wait.spin_count) {
       CpuRelax();

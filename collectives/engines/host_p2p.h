@@ -53,18 +53,21 @@ namespace ringo::collectives {
 class HostP2p : public PointToPoint {
  public:
   explicit HostP2p(const EngineSetup& setup);
+  ~HostP2p() override;
 
   // Runs `ops` (which passed CheckSelf) to completion on this rank, waiting
   // as call.wait says; any failure leaves the pairs in an unknown state
   // (the communicator fails).
-  base::Status Run(const std::vector<P2pOp>& ops, Call& call) override;
+  base::Status Run(const std::vector<P2pOp>& ops, P2pCall& call) override;
   void Abort(const base::Status& why, uint64_t seq) override;
 
  private:
   struct Progress;
   // Connects the pairs `ops` need that are not connected yet.
-  base::Status Connect(const std::vector<int>& send_to, const std::vector<int>& recv_from,
-                       const std::atomic<bool>* abort);
+  base::Status Connect(const std::vector<P2pOp>& ops, const std::atomic<bool>* abort);
+  bool Connected(const P2pOp& op) const {
+    return op.send ? send_[op.peer] != nullptr : recv_[op.peer] != nullptr;
+  }
   void RunSelf(const std::vector<P2pOp>& ops);
   base::Status Advance(Progress& p, bool* moved);
   base::Status WaitOn(Progress& p, const transport::WaitContext& ctx);
@@ -80,6 +83,11 @@ class HostP2p : public PointToPoint {
   std::vector<uint64_t> received_;  // messages received from each peer so far
   transport::PeerRegions regions_;   // senders' ringoMemAlloc regions mapped here
   std::set<int32_t> unmappable_;     // senders whose regions could not be mapped
+  // Run's scratch, kept so that a call allocates nothing.
+  std::vector<Progress> progress_;
+  std::vector<char> busy_send_;  // by peer: an operation on the pair is in progress this pass
+  std::vector<char> busy_recv_;
+  std::vector<size_t> active_;
 };
 
 // The shape word of point-to-point slots (transport::CallSignature::shape):

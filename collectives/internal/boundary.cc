@@ -14,12 +14,14 @@ thread_local std::string t_last_error;
 thread_local std::string t_comm_error_copy;
 std::mutex g_live_mu;
 std::unordered_set<ringoComm*>* g_live = new std::unordered_set<ringoComm*>();  // GUARDED_BY(g_live_mu)
-// Bumped by every Unregister: a thread's last handle found live stays live
-// while the count it saw is current, so a collective's check takes no lock.
+}  // namespace
+
+namespace ringo::collectives::internal {
+// Bumped by every Unregister (boundary.h).
 std::atomic<uint64_t> g_unregistered{0};
 thread_local ringoComm* t_live_comm = nullptr;
 thread_local uint64_t t_live_seen = 0;
-}  // namespace
+}  // namespace ringo::collectives::internal
 
 ringoComm::~ringoComm() { Release(); }
 
@@ -34,8 +36,6 @@ void ringoComm::Release() {
   }
   impl.reset();  // outside the lock: a GPU communicator's destruction may wait
 }
-
-Communicator* ringoComm::Get() { return ready_.load(std::memory_order_acquire); }
 
 void ringoComm::Set(std::unique_ptr<Communicator> impl) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -126,7 +126,7 @@ StatusOr<Communicator*> Resolve(ringoComm* comm) {
   return comm->Get();
 }
 
-StatusOr<Communicator*> ResolveReady(ringoComm* comm) {
+StatusOr<Communicator*> ResolveReadySlow(ringoComm* comm) {
   ASSIGN_OR_RETURN(Communicator * c, Resolve(comm));
   if (c == nullptr) {
     Status st = comm->AsyncError();

@@ -23,7 +23,7 @@ struct ringoComm {
   ~ringoComm();
   // Joins a background init and destroys the communicator; the object stays.
   void Release();
-  ringo::collectives::Communicator* Get();
+  ringo::collectives::Communicator* Get() { return ready_.load(std::memory_order_acquire); }
   void Set(std::unique_ptr<ringo::collectives::Communicator> impl);
   // Runs `init` on a background thread (non-blocking init).
   void StartInit(std::function<ringo::base::StatusOr<std::unique_ptr<ringo::collectives::Communicator>>()> init);
@@ -50,7 +50,9 @@ ringoResult_t Finish(ringoComm* comm, const char* fn, const base::Status& st);
 template <typename Body>
 ringoResult_t Guard(const char* fn, ringoComm* comm, Body&& body) {
   try {
-    return Finish(comm, fn, body());
+    base::Status st = body();
+    if (st.ok()) return ringoSuccess;
+    return Finish(comm, fn, st);
   } catch (const std::exception& e) {
     return Finish(comm, fn, base::Internal(std::string("unexpected exception: ") + e.what()));
   } catch (...) {
@@ -70,7 +72,21 @@ bool IsLive(ringoComm* comm);
 // The communicator behind a live handle (null while init runs), or why not.
 base::StatusOr<Communicator*> Resolve(ringoComm* comm);
 // As Resolve, but an initialising communicator is an error too.
-base::StatusOr<Communicator*> ResolveReady(ringoComm* comm);
+base::StatusOr<Communicator*> ResolveReadySlow(ringoComm* comm);
+
+// This thread's last handle found live, and the count of handles
+// unregistered when it was: while that count holds, the handle is live
+// without a lock (every call resolves its handle, most often the same one).
+extern thread_local ringoComm* t_live_comm;
+extern thread_local uint64_t t_live_seen;
+extern std::atomic<uint64_t> g_unregistered;
+
+inline base::StatusOr<Communicator*> ResolveReady(ringoComm* comm) {
+  if (comm != nullptr && comm == t_live_comm && t_live_seen == g_unregistered.load(std::memory_order_acquire)) {
+    if (Communicator* c = comm->Get()) return c;
+  }
+  return ResolveReadySlow(comm);
+}
 
 const char* ThreadLastError();
 

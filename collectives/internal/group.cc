@@ -1,10 +1,11 @@
 #include "collectives/internal/group.h"
 
 #include <cstring>
-#include <map>
+#include <algorithm>
 #include <string>
 #include <thread>
 
+#include "base/check.h"
 #include "collectives/internal/boundary.h"
 
 namespace ringo::collectives::internal {
@@ -13,7 +14,11 @@ namespace {
 using base::Status;
 
 thread_local int t_group_depth = 0;
+// The queued operations are t_group[0, t_group_size); later entries are
+// spent ones kept for their allocations.
 thread_local std::vector<QueuedOp> t_group;
+thread_local size_t t_group_size = 0;
+thread_local QueuedOp t_scratch;
 
 Status RunSplit(Communicator* c, QueuedOp& op) {
   ASSIGN_OR_RETURN(std::unique_ptr<Communicator> child,
@@ -32,13 +37,23 @@ void Stage(QueuedOp& op) {
   if (op.staged != nullptr && !op.staged->empty()) std::memcpy(op.staged->data(), op.stage_from, op.staged->size());
 }
 
+// The names of a batch's calls, for a message ("ringoSend/ringoRecv").
+std::string Names(const std::vector<QueuedOp*>& ops) {
+  std::string names;
+  for (QueuedOp* op : ops) {
+    if (op->kind != QueuedOp::Kind::kP2p || names.find(op->name) != std::string::npos) continue;
+    names += std::string(names.empty() ? "" : "/") + op->name;
+  }
+  return names;
+}
+
 // One communicator's share of a group: collectives and splits in order,
 // then every send and receive as one batch.
 Status RunComm(ringoComm* comm, const std::vector<QueuedOp*>& ops) {
   ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
-  std::vector<P2pOp> batch;
+  thread_local std::vector<P2pOp> batch;  // each thread its own: communicators run side by side
+  batch.clear();
   ringoStream_t stream = nullptr;
-  std::string names;
   for (QueuedOp* op : ops) {
     switch (op->kind) {
       case QueuedOp::Kind::kCollective:
@@ -48,7 +63,6 @@ Status RunComm(ringoComm* comm, const std::vector<QueuedOp*>& ops) {
         RETURN_IF_ERROR(RunSplit(c, *op).WithContext(op->name));
         break;
       case QueuedOp::Kind::kP2p:
-        if (names.find(op->name) == std::string::npos) names += std::string(names.empty() ? "" : "/") + op->name;
         if (batch.empty()) stream = op->stream;
         batch.insert(batch.end(), op->ops.begin(), op->ops.end());
         break;
@@ -57,15 +71,56 @@ Status RunComm(ringoComm* comm, const std::vector<QueuedOp*>& ops) {
   for (QueuedOp* op : ops) {
     if (op->kind == QueuedOp::Kind::kP2p) Stage(*op);
   }
-  if (!batch.empty()) RETURN_IF_ERROR(c->RunP2p(batch, stream).WithContext(names));
+  if (!batch.empty()) {
+    const Status st = c->RunP2p(batch, stream);
+    if (!st.ok()) return st.WithContext(Names(ops));
+  }
   return Status();
 }
 
 }  // namespace
 
+void QueuedOp::Reset(Kind k, ringoComm* c, const char* n, ringoStream_t s) {
+  kind = k;
+  comm = c;
+  name = n;
+  stream = s;
+  staged.reset();
+  // Only the fields of `k` are read: the others keep what they held.
+  switch (k) {
+    case Kind::kCollective:
+      args = kernels::CollArgs();
+      break;
+    case Kind::kP2p:
+      ops.clear();
+      stage_from = nullptr;
+      break;
+    case Kind::kSplit:
+      color = key = 0;
+      newcomm = nullptr;
+      inherit = true;
+      options = CommOptions();
+      break;
+  }
+}
+
 bool InGroup() { return t_group_depth > 0; }
 
-void Queue(QueuedOp op) { t_group.push_back(std::move(op)); }
+QueuedOp& NextOp(QueuedOp::Kind kind, ringoComm* comm, const char* name, ringoStream_t stream) {
+  QueuedOp* op = &t_scratch;
+  if (InGroup()) {
+    if (t_group_size == t_group.size()) t_group.emplace_back();
+    op = &t_group[t_group_size];
+  }
+  op->Reset(kind, comm, name, stream);
+  return *op;
+}
+
+void Queue(QueuedOp& op) {
+  RINGO_CHECK(InGroup() && t_group_size < t_group.size() && &op == &t_group[t_group_size],
+              "Queue takes the entry NextOp returned inside a group");
+  ++t_group_size;
+}
 
 Status RunNow(QueuedOp& op) {
   ASSIGN_OR_RETURN(Communicator * c, ResolveReady(op.comm));
@@ -89,22 +144,46 @@ Status GroupStart() {
 Status GroupEnd() {
   if (t_group_depth == 0) return base::InvalidUsage("ringoGroupEnd without a matching ringoGroupStart");
   if (--t_group_depth > 0) return Status();
-  std::vector<QueuedOp> queued;
-  queued.swap(t_group);
+  const size_t queued = t_group_size;
+  t_group_size = 0;  // the entries stay allocated for the next group
+  if (queued == 0) return Status();
+  bool one_comm = true;
+  for (size_t k = 1; k < queued && one_comm; ++k) one_comm = t_group[k].comm == t_group[0].comm;
+  if (one_comm) {  // the common case, on this thread alone
+    thread_local std::vector<QueuedOp*> ops;
+    ops.clear();
+    for (size_t k = 0; k < queued; ++k) ops.push_back(&t_group[k]);
+    const Status st = RunComm(t_group[0].comm, ops);
+    if (!st.ok()) Finish(t_group[0].comm, "ringoGroupEnd", st);
+    return st;
+  }
   // Per communicator, in issue order; communicators run side by side, since
   // one thread may be driving every rank of the ring.
-  std::vector<ringoComm*> order;
-  std::map<ringoComm*, std::vector<QueuedOp*>> per_comm;
-  for (QueuedOp& op : queued) {
-    if (per_comm.count(op.comm) == 0) order.push_back(op.comm);
-    per_comm[op.comm].push_back(&op);
+  // Kept per thread for their allocations; bound to references, which the
+  // threads below capture (a lambda names another thread's thread_locals).
+  thread_local std::vector<ringoComm*> t_order;
+  thread_local std::vector<std::vector<QueuedOp*>> t_per_comm;
+  thread_local std::vector<Status> t_results;
+  std::vector<ringoComm*>& order = t_order;
+  std::vector<std::vector<QueuedOp*>>& per_comm = t_per_comm;
+  std::vector<Status>& results = t_results;
+  order.clear();
+  for (auto& list : per_comm) list.clear();
+  for (size_t k = 0; k < queued; ++k) {
+    QueuedOp& op = t_group[k];
+    size_t i = std::find(order.begin(), order.end(), op.comm) - order.begin();
+    if (i == order.size()) {
+      order.push_back(op.comm);
+      if (per_comm.size() < order.size()) per_comm.emplace_back();
+    }
+    per_comm[i].push_back(&op);
   }
-  std::vector<Status> results(order.size());
+  results.assign(order.size(), Status());
   std::vector<std::thread> threads;
   for (size_t i = 1; i < order.size(); ++i) {
-    threads.emplace_back([&, i] { results[i] = RunComm(order[i], per_comm[order[i]]); });
+    threads.emplace_back([&, i] { results[i] = RunComm(order[i], per_comm[i]); });
   }
-  if (!order.empty()) results[0] = RunComm(order[0], per_comm[order[0]]);
+  if (!order.empty()) results[0] = RunComm(order[0], per_comm[0]);
   for (auto& t : threads) t.join();
   for (size_t i = 0; i < order.size(); ++i) {
     if (!results[i].ok()) Finish(order[i], "ringoGroupEnd", results[i]);

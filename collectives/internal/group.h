@@ -41,11 +41,19 @@ struct QueuedOp {
   ringoComm_t* newcomm = nullptr;
   bool inherit = true;  // config NULL: the child inherits the parent's options
   CommOptions options;
+
+  // Back to a fresh operation of `kind` (the fields of other kinds are left
+  // as they were and never read), keeping what `ops` allocated.
+  void Reset(Kind k, ringoComm* c, const char* n, ringoStream_t s);
 };
 
 bool InGroup();
-// Queues `op` in this thread's group (InGroup() must be true).
-void Queue(QueuedOp op);
+// This thread's operation to fill for the next call, reset to `kind`: the
+// group's next entry inside a group, a scratch entry outside one. Entries
+// are reused, so a call in steady state allocates nothing.
+QueuedOp& NextOp(QueuedOp::Kind kind, ringoComm* comm, const char* name, ringoStream_t stream);
+// Queues the operation NextOp just returned (InGroup() must be true).
+void Queue(QueuedOp& op);
 // Runs `op` now (outside a group), on its communicator.
 base::Status RunNow(QueuedOp& op);
 

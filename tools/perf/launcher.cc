@@ -60,13 +60,14 @@ GpuCount ProbeGpusInChild() {
   return count;
 }
 
-int RunForked(int nranks, const std::function<int(int, const ringoUniqueId&)>& rank_main) {
+int RunForked(int nranks, const std::function<int(int, const ringoUniqueId&)>& rank_main, bool bind_to_core) {
   auto id = NewUniqueId();
   if (!id.ok()) {
     std::fprintf(stderr, "ringo-perf: %s\n", id.status().message().c_str());
     return 1;
   }
-  return launch::RunForkedRanks("ringo-perf", nranks, [&](int rank) { return rank_main(rank, *id); });
+  return launch::RunForkedRanks(
+      "ringo-perf", nranks, [&](int rank) { return rank_main(rank, *id); }, bind_to_core);
 }
 
 }  // namespace ringo::perf

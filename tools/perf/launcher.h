@@ -26,7 +26,9 @@ GpuCount ProbeGpusInChild();
 // _exit with its return value, and waits for all. If a child fails the rest
 // get a grace period to report the error, then are killed. Returns 0 when
 // every child exited 0, else the first failing child's status (1 if killed).
-int RunForked(int nranks, const std::function<int(int rank, const ringoUniqueId& id)>& rank_main);
+// `bind_to_core`: launch::RunForkedRanks's.
+int RunForked(int nranks, const std::function<int(int rank, const ringoUniqueId& id)>& rank_main,
+              bool bind_to_core = false);
 
 }  // namespace ringo::perf
 

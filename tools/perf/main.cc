@@ -184,7 +184,7 @@ int RunLocalRanks(const Options& o) {
   return RunForked(o.num_procs, [&](int rank, const ringoUniqueId& id) {
     const int device = devices > 0 ? RankDevice(rank, o.ranks_per_gpu, devices) : -1;
     return RunRank(o, rank, o.num_procs, id, csv->get(), device, [] {});
-  });
+  }, o.bind_to_core);
 }
 
 int RunLaunchedRank(const Options& o) {

@@ -184,6 +184,12 @@ const Flag kFlags[] = {
        o->threads = true;
        return Status();
      }},
+    {nullptr, "--bind-to", true,
+     [](const std::string& f, const std::string& v, Options* o) -> Status {
+       if (v != "core" && v != "none") return InvalidArgument(f + " takes core or none, not '" + v + "'");
+       o->bind_to_core = v == "core";
+       return Status();
+     }},
     {nullptr, "--host", false,
      [](const std::string&, const std::string&, Options* o) -> Status {
        o->host_memory = true;
@@ -249,6 +255,8 @@ Status Validate(const Options& o, bool have_collective) {
     return InvalidArgument(
         "missing the collective (allreduce, reducescatter, allgather, broadcast or reduce)");
   }
+  if (o.bind_to_core && (o.num_procs == 0 || o.threads))
+    return InvalidArgument("--bind-to core needs -np N without --threads (ranks that are processes)");
   if (o.threads && o.num_procs == 0)
     return InvalidArgument("--threads needs -np N (the ranks to start)");
   if (o.min_bytes > o.max_bytes) {
@@ -379,6 +387,9 @@ std::string FlagsUsage(const std::string& program) {
          "  -np N                    fork N ranks on this host (no launcher needed)\n"
          "  --threads                with -np N: the N ranks are threads of this process\n"
          "                           (one communicator each from the library's init-all)\n"
+         "  --bind-to core|none      with -np N: each rank on a CPU of its own, as mpirun\n"
+         "                           binds (core), or where the system puts it (none,\n"
+         "                           the default)\n"
          "  --host                   use host memory even where a GPU is usable\n"
          "  --ranks-per-gpu K        K ranks share each GPU: rank r uses GPU\n"
          "                           (r / K) % visible GPUs (default 1)\n"

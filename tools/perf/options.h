@@ -39,6 +39,7 @@ struct Options {
   Average average = Average::kMean;
   int num_procs = 0;  // -np: ranks to fork on this host; 0 when not given
   bool threads = false;  // --threads: the -np ranks are threads of this process (ringoCommInitAll)
+  bool bind_to_core = false;  // --bind-to core: each -np rank on a CPU of its own (as mpirun's default)
   bool host_memory = false;  // --host: host memory even where a GPU is visible
   int ranks_per_gpu = 1;     // --ranks-per-gpu K: rank r on GPU (r / K) % visible GPUs
   bool median = false;    // --median: time each iteration, report the median

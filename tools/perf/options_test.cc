@@ -150,6 +150,26 @@ TEST(ParseOptions, ThreadsNeedRanksToStart) {
   EXPECT_NE(Usage("ringo-perf").find("--threads"), std::string::npos);
 }
 
+TEST(ParseOptions, BindToCoreBindsForkedRanksOnly) {
+  auto d = Parse({"allreduce", "-np", "2"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->bind_to_core);
+  auto o = Parse({"sendrecv", "-np", "2", "--bind-to", "core"});
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_TRUE(o->bind_to_core);
+  auto none = Parse({"sendrecv", "-np", "2", "--bind-to=none"});
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_FALSE(none->bind_to_core);
+  auto bad = Parse({"sendrecv", "-np", "2", "--bind-to", "socket"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("core or none"), std::string::npos) << bad.status().message();
+  auto launched = Parse({"sendrecv", "--bind-to", "core"});  // under a launcher: its binding
+  ASSERT_FALSE(launched.ok());
+  EXPECT_NE(launched.status().message().find("needs -np"), std::string::npos) << launched.status().message();
+  EXPECT_FALSE(Parse({"sendrecv", "-np", "2", "--threads", "--bind-to", "core"}).ok());
+  EXPECT_NE(Usage("ringo-perf").find("--bind-to core|none"), std::string::npos);
+}
+
 TEST(ParseOptions, LongAndAttachedSpellings) {
   auto o = Parse({"--minbytes=1K", "allgather", "--maxbytes", "2K", "-n8", "--warmup_iters=2",
                   "--datatype=half", "--op", "all"});

@@ -255,9 +255,13 @@ bool Proxy::StepReceiver(Edge& e) {
       FailLocal(e, base::RemoteError(msg).WithOrigin(peer, msg));
       return true;
     }
-    h->meta[e.finished % kSlots] = meta;
+    SlotMeta& dst = h->meta[e.finished % kSlots];
+    dst.bytes = meta.bytes;
+    dst.sig = meta.sig;
     e.requests.pop_front();
-    Publish(h->tail, ++e.finished);
+    ++e.finished;
+    __atomic_store_n(&dst.posted, e.finished, __ATOMIC_RELEASE);  // as SendEnd::Post marks a slot
+    Publish(h->tail, e.finished);
     moved = true;
   }
   return moved;

@@ -13,7 +13,7 @@ namespace ringo::transport {
 namespace {
 
 constexpr uint32_t kFifoMagic = 0x46474e52;  // "RNGF"
-constexpr uint32_t kFifoVersion = 4;
+constexpr uint32_t kFifoVersion = 5;
 
 // After a publish (seq_cst): a proxy that declared itself asleep (seq_cst)
 // before checking the counter either saw the publish or is woken here.
@@ -76,27 +76,34 @@ SendEnd::SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const Proces
   data_ = static_cast<char*>(memory_->base()) + kFifoDataOffset + header_->slot_prefix;
   slot_bytes_ = header_->slot_bytes;
   stride_ = header_->slot_stride;
+  can_inline_ = header_->slot_prefix == 0;
   header_->sender_rank = self_rank;
   header_->sender_process = self;
   tail_ = header_->tail.value.load(std::memory_order_acquire);
   head_cache_ = header_->head.value.load(std::memory_order_acquire);
 }
 
-base::StatusOr<void*> SendEnd::Acquire(const WaitContext& ctx, int64_t step) {
+void* SendEnd::Slot(size_t bytes) {
+  acquired_inline_ = can_inline_ && bytes <= kInlineBytes;
+  if (acquired_inline_) return header_->meta[tail_ % kSlots].inline_data;
+  return data_ + (tail_ % kSlots) * stride_;
+}
+
+base::StatusOr<void*> SendEnd::Acquire(const WaitContext& ctx, int64_t step, size_t bytes) {
   if (tail_ - head_cache_ >= kSlots) {
     const PeerRef peer{&header_->receiver_aborted, header_->receiver_rank, header_->receiver_process, "sending to",
                        step, &header_->receiver_notice};
     ASSIGN_OR_RETURN(head_cache_, WaitAtLeast(header_->head, tail_ - kSlots + 1, peer, ctx));
   }
-  return static_cast<void*>(data_ + (tail_ % kSlots) * stride_);
+  return Slot(bytes);
 }
 
-void* SendEnd::TryAcquire() {
+void* SendEnd::TryAcquire(size_t bytes) {
   if (tail_ - head_cache_ >= kSlots) {
     head_cache_ = header_->head.value.load(std::memory_order_acquire);
     if (tail_ - head_cache_ >= kSlots) return nullptr;
   }
-  return data_ + (tail_ % kSlots) * stride_;
+  return Slot(bytes);
 }
 
 bool SendEnd::Released(uint64_t posted) {
@@ -115,9 +122,12 @@ base::Status SendEnd::WaitReleased(uint64_t posted, const WaitContext& ctx, int6
 
 void SendEnd::Post(size_t bytes, const CallSignature& sig) {
   SlotMeta& m = header_->meta[tail_ % kSlots];
-  m.bytes = bytes;
+  RINGO_CHECK(!acquired_inline_ || bytes <= kInlineBytes, "an inline slot posted with more than it holds");
+  m.bytes = acquired_inline_ ? (bytes | kInlineSlot) : bytes;
   m.sig = sig;
+  acquired_inline_ = false;
   ++tail_;
+  __atomic_store_n(&m.posted, tail_, __ATOMIC_RELEASE);  // a polling receiver takes the slot from here
   Publish(header_->tail, tail_);
   WakeProxy(header_);
 }
@@ -141,41 +151,50 @@ RecvEnd::RecvEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const Proces
   tail_cache_ = header_->tail.value.load(std::memory_order_acquire);
 }
 
+bool RecvEnd::Filled() {
+  // The slot's posted mark alone: every host sender and proxy writes it,
+  // and polling the tail too would pull the tail's line here at every
+  // poll, so that each publish of it waits for that line to come back.
+  // Blocking waits sleep on the tail (Acquire).
+  if (tail_cache_ > head_) return true;
+  return __atomic_load_n(&header_->meta[head_ % kSlots].posted, __ATOMIC_ACQUIRE) == head_ + 1;
+}
+
+base::StatusOr<const void*> RecvEnd::Take(size_t* bytes, CallSignature* sig, const PeerRef* peer,
+                                          const WaitContext* ctx) {
+  const SlotMeta& m = header_->meta[head_ % kSlots];
+  const uint64_t raw = m.bytes;
+  const bool in_line = (raw & kInlineSlot) != 0;
+  *bytes = raw & ~kInlineSlot;
+  if (sig != nullptr) *sig = m.sig;
+  const size_t room = in_line ? kInlineBytes : slot_bytes_;
+  if (*bytes > room) {
+    const std::string where = peer != nullptr ? DescribeWait(*peer, *ctx)
+                                              : "rank " + std::to_string(header_->receiver_rank) +
+                                                    " receiving from peer rank " + std::to_string(header_->sender_rank);
+    return base::RemoteError(where + ": the peer posted " + std::to_string(*bytes) + " bytes into a " +
+                             std::to_string(room) + "-byte " + (in_line ? "inline " : "") + "slot")
+        .WithOrigin(header_->sender_rank, where + ": an oversized slot");
+  }
+  if (in_line) return static_cast<const void*>(m.inline_data);
+  return static_cast<const void*>(data_ + (head_ % kSlots) * stride_);
+}
+
 base::StatusOr<const void*> RecvEnd::Acquire(const WaitContext& ctx, int64_t step, size_t* bytes,
                                              CallSignature* sig) {
   const PeerRef peer{&header_->sender_aborted, header_->sender_rank, header_->sender_process, "receiving from",
                      step, &header_->sender_notice};
-  if (tail_cache_ <= head_) {
+  // A filled slot still goes through the peer's abort flag (WaitAtLeast's
+  // check): a sender that failed after posting is heard at this step.
+  if (!Filled() || header_->sender_aborted.load(std::memory_order_acquire) != 0) {
     ASSIGN_OR_RETURN(tail_cache_, WaitAtLeast(header_->tail, head_ + 1, peer, ctx));
   }
-  const SlotMeta& m = header_->meta[head_ % kSlots];
-  *bytes = m.bytes;
-  if (sig != nullptr) *sig = m.sig;
-  if (*bytes > slot_bytes_) {
-    const std::string where = DescribeWait(peer, ctx);
-    return base::RemoteError(where + ": the peer posted " + std::to_string(*bytes) + " bytes into a " +
-                             std::to_string(slot_bytes_) + "-byte slot")
-        .WithOrigin(peer.rank, where + ": an oversized slot");
-  }
-  return static_cast<const void*>(data_ + (head_ % kSlots) * stride_);
+  return Take(bytes, sig, &peer, &ctx);
 }
 
 base::StatusOr<const void*> RecvEnd::TryAcquire(size_t* bytes, CallSignature* sig) {
-  if (tail_cache_ <= head_) {
-    tail_cache_ = header_->tail.value.load(std::memory_order_acquire);
-    if (tail_cache_ <= head_) return static_cast<const void*>(nullptr);
-  }
-  const SlotMeta& m = header_->meta[head_ % kSlots];
-  *bytes = m.bytes;
-  if (sig != nullptr) *sig = m.sig;
-  if (*bytes > slot_bytes_) {
-    const std::string where = "rank " + std::to_string(header_->receiver_rank) + " receiving from peer rank " +
-                              std::to_string(header_->sender_rank);
-    return base::RemoteError(where + ": the peer posted " + std::to_string(*bytes) + " bytes into a " +
-                             std::to_string(slot_bytes_) + "-byte slot")
-        .WithOrigin(header_->sender_rank, where + ": an oversized slot");
-  }
-  return static_cast<const void*>(data_ + (head_ % kSlots) * stride_);
+  if (!Filled()) return static_cast<const void*>(nullptr);
+  return Take(bytes, sig, nullptr, nullptr);
 }
 
 void RecvEnd::Release() {

@@ -6,8 +6,14 @@
 // memory within one.
 //
 // Ordering: slot contents and slot metadata (size and the collective's
-// signature) are written before the tail is published and read after the
-// tail wait returns (release/acquire, see counter.h); the same for head.
+// signature) are written before the slot's `posted` mark and then the tail
+// are published (release), and read after either is seen (acquire, see
+// counter.h): a receiver polls the slot's metadata line, where every host
+// sender (and proxy) marks it, and a blocking wait sleeps on the tail; the
+// same for head. Polling the tail as well would pull its line to the
+// receiver at every poll, and the sender's next publish would wait to get
+// it back. Payloads of at most kInlineBytes travel inside the metadata
+// line: a small message is one cache line, where it was three.
 // Waits are counter.h's: spin, yield, futex, with a deadline, the local abort
 // flag, the peer's flag (and fault notice) and liveness. Each end has its own
 // abort flag and fault notice (peer_state.h), written by that end only.
@@ -59,12 +65,15 @@ class SendEnd {
  public:
   // `memory` must pass CheckFifo.
   SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self);
-  // Waits for a free slot; returns its memory (slot_bytes long).
-  base::StatusOr<void*> Acquire(const WaitContext& ctx, int64_t step);
-  // The free slot's memory, or null while the receiver holds every slot
-  // (never waits; point-to-point engines poll several ends).
-  void* TryAcquire();
-  // Publishes the acquired slot holding `bytes` of the collective `sig`.
+  // Waits for a free slot; returns its memory: slot_bytes long, or, when
+  // `bytes` (what the caller will post) fits kInlineBytes and this FIFO
+  // has no slot prefix, the slot's inline area.
+  base::StatusOr<void*> Acquire(const WaitContext& ctx, int64_t step, size_t bytes = SIZE_MAX);
+  // The free slot's memory (as Acquire's), or null while the receiver holds
+  // every slot (never waits; point-to-point engines poll several ends).
+  void* TryAcquire(size_t bytes = SIZE_MAX);
+  // Publishes the acquired slot holding `bytes` of the collective `sig`
+  // (no more than the acquired memory holds).
   void Post(size_t bytes, const CallSignature& sig = CallSignature());
   // Slots posted so far, and whether the receiver has released all of the
   // first `posted` (it has read them).
@@ -88,17 +97,21 @@ class SendEnd {
   char* data_;  // slot 0's data
   size_t slot_bytes_;
   size_t stride_;
+  bool can_inline_;            // no slot prefix: no proxy reads this FIFO
+  bool acquired_inline_ = false;
   uint64_t tail_ = 0;         // next slot to fill
   uint64_t head_cache_ = 0;   // last head seen
+
+  void* Slot(size_t bytes);
 };
 
 // The receiving end. Owned by one thread (Abort: any thread).
 class RecvEnd {
  public:
   RecvEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const ProcessId& self);
-  // Waits for a filled slot; returns its memory, its size and (when `sig` is
-  // not null) its signature. A size beyond the slot is an error naming the
-  // sender.
+  // Waits for a filled slot; returns its memory (the slot's, or its inline
+  // area), its size and (when `sig` is not null) its signature. A size
+  // beyond the slot is an error naming the sender.
   base::StatusOr<const void*> Acquire(const WaitContext& ctx, int64_t step, size_t* bytes,
                                       CallSignature* sig = nullptr);
   // As Acquire, but null at once when no slot is filled.
@@ -119,6 +132,10 @@ class RecvEnd {
   size_t stride_;
   uint64_t head_ = 0;
   uint64_t tail_cache_ = 0;
+
+  // Whether slot head_ is filled: its posted mark, else the tail.
+  bool Filled();
+  base::StatusOr<const void*> Take(size_t* bytes, CallSignature* sig, const PeerRef* peer, const WaitContext* ctx);
 };
 
 // Wakes waiters so they re-check the local abort flag.

@@ -91,12 +91,13 @@ void PassMessages(size_t slot_bytes, int spin_count, uint64_t messages, bool slo
   std::thread producer([&] {
     const WaitContext ctx = Ctx(0, 20000, spin_count, nullptr, yield_count);
     for (uint64_t i = 0; i < messages; ++i) {
-      auto slot = send.Acquire(ctx, static_cast<int64_t>(i));
+      const size_t bytes = MessageBytes(i, slot_bytes);
+      // Every other message says its size up front: small ones go inline.
+      auto slot = send.Acquire(ctx, static_cast<int64_t>(i), i % 2 == 0 ? bytes : SIZE_MAX);
       if (!slot.ok()) {
         producer_error = slot.status().ToString();
         return;
       }
-      const size_t bytes = MessageBytes(i, slot_bytes);
       Fill(*slot, i, bytes);
       send.Post(bytes);
     }
@@ -194,6 +195,97 @@ TEST(FifoTest, SenderFillsExactlyKSlotsAhead) {
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   send.Post(8);
   EXPECT_FALSE(send.Acquire(ctx, kSlots + 1).ok());
+}
+
+TEST(FifoTest, SmallPayloadsTravelInTheMetadataLine) {
+  auto mem = AllocateProcessFifo(128, 1);
+  auto* h = static_cast<FifoHeader*>(mem->base());
+  SendEnd send(mem, 0, SelfProcessId());
+  RecvEnd recv(mem, 1, SelfProcessId());
+  const WaitContext ctx = Ctx(0, 1000, 0);
+  for (int i = 0; i < 2 * kSlots; ++i) {
+    const size_t n = static_cast<size_t>(i) % (kInlineBytes + 1);
+    auto s = send.Acquire(ctx, i, n);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(*s, static_cast<void*>(h->meta[i % kSlots].inline_data));
+    std::memset(*s, 'a' + i, n);
+    send.Post(n);
+    EXPECT_EQ(h->meta[i % kSlots].bytes, n | kInlineSlot);
+    EXPECT_EQ(h->meta[i % kSlots].posted, static_cast<uint64_t>(i + 1));
+    size_t bytes = 0;
+    auto r = recv.Acquire(ctx, i, &bytes);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(*r, static_cast<const void*>(*s));
+    EXPECT_EQ(bytes, n);
+    EXPECT_EQ(std::string(static_cast<const char*>(*r), bytes), std::string(n, static_cast<char>('a' + i)));
+    recv.Release();
+  }
+  // One byte more than the inline area: the slot's own memory.
+  auto big = send.Acquire(ctx, 0, kInlineBytes + 1);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(*big, static_cast<void*>(static_cast<char*>(mem->base()) + kFifoDataOffset));
+}
+
+TEST(FifoTest, AFifoWithASlotPrefixNeverInlines) {
+  // A proxy sends every slot's metadata with its data from the prefix:
+  // nothing may hide in the metadata line.
+  auto mem = AllocateProcessFifo(128, 1, /*slot_prefix=*/64);
+  SendEnd send(mem, 0, SelfProcessId());
+  auto s = send.TryAcquire(8);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s, static_cast<void*>(static_cast<char*>(mem->base()) + kFifoDataOffset + 64));
+  send.Post(8);
+  EXPECT_EQ(send.header()->meta[0].bytes, 8u);
+}
+
+TEST(FifoTest, PollingTakesASlotByItsPostedMarkAndWaitingByTheTail) {
+  auto mem = AllocateProcessFifo(64, 1);
+  auto* h = static_cast<FifoHeader*>(mem->base());
+  RecvEnd recv(mem, 1, SelfProcessId());
+  size_t bytes = 0;
+  auto none = recv.TryAcquire(&bytes, nullptr);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, nullptr);
+  // The mark alone (a host sender between its mark and its tail).
+  h->meta[0].bytes = 5;
+  __atomic_store_n(&h->meta[0].posted, 1, __ATOMIC_RELEASE);
+  auto first = recv.TryAcquire(&bytes, nullptr);
+  ASSERT_TRUE(first.ok());
+  EXPECT_NE(*first, nullptr);
+  EXPECT_EQ(bytes, 5u);
+  recv.Release();
+  // A stale mark (from the slot's previous round) does not count.
+  h->meta[1].bytes = 6;
+  h->meta[1].posted = 2 - kSlots;
+  auto stale = recv.TryAcquire(&bytes, nullptr);
+  ASSERT_TRUE(stale.ok());
+  EXPECT_EQ(*stale, nullptr);
+  // The tail alone: polling does not look at it (it polls marks only), a
+  // blocking wait does.
+  h->tail.value.store(2);
+  auto polled = recv.TryAcquire(&bytes, nullptr);
+  ASSERT_TRUE(polled.ok());
+  EXPECT_EQ(*polled, nullptr);
+  auto waited = recv.Acquire(Ctx(1, 1000, 0), 1, &bytes);
+  ASSERT_TRUE(waited.ok()) << waited.status().ToString();
+  EXPECT_NE(*waited, nullptr);
+  EXPECT_EQ(bytes, 6u);
+}
+
+TEST(FifoTest, AnOversizedInlineSlotIsARemoteErrorNamingTheSender) {
+  auto mem = AllocateProcessFifo(4096, 1);
+  auto* h = static_cast<FifoHeader*>(mem->base());
+  h->sender_rank = 3;
+  RecvEnd recv(mem, 1, SelfProcessId());
+  h->meta[0].bytes = (kInlineBytes + 1) | kInlineSlot;  // fits the slot, not the line
+  __atomic_store_n(&h->meta[0].posted, 1, __ATOMIC_RELEASE);
+  size_t bytes = 0;
+  auto r = recv.TryAcquire(&bytes, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kRemoteError);
+  EXPECT_EQ(r.status().origin(), 3) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("25 bytes into a 24-byte inline slot"), std::string::npos)
+      << r.status().message();
 }
 
 TEST(FifoTest, ThreadsPassManySlotsWithFutexSleeps) { PassMessages(4096, 0, 20000, true); }
