@@ -33,13 +33,15 @@ const std::vector<EnvVarInfo>& Table() {
        "Network interfaces for bootstrap sockets: a prefix list (eth,ib), ^ to exclude, = for "
        "exact names. Default: the first non-loopback interface that is up, else loopback."},
       {"RINGO_SLOT_BYTES", "int", "0",
-       "Bytes per FIFO slot (a multiple of 64, at least 64); 0 lets the planner choose. Small "
-       "values make small counts take the multi-chunk paths (used by the tests)."},
+       "Bytes per FIFO slot (a multiple of 64, at least 64; on a GPU the largest Simple chunk, "
+       "its slot 16 bytes more); 0 lets the planner choose. Small values make small counts take "
+       "the multi-chunk paths (used by the tests)."},
       {"RINGO_NCHANNELS", "int", "0",
-       "Rings run side by side (threads per rank on the host); 0 lets the planner choose."},
+       "Rings run side by side: threads per rank on the host, CUDA blocks per rank on a GPU; 0 "
+       "lets the planner choose (on a GPU from its multiprocessors and the ranks sharing it)."},
       {"RINGO_SPIN_COUNT", "int", "-1",
-       "Polls of a FIFO counter before a waiting rank sleeps on a futex; -1 chooses from the "
-       "number of local ranks and cores."},
+       "Polls with a pause instruction before a waiting rank starts yielding (then sleeping on "
+       "a futex); -1 chooses from the number of local ranks and cores."},
       {"RINGO_YIELD_COUNT", "int", "-1",
        "After spinning, polls that each yield the core (sched_yield) before sleeping on a "
        "futex; -1 chooses from the number of local ranks and cores (yielding helps when ranks "

@@ -57,7 +57,7 @@ class Ranks {
   cudaStream_t stream(int r) const { return streams_[r]; }
   // Device memory holding `bytes` (zeroed), freed with the ranks; allocated
   // before any collective runs (a cudaFree between them would wait for ring
-  // kernels: README's hazards).
+  // kernels: docs/gpu.md's hazards).
   void* Alloc(size_t bytes) {
     void* p = nullptr;
     cudaMalloc(&p, bytes == 0 ? 1 : bytes);

@@ -158,7 +158,7 @@ std::string MismatchRank(const Case& c, bool checked, int rank, int nranks, cons
   if (checked) {
     // Every rank of two learns it in the call itself; with more ranks, a
     // rank of a ring Broadcast or Reduce whose own part completed with
-    // correct data may learn it at its next call (README: mismatches).
+    // correct data may learn it at its next call (docs/api.md: mismatched calls).
     const bool may_learn_later =
         c.algo == "ring" && nranks > 2 && (mine.coll != Coll::kAllReduce || base.coll != Coll::kAllReduce ||
                                             Mismatched(base, c.kind).coll != Coll::kAllReduce);

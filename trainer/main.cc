@@ -1,4 +1,4 @@
-// ringo-train: the reference data-parallel trainer (README: "ringo-train").
+// ringo-train: the reference data-parallel trainer (docs/ringo-train.md).
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -41,7 +41,7 @@ struct Options {
   // Data parallelism
   double bucket_mb = 25;
   // The first bucket's cap; the default leaves it at bucket_mb. PyTorch DDP
-  // closes its first bucket at 1 MiB: measured slower here (README).
+  // closes its first bucket at 1 MiB: measured slower here (docs/ringo-train.md).
   double first_bucket_mb = 1 << 20;
   bool overlap = true;
   bool sync_bn = false;

@@ -204,7 +204,7 @@ RINGO_API ringoResult_t ringoCommCuDevice(const ringoComm_t comm, int* device);
  * ranks pass such buffers (those the other ranks read or write: for an
  * AllReduce all of them, for a Broadcast the root's input), or whose ranks
  * are threads of one process whatever their buffers, runs straight on every
- * rank's buffers, without the ring's FIFO copies (README: "Direct
+ * rank's buffers, without the ring's FIFO copies (docs/api.md: "Direct
  * collectives"). Other buffers work as always (through the ring). Peers
  * keep a mapping of the regions they have used (up to 64 per communicator),
  * so freed memory is returned to the system when the communicator is

@@ -9,7 +9,7 @@
 #   directory of $RINGO_TORCH_PYTHON (default /usr/bin/python3) for locally
 #   installed packages (Debian: /usr/local/lib/python3.X/dist-packages).
 # Afterwards `import ringo_torch` works in that Python. For a pip-installed
-# PyTorch (2.x, CUDA) use integrations/pytorch/setup.py instead (README).
+# PyTorch (2.x, CUDA) use integrations/pytorch/setup.py instead (docs/pytorch.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 python=${RINGO_TORCH_PYTHON:-/usr/bin/python3}

@@ -31,13 +31,14 @@ constexpr const char* kUsage =
     "  --json         JSON instead of text\n"
     "  --dot          Graphviz (dot) instead of text\n"
     "  --env          list Ringo's environment variables, defaults and help\n"
+    "  --env-markdown the same as a Markdown document (docs/environment.md)\n"
     "  --help         this text\n";
 
 struct Options {
   std::string xml, nvlink, load, dump;
   double bytes = 256.0 * 1024 * 1024;
   int hosts = 1;
-  bool json = false, dot = false, env = false, help = false;
+  bool json = false, dot = false, env = false, env_markdown = false, help = false;
 };
 
 bool ParseSize(const std::string& text, double* out) {
@@ -86,6 +87,8 @@ std::string ParseArgs(int argc, char** argv, Options* o) {
       o->dot = true;
     } else if (a == "--env") {
       o->env = true;
+    } else if (a == "--env-markdown") {
+      o->env_markdown = true;
     } else if (a == "--help" || a == "-h") {
       o->help = true;
     } else {
@@ -105,6 +108,54 @@ void PrintEnv(std::ostream& out) {
         << (var.default_value[0] ? var.default_value : "unset") << ")";
     if (auto set = config.Get(var.name)) out << "  [set: " << *set << "]";
     out << "\n    " << var.help << "\n";
+  }
+}
+
+// A table cell: pipes escaped, line breaks as spaces.
+std::string Cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += "\\|";
+    else out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+
+// docs/environment.md: every declared variable, from the registry, in
+// three tables (Ringo's, CUDA's, the launchers'), in declaration order.
+void PrintEnvMarkdown(std::ostream& out) {
+  out << "# Environment variables\n\n"
+         "Generated from the configuration registry (`base/config.cc`) by `ringo-topo --env-markdown`;\n"
+         "a test fails when this file and the registry differ. Regenerate it with\n\n"
+         "    bazel run //tools/topo:ringo-topo -- --env-markdown > docs/environment.md\n\n"
+         "Every variable is read once, when the process first needs its configuration; a\n"
+         "communicator keeps the snapshot it was made with. `ringo-topo --env` lists the\n"
+         "same variables with the values set in the current environment.\n";
+  struct Group {
+    const char* title;
+    const char* intro;
+    bool (*takes)(const std::string& name);
+  };
+  const Group groups[] = {
+      {"Ringo's", "What Ringo itself reads.",
+       [](const std::string& n) { return n.rfind("RINGO_", 0) == 0; }},
+      {"CUDA's", "CUDA's own variables, which Ringo reads and may set.",
+       [](const std::string& n) { return n.rfind("CUDA_", 0) == 0; }},
+      {"The launchers'",
+       "Read by Ringo's tools (ringo-perf, ringo-train, the benchmark peers) to find their rank, the number of "
+       "ranks and the rendezvous, so that mpirun, srun and torchrun start them without Ringo linking MPI; the "
+       "library itself never reads them.",
+       [](const std::string& n) { return n.rfind("RINGO_", 0) != 0 && n.rfind("CUDA_", 0) != 0; }},
+  };
+  for (const Group& g : groups) {
+    out << "\n## " << g.title << "\n\n" << g.intro << "\n\n";
+    out << "| variable | type | default | meaning |\n|---|---|---|---|\n";
+    for (const base::EnvVarInfo& var : base::DeclaredEnvVars()) {
+      if (!g.takes(var.name)) continue;
+      out << "| `" << var.name << "` | " << var.type << " | "
+          << (var.default_value[0] ? std::string("`") + var.default_value + "`" : std::string("unset")) << " | "
+          << Cell(var.help) << " |\n";
+    }
   }
 }
 
@@ -173,6 +224,10 @@ int Main(int argc, char** argv) {
   }
   if (o.env) {
     PrintEnv(std::cout);
+    return 0;
+  }
+  if (o.env_markdown) {
+    PrintEnvMarkdown(std::cout);
     return 0;
   }
   Report report;

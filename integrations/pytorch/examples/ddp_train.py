@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """An ordinary DistributedDataParallel training script, moved from gloo to
-Ringo by the lines marked "Ringo" (README: "PyTorch"). Launch it like any
+Ringo by the lines marked "Ringo" (docs/pytorch.md). Launch it like any
 torch.distributed script:
 
     torchrun --nproc_per_node 2 ddp_train.py
