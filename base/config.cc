@@ -127,6 +127,26 @@ const std::vector<EnvVarInfo>& Table() {
        "1: never use peer-to-peer between GPU ranks (shared memory instead)."},
       {"RINGO_SHM_DISABLE", "bool", "0",
        "1: never use shared memory between ranks of one host (the network transport instead)."},
+      {"RINGO_TRACE_BUFFER", "int", "2000",
+       "Operations each communicator's flight recorder keeps (its last ones: arguments, group, when "
+       "called, started and finished, state); 0 turns the recorder off."},
+      {"RINGO_TRACE_DIR", "string", "",
+       "Folder where the flight recorders are written as JSON lines, one file per rank and "
+       "communicator, on a fault, a timeout or an abort, on ringoCommDumpTrace, and on "
+       "RINGO_TRACE_SIGNAL; unset: nothing is written. ringo-doctor reads the folder."},
+      {"RINGO_TRACE_SIGNAL", "int", "0",
+       "A signal number (10 is SIGUSR1 on Linux) on which every communicator of the process writes "
+       "its record to RINGO_TRACE_DIR (from a thread of Ringo's, never inside the handler); 0: none."},
+      {"RINGO_STALL_MS", "int", "10000",
+       "A wait on a peer that lasts this many milliseconds asks every rank of the communicator where "
+       "it is (over the control connections) and logs, once on every rank, which ranks have not "
+       "entered the collective and where they are; the timeout's error carries it too. 0: never."},
+      {"RINGO_STALL_ABORT", "bool", "0",
+       "1: a wait fails with ringoTimeout right after its stall diagnosis instead of waiting on until "
+       "RINGO_TIMEOUT_MS."},
+      {"RINGO_CONTROL_TIMEOUT_MS", "int", "1000",
+       "How long a rank is given to answer a control request (the stall diagnosis, the failure "
+       "agreement) before it is reported silent."},
       // CUDA's own, which Ringo reads and may set.
       {"CUDA_DEVICE_MAX_CONNECTIONS", "int", "",
        "CUDA: hardware work queues of each device context (1 to 32; CUDA's default is 8), read "
@@ -243,6 +263,12 @@ Config* Load() {
   bool_var("RINGO_CHECK", &config->check);
   bool_var("RINGO_DETERMINISTIC", &config->deterministic);
   bool_var("RINGO_REQUIRE_GPU", &config->require_gpu);
+  int_var("RINGO_TRACE_BUFFER", &config->trace_buffer, 0, int64_t{1} << 24);
+  config->trace_dir = config->Get("RINGO_TRACE_DIR").value_or("");
+  int_var("RINGO_TRACE_SIGNAL", &config->trace_signal, 0, 64);
+  int_var("RINGO_STALL_MS", &config->stall_ms, 0);
+  bool_var("RINGO_STALL_ABORT", &config->stall_abort);
+  int_var("RINGO_CONTROL_TIMEOUT_MS", &config->control_timeout_ms, 1);
   bool_var("RINGO_IB_DISABLE", &config->ib_disable);
   // CUDA's, not Ringo's: not validated (CUDA itself ignores a bad value).
   if (auto n = config->GetInt("CUDA_DEVICE_MAX_CONNECTIONS")) {

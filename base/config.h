@@ -58,6 +58,12 @@ struct Config {
   std::string socket_family;             // RINGO_SOCKET_FAMILY: "", "auto", "ipv4" or "ipv6"
   std::string host_id;                   // RINGO_HOSTID ("": boot id, host name, network namespace)
   bool require_gpu = false;              // RINGO_REQUIRE_GPU
+  int64_t trace_buffer = 2000;           // RINGO_TRACE_BUFFER: operations each communicator records (0: off)
+  std::string trace_dir;                 // RINGO_TRACE_DIR: where records are written ("": nowhere)
+  int64_t trace_signal = 0;              // RINGO_TRACE_SIGNAL: the signal that dumps every record (0: none)
+  int64_t stall_ms = 10000;              // RINGO_STALL_MS: a wait this long is diagnosed (0: never)
+  bool stall_abort = false;              // RINGO_STALL_ABORT: fail the wait right after the diagnosis
+  int64_t control_timeout_ms = 1000;     // RINGO_CONTROL_TIMEOUT_MS: how long a rank is given to answer
   int64_t cuda_device_max_connections = 0;  // CUDA_DEVICE_MAX_CONNECTIONS (0: unset)
 
   // Every declared variable that is set, by name.

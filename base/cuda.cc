@@ -46,6 +46,7 @@ Status CopyToHost(void* dst, const void* src, size_t bytes) {
 }
 Status PciBusId(int, char*, int) { return NoCuda("cudaDeviceGetPCIBusId"); }
 StatusOr<StreamFacts> GetStreamFacts(void*) { return NoCuda("cudaStreamGetFlags"); }
+bool StreamCapturing(void*) { return false; }
 Status CudaEvent::MakeStreamWait(void*) { return NoCuda("cudaStreamWaitEvent"); }
 StatusOr<ScopedDevice> ScopedDevice::Enter(int) { return NoCuda("cudaSetDevice"); }
 ScopedDevice::ScopedDevice(ScopedDevice&& other) noexcept : previous_(std::exchange(other.previous_, -1)) {}
@@ -198,6 +199,15 @@ StatusOr<StreamFacts> GetStreamFacts(void* stream) {
   RINGO_CUDA_RETURN_IF_ERROR(cudaStreamGetFlags(s, &flags));
   f.non_blocking = (flags & cudaStreamNonBlocking) != 0;
   return f;
+}
+
+bool StreamCapturing(void* stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status == cudaStreamCaptureStatusActive;
 }
 
 StatusOr<ScopedDevice> ScopedDevice::Enter(int device) {

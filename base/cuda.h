@@ -57,6 +57,9 @@ struct StreamFacts {
   bool non_blocking = false;
 };
 StatusOr<StreamFacts> GetStreamFacts(void* stream);
+// Whether work enqueued on `stream` now is being captured into a CUDA graph
+// (it runs when the graph is launched); false without CUDA or on error.
+bool StreamCapturing(void* stream);
 
 // cudaMalloc on the calling thread's current device (libnccl.so.2's
 // ncclMemAlloc), and cudaFree of what it returned. Blocking.

@@ -244,6 +244,27 @@ ringoResult_t ringoCommAbort(ringoComm_t comm) {
   });
 }
 
+ringoResult_t ringoCommDumpTrace(ringoComm_t comm, const char* dir) {
+  return Guard("ringoCommDumpTrace", comm, [&]() -> Status {
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    ringo::collectives::Observer* o = c->observer();
+    const std::string folder = dir != nullptr ? dir : ringo::base::GetConfig().trace_dir;
+    if (folder.empty()) return base::InvalidUsage("no folder: pass one, or set RINGO_TRACE_DIR");
+    if (o == nullptr || !o->recorder().on()) {
+      return base::InvalidUsage("the flight recorder is off (RINGO_TRACE_BUFFER=0)");
+    }
+    return o->Dump("request", folder);
+  });
+}
+
+ringoResult_t ringoCommSetTraceLabel(ringoComm_t comm, const char* label) {
+  return Guard("ringoCommSetTraceLabel", comm, [&]() -> Status {
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    c->SetTraceLabel(label);
+    return Status();
+  });
+}
+
 ringoResult_t ringoCommGetAsyncError(ringoComm_t comm, ringoResult_t* async_error) {
   return Guard("ringoCommGetAsyncError", comm, [&]() -> Status {
     if (async_error == nullptr) return base::InvalidArgument("async_error is NULL");

@@ -20,6 +20,7 @@ namespace base = ringo::base;
 namespace kernels = ringo::kernels;
 using base::Status;
 using ringo::collectives::Communicator;
+using ringo::collectives::internal::CallScope;
 using ringo::collectives::internal::Guard;
 using ringo::collectives::internal::IsLive;
 using ringo::collectives::internal::ResolveReady;
@@ -113,7 +114,7 @@ ringoResult_t Issue(kernels::Coll coll, const void* send, void* recv, size_t cou
       ringo::collectives::internal::Queue(queued);
       return Status();
     }
-    return c->Run(a, stream);
+    return c->Run(a, stream, ringo::collectives::OpTrace{CallScope::Ticks(), 0});
   });
 }
 

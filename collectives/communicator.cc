@@ -3,6 +3,7 @@
 // failure anywhere fails the communicator and tells the peers.
 #include "collectives/communicator.h"
 
+#include <cstring>
 #include <string>
 
 #include "base/cuda.h"
@@ -24,6 +25,7 @@ const char* CollName(kernels::Coll c) {
 }  // namespace
 
 Communicator::~Communicator() {
+  observer_.reset();  // stops answering control requests about this communicator
   // GPU engines wait for this rank's kernels before their memory goes; host
   // engines stop their threads.
   engines_.clear();
@@ -41,6 +43,9 @@ transport::WaitContext Communicator::MakeWait(const char* coll) const {
 }
 
 Status Communicator::CheckUsableSlow() const {
+  std::string excluded;
+  if (agreement_ != nullptr && agreement_->Excluded(&excluded)) return base::InvalidUsage(excluded);
+  if (revoked_.load()) return base::InvalidUsage("the communicator was revoked (ringoCommRevoke): shrink or destroy it");
   if (finalized_) return base::InvalidUsage("the communicator was finalized");
   Status failed = AsyncError();
   if (!failed.ok()) return failed.WithContext("the communicator failed earlier; abort or destroy it");
@@ -49,13 +54,27 @@ Status Communicator::CheckUsableSlow() const {
 }
 
 Status Communicator::Finish(const Status& st, bool fatal) {
+  std::string excluded;
+  if (!st.ok() && agreement_ != nullptr && agreement_->Excluded(&excluded)) return base::InvalidUsage(excluded);
   if (!st.ok() && fatal) Fail(st);
   if (!failed_.load(std::memory_order_acquire)) return st;
   Status first = AsyncError();  // the first failure of any thread (a ring channel's), in time order
   return first.ok() ? st : first;
 }
 
-Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
+namespace {
+
+bool Rooted(kernels::Coll c) { return c == kernels::Coll::kBroadcast || c == kernels::Coll::kReduce; }
+
+}  // namespace
+
+void Communicator::SetTraceLabel(const char* label) {
+  if (label == nullptr) label = "";
+  std::strncpy(label_, label, sizeof(label_) - 1);
+  label_[sizeof(label_) - 1] = '\0';
+}
+
+Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTrace& trace) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   RETURN_IF_ERROR(CheckUsable());
   Call call;
@@ -64,23 +83,51 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream) {
   call.stream = stream;
   call.wait = MakeWait(CollName(args.coll));
   if (check_ && nranks_ > 1) call.sig = kernels::MakeSignature(args, call.seq);
+  FlightRecorder& recorder = observer_->recorder();
+  TraceEntry* entry = nullptr;
+  if (recorder.on()) {
+    entry = recorder.Begin(static_cast<TraceOp>(args.coll), call.seq, args.count, Rooted(args.coll) ? args.root : -1,
+                           static_cast<uint8_t>(args.dtype), kernels::Reduces(args.coll) ? static_cast<uint8_t>(args.op) : 0,
+                           trace.group, trace.called, trace.group == 0 ? trace.called : 0, label_);
+  }
   for (const auto& engine : engines_) {
     if (engine->Takes(call)) {
       Status st = engine->Run(call);
+      recorder.Finish(entry, !st.ok() ? TraceState::kFailed
+                             : (device_ >= 0 && base::StreamCapturing(stream)) ? TraceState::kCaptured
+                             : device_ >= 0 ? TraceState::kEnqueued
+                                            : TraceState::kDone);
       return Finish(st, call.fatal);
     }
   }
+  recorder.Finish(entry, TraceState::kFailed);
   return base::Internal("no engine takes this collective");
 }
 
-Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream) {
+Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const OpTrace& trace) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   RETURN_IF_ERROR(CheckUsable());
   RETURN_IF_ERROR(PointToPoint::CheckSelf(rank_, ops));  // a call that cannot run leaves the communicator as it was
   P2pCall call;
   call.stream = stream;
   call.wait = MakeWait("point-to-point");
+  FlightRecorder& recorder = observer_->recorder();
+  // One entry per send and receive (a group of many makes many); the
+  // entries of one batch are consecutive.
+  uint64_t first = 0;
+  if (recorder.on()) {
+    const uint64_t started = trace.group == 0 && trace.called != 0 ? trace.called : TraceTicks();
+    for (const P2pOp& op : ops) {
+      TraceEntry* e = recorder.Begin(op.send ? TraceOp::kSend : TraceOp::kRecv, 0, static_cast<int64_t>(op.bytes),
+                                     op.peer, static_cast<uint8_t>(base::DataType::kInt8), 0, trace.group,
+                                     trace.called, started, label_);
+      if (first == 0) first = e->id;
+    }
+  }
   Status st = p2p_->Run(ops, call);
+  recorder.FinishBatch(first, ops.size(), !st.ok() ? TraceState::kFailed
+                                          : device_ >= 0 ? TraceState::kEnqueued
+                                                         : TraceState::kDone);
   return Finish(st, call.fatal);
 }
 
@@ -94,6 +141,13 @@ void Communicator::Fail(const Status& st) {
   RINGO_LOG(WARN) << "rank " << rank_ << ": " << st.ToString();
   abort_.store(true);  // stops this rank's other waits
   AbortEngines(st);    // tells the peers, and through them every rank, where it started
+  DumpTrace(st.code() == base::Code::kTimeout ? "timeout" : "fault");
+}
+
+void Communicator::DumpTrace(const char* reason) {
+  if (observer_ == nullptr) return;
+  const Status st = observer_->Dump(reason);
+  if (!st.ok()) RINGO_LOG(WARN) << "rank " << rank_ << ": flight record not written: " << st.message();
 }
 
 void Communicator::AbortEngines(const Status& why) {
@@ -131,6 +185,7 @@ void Communicator::Abort() {
   abort_.store(true);
   const std::string why = "rank " + std::to_string(rank_) + "'s communicator was aborted (ringoCommAbort)";
   AbortEngines(base::RemoteError(why).WithOrigin(rank_, why));
+  DumpTrace("abort");
   std::lock_guard<std::mutex> run_lock(run_mu_);  // waits for a running collective to return
   for (const auto& engine : engines_) (void)engine->Synchronize();  // GPU kernels see the flag and return
 }

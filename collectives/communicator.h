@@ -24,6 +24,8 @@
 
 #include "base/config.h"
 #include "base/status.h"
+#include "collectives/control/agreement.h"
+#include "collectives/control/observer.h"
 #include "collectives/engine.h"
 #include "collectives/internal/user_ops.h"
 #include "collectives/settings.h"
@@ -49,6 +51,16 @@ struct CommOptions {
 // CommOptions::device_wish of a split child that lives where its parent does.
 inline constexpr int32_t kInheritDevice = -1;
 
+// Communicator::Shrink's flags (NCCL's values).
+inline constexpr int kShrinkDefault = 0;
+inline constexpr int kShrinkAbort = 1;
+
+// What the flight recorder is told about a call besides its arguments.
+struct OpTrace {
+  uint64_t called = 0;  // ticks (TraceTicks) of the C call; 0: now
+  uint64_t group = 0;   // the group it was queued in; 0: none
+};
+
 class Communicator {
  public:
   ~Communicator();
@@ -71,12 +83,12 @@ class Communicator {
   // failure mid-way (a peer lost, a timeout, a mismatched call) leaves the
   // communicator failed: every later call returns that error, and its peers
   // are told. The C boundary has checked the arguments.
-  base::Status Run(const kernels::CollArgs& args, void* stream = nullptr);
+  base::Status Run(const kernels::CollArgs& args, void* stream = nullptr, const OpTrace& trace = OpTrace());
 
   // Runs a batch of sends and receives (engine.h's PointToPoint): one
   // ringoSend/ringoRecv, or every one a group queued for this communicator.
   // Failures fail the communicator, as Run's.
-  base::Status RunP2p(const std::vector<P2pOp>& ops, void* stream = nullptr);
+  base::Status RunP2p(const std::vector<P2pOp>& ops, void* stream = nullptr, const OpTrace& trace = OpTrace());
 
   // ringoCommSplit: collective over this communicator's ranks (each passes
   // its color and key); returns this rank's child (null for a negative
@@ -84,6 +96,29 @@ class Communicator {
   // this communicator's exchange (no new unique id). `options` null:
   // inherited (timeout, host or GPU memory and device).
   base::StatusOr<std::unique_ptr<Communicator>> Split(int color, int key, const CommOptions* options);
+
+  // Elastic membership (communicator_elastic.cc, docs/elastic.md).
+  // AgreeFailed: collective among the live ranks, the same
+  // sorted list of failed ranks on each (control/agreement.h).
+  base::StatusOr<std::vector<int>> AgreeFailed();
+  // ringoCommShrink: collective among the ranks not in `exclude` (only they
+  // call it); this rank's child, ranked in order of the ranks left, over
+  // this communicator's exchange. kShrinkAbort first aborts what runs on
+  // this communicator (a failed one needs it); kShrinkDefault needs a
+  // healthy or revoked one. `options` null: inherited.
+  base::StatusOr<std::unique_ptr<Communicator>> Shrink(const std::vector<int>& exclude, int flags,
+                                                       const CommOptions* options);
+  // ringoCommRevoke: stops what runs on this communicator on every rank
+  // (the peers' calls fail naming this rank) and waits for this rank's to
+  // return; nothing is freed, and later collectives are InvalidUsage.
+  base::Status Revoke();
+  // ringoCommGrow: collective over every rank of the grown communicator.
+  // Existing ranks pass their communicator (exactly one of them the id from
+  // ringoCommGetUniqueId) and keep their ranks; new ranks pass none, the
+  // id and their rank (from the old rank count up).
+  static base::StatusOr<std::unique_ptr<Communicator>> Grow(Communicator* parent, int nranks,
+                                                            const transport::UniqueId* id, int rank,
+                                                            const CommOptions* options);
 
   // InvalidArgument unless `ptr` is memory this communicator can use: host
   // memory for a host communicator, memory of its device for a CUDA one.
@@ -97,6 +132,16 @@ class Communicator {
   // ringoRedOpCreatePreMulSum's operators on this communicator.
   internal::UserOps& user_ops() { return user_ops_; }
 
+  // The flight recorder, the hang diagnosis and the trace dumps
+  // (control/observer.h); null before Setup finished.
+  Observer* observer() { return observer_.get(); }
+  // Names the operations that follow (the flight recorder's label; null
+  // or "": none). The calling thread's, as the calls.
+  void SetTraceLabel(const char* label);
+
+  // The same on every rank of this communicator, and different from every
+  // other communicator's (its shared memory is named by it).
+  uint64_t id() const { return tag_; }
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   bool finalized() const { return finalized_; }
@@ -136,6 +181,8 @@ class Communicator {
   // the abort flag and tells the peers. Any thread.
   void Fail(const base::Status& st);
   void AbortEngines(const base::Status& why);
+  // Writes the flight record to RINGO_TRACE_DIR, if set (a fault, an abort).
+  void DumpTrace(const char* reason);
 
   // Membership.
   const int rank_;
@@ -173,6 +220,15 @@ class Communicator {
   std::atomic<bool> failed_{false};
   // Some engine reports errors after its call returned (GPU kernels).
   bool async_engines_ = false;
+
+  // What explains this rank: the flight recorder, the hang diagnosis, dumps.
+  std::unique_ptr<Observer> observer_;
+  // Elastic membership: the failure agreement (null without a message
+  // fabric), shrinks so far (each child's context), revoked by this rank.
+  std::unique_ptr<FailureAgreement> agreement_;
+  uint64_t shrinks_ = 0;
+  std::atomic<bool> revoked_{false};
+  char label_[24] = {};  // SetTraceLabel's
 };
 
 }  // namespace ringo::collectives

@@ -174,7 +174,27 @@ Status Communicator::Setup(transport::Exchange& exchange, const CommOptions& opt
   ASSIGN_OR_RETURN(const Agreement agreed, Agree(exchange, options));
   EngineSetup setup;
   RETURN_IF_ERROR(Plan(agreed, &setup));
-  return Connect(exchange, agreed, &setup);
+  RETURN_IF_ERROR(Connect(exchange, agreed, &setup));
+  // What explains this rank from now on: its flight recorder, the answers
+  // its control service gives about it, the hang diagnosis of its waits.
+  ObserverSetup o;
+  o.rank = rank_;
+  o.nranks = nranks_;
+  o.comm_id = tag_;
+  o.exchange = &exchange;
+  o.peers = agreed.peers;
+  o.config = &config_;
+  o.gpu = device_ >= 0;
+  observer_ = std::make_unique<Observer>(std::move(o));
+  wait_.stall = observer_->stall_hook();
+  // Until a call says otherwise, the thread that made it drives it (a
+  // split's child, say, before its first call).
+  if (TracingOn()) observer_->Driven(ThisThreadCall());
+  if (exchange.control() != nullptr) {
+    agreement_ = std::make_unique<FailureAgreement>(&exchange, rank_, nranks_, config_.control_timeout_ms,
+                                                    timeout_ms_, [this] { abort_.store(true); });
+  }
+  return Status();
 }
 
 StatusOr<Communicator::Agreement> Communicator::Agree(transport::Exchange& exchange, const CommOptions& options) {

@@ -197,14 +197,39 @@ NCCL_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle)
   return handle == nullptr ? Fail(ncclInvalidArgument, "ncclCommDeregister", "handle is NULL") : ncclSuccess;
 }
 
-NCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t* newcomm, ncclConfig_t*, int) {
-  if (newcomm != nullptr) *newcomm = nullptr;
-  return Unsupported("ncclCommShrink",
-                     "a shrink is collective over the surviving ranks only; use ncclCommSplit with every rank");
+// Shrink, revoke and grow (NCCL 2.27-2.29): the same calls on Ringo, with
+// NCCL's flag values (NCCL_SHRINK_DEFAULT 0, NCCL_SHRINK_ABORT 1,
+// NCCL_REVOKE_DEFAULT 0).
+NCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                        ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  ringoConfig_t cfg;
+  const ncclResult_t bad = ToRingo(config, "ncclCommShrink", &cfg);
+  if (bad != ncclSuccess) return bad;
+  return From(ringoCommShrink(R(comm), excludeRanksList, excludeRanksCount, reinterpret_cast<ringoComm_t*>(newcomm),
+                              config == nullptr ? nullptr : &cfg, shrinkFlags));
 }
 
-NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t, int) {
-  return Unsupported("ncclCommRevoke", "use ncclCommAbort to stop a communicator's operations");
+NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  return From(ringoCommRevoke(R(comm), revokeFlags));
+}
+
+NCCL_EXPORT ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
+  if (uniqueId == nullptr) return Fail(ncclInvalidArgument, "ncclCommGetUniqueId", "uniqueId is NULL");
+  ringoUniqueId rid;
+  const ncclResult_t rc = From(ringoCommGetUniqueId(R(comm), &rid));
+  if (rc == ncclSuccess) std::memcpy(uniqueId, &rid, sizeof(rid));
+  return rc;
+}
+
+NCCL_EXPORT ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                                      ncclComm_t* newcomm, ncclConfig_t* config) {
+  ringoConfig_t cfg;
+  const ncclResult_t bad = ToRingo(config, "ncclCommGrow", &cfg);
+  if (bad != ncclSuccess) return bad;
+  ringoUniqueId rid;
+  if (uniqueId != nullptr) std::memcpy(&rid, uniqueId, sizeof(rid));
+  return From(ringoCommGrow(R(comm), nRanks, uniqueId == nullptr ? nullptr : &rid, rank,
+                            reinterpret_cast<ringoComm_t*>(newcomm), config == nullptr ? nullptr : &cfg));
 }
 
 NCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t* win, int) {

@@ -345,6 +345,7 @@ Status HostP2p::Run(const std::vector<P2pOp>& ops, P2pCall& call) {
   int64_t idle = 0;
   size_t turn = 0;  // which active operation the next sleep is on
   int64_t last_progress_ms = -1;  // read at the first idle pass after progress
+  transport::WaitTracker stall;    // the stall check since the last progress
   while (true) {
     active.clear();
     bool moved = false;
@@ -404,15 +405,25 @@ Status HostP2p::Run(const std::vector<P2pOp>& ops, P2pCall& call) {
     slice.yield_count = 0;
     slice.self_wait = nullptr;  // a slice never waits on behalf of a stalled peer
     slice.rank_waits = nullptr;
+    slice.stall = nullptr;      // the stall is this loop's to judge, below
     Status st = WaitOn(p, slice);
     if (!st.ok() && st.code() != base::Code::kTimeout) return st;
-    if (NowMs() - last_progress_ms >= wait.timeout_ms) {
-      const P2pOp& op = *p.op;
-      const std::string msg = "rank " + std::to_string(rank_) + " " + (op.send ? "sending to" : "receiving from") +
-                              " peer rank " + std::to_string(op.peer) + " (" + OpName(op) + " #" +
-                              std::to_string(p.msg) + ", " + std::to_string(op.bytes) + " bytes, " +
-                              std::to_string(active.size()) + " operations pending): no progress for " +
-                              std::to_string(wait.timeout_ms) + " ms";
+    const P2pOp& op = *p.op;
+    const int64_t now_ms = NowMs();
+    // The hang diagnosis, once this rank has made no progress for long.
+    transport::WaitContext stalled = wait;
+    stalled.coll = OpName(op);
+    stalled.seq = p.msg;
+    const transport::PeerRef peer{nullptr, op.peer, transport::ProcessId{}, op.send ? "sending to" : "receiving from",
+                                  0, nullptr};
+    if (stall.started_ms != last_progress_ms) stall = transport::WaitTracker{{}, 0, last_progress_ms};
+    RETURN_IF_ERROR(transport::CheckStall(peer, stalled, stall, now_ms));
+    if (now_ms - last_progress_ms >= wait.timeout_ms) {
+      std::string msg = "rank " + std::to_string(rank_) + " " + (op.send ? "sending to" : "receiving from") +
+                        " peer rank " + std::to_string(op.peer) + " (" + OpName(op) + " #" + std::to_string(p.msg) +
+                        ", " + std::to_string(op.bytes) + " bytes, " + std::to_string(active.size()) +
+                        " operations pending): no progress for " + std::to_string(wait.timeout_ms) + " ms";
+      if (!stall.diagnosis.empty()) msg += "\n" + stall.diagnosis;
       return base::Timeout(msg).WithOrigin(op.peer, msg);
     }
   }

@@ -138,4 +138,21 @@ StatusOr<Communicator*> ResolveReadySlow(ringoComm* comm) {
 
 const char* ThreadLastError() { return t_last_error.c_str(); }
 
+namespace {
+thread_local uint64_t t_call_ticks = 0;
+}  // namespace
+
+CallScope::CallScope(const char* fn, ringoComm* comm) {
+  if (!TracingOn()) return;
+  const uint64_t ticks = TraceTicks();
+  // A handle is never freed (Retire), so reading a stale one is safe; its
+  // communicator is null then.
+  Communicator* c = comm != nullptr ? comm->Get() : nullptr;
+  stamp_.emplace(fn, c != nullptr ? c->id() : 0, ticks);
+  t_call_ticks = ticks;
+  if (c != nullptr && c->observer() != nullptr) c->observer()->Driven(ThisThreadCall());
+}
+
+uint64_t CallScope::Ticks() { return TracingOn() ? t_call_ticks : 0; }
+
 }  // namespace ringo::collectives::internal

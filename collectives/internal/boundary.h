@@ -9,11 +9,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "base/status.h"
 #include "collectives/communicator.h"
+#include "collectives/control/thread_call.h"
 #include "ringo/ringo.h"
 
 // The object behind ringoComm_t. `impl` is null while a non-blocking init runs.
@@ -47,8 +49,23 @@ namespace ringo::collectives::internal {
 
 ringoResult_t Finish(ringoComm* comm, const char* fn, const base::Status& st);
 
+// While a C call runs: stamps the calling thread's record (which call, on
+// which communicator, since when) and tells the communicator which thread
+// drives it, for the hang diagnosis; nothing when the recorder is off.
+class CallScope {
+ public:
+  CallScope(const char* fn, ringoComm* comm);
+  ~CallScope() = default;
+  // The call's ticks (TraceTicks), 0 when the recorder is off.
+  static uint64_t Ticks();
+
+ private:
+  std::optional<CallStamp> stamp_;
+};
+
 template <typename Body>
 ringoResult_t Guard(const char* fn, ringoComm* comm, Body&& body) {
+  CallScope scope(fn, comm);
   try {
     base::Status st = body();
     if (st.ok()) return ringoSuccess;

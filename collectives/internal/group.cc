@@ -14,6 +14,7 @@ namespace {
 using base::Status;
 
 thread_local int t_group_depth = 0;
+thread_local uint64_t t_groups = 0;  // outermost groups started on this thread
 // The queued operations are t_group[0, t_group_size); later entries are
 // spent ones kept for their allocations.
 thread_local std::vector<QueuedOp> t_group;
@@ -54,16 +55,20 @@ Status RunComm(ringoComm* comm, const std::vector<QueuedOp*>& ops) {
   thread_local std::vector<P2pOp> batch;  // each thread its own: communicators run side by side
   batch.clear();
   ringoStream_t stream = nullptr;
+  OpTrace trace;
   for (QueuedOp* op : ops) {
     switch (op->kind) {
       case QueuedOp::Kind::kCollective:
-        RETURN_IF_ERROR(c->Run(op->args, op->stream).WithContext(op->name));
+        RETURN_IF_ERROR(c->Run(op->args, op->stream, op->trace).WithContext(op->name));
         break;
       case QueuedOp::Kind::kSplit:
         RETURN_IF_ERROR(RunSplit(c, *op).WithContext(op->name));
         break;
       case QueuedOp::Kind::kP2p:
-        if (batch.empty()) stream = op->stream;
+        if (batch.empty()) {
+          stream = op->stream;
+          trace = op->trace;
+        }
         batch.insert(batch.end(), op->ops.begin(), op->ops.end());
         break;
     }
@@ -72,7 +77,7 @@ Status RunComm(ringoComm* comm, const std::vector<QueuedOp*>& ops) {
     if (op->kind == QueuedOp::Kind::kP2p) Stage(*op);
   }
   if (!batch.empty()) {
-    const Status st = c->RunP2p(batch, stream);
+    const Status st = c->RunP2p(batch, stream, trace);
     if (!st.ok()) return st.WithContext(Names(ops));
   }
   return Status();
@@ -85,6 +90,7 @@ void QueuedOp::Reset(Kind k, ringoComm* c, const char* n, ringoStream_t s) {
   comm = c;
   name = n;
   stream = s;
+  trace = OpTrace{CallScope::Ticks(), CurrentGroup()};
   staged.reset();
   // Only the fields of `k` are read: the others keep what they held.
   switch (k) {
@@ -106,6 +112,8 @@ void QueuedOp::Reset(Kind k, ringoComm* c, const char* n, ringoStream_t s) {
 
 bool InGroup() { return t_group_depth > 0; }
 
+uint64_t CurrentGroup() { return t_group_depth > 0 ? t_groups : 0; }
+
 QueuedOp& NextOp(QueuedOp::Kind kind, ringoComm* comm, const char* name, ringoStream_t stream) {
   QueuedOp* op = &t_scratch;
   if (InGroup()) {
@@ -126,17 +134,18 @@ Status RunNow(QueuedOp& op) {
   ASSIGN_OR_RETURN(Communicator * c, ResolveReady(op.comm));
   switch (op.kind) {
     case QueuedOp::Kind::kCollective:
-      return c->Run(op.args, op.stream);
+      return c->Run(op.args, op.stream, op.trace);
     case QueuedOp::Kind::kSplit:
       return RunSplit(c, op);
     case QueuedOp::Kind::kP2p:
       Stage(op);
-      return c->RunP2p(op.ops, op.stream);
+      return c->RunP2p(op.ops, op.stream, op.trace);
   }
   return base::Internal("unknown queued operation");
 }
 
 Status GroupStart() {
+  if (t_group_depth == 0) ++t_groups;
   ++t_group_depth;
   return Status();
 }

@@ -27,6 +27,7 @@ struct QueuedOp {
   ringoComm* comm = nullptr;
   const char* name = "";  // the C function, for messages
   ringoStream_t stream = nullptr;
+  OpTrace trace;  // when it was called and in which group (the flight recorder)
   // kCollective
   kernels::CollArgs args;
   // kP2p: the sends and receives of one call (an all-to-all makes many).
@@ -48,6 +49,9 @@ struct QueuedOp {
 };
 
 bool InGroup();
+// The group this thread is in (its count of outermost ringoGroupStart
+// calls), 0 outside one.
+uint64_t CurrentGroup();
 // This thread's operation to fill for the next call, reset to `kind`: the
 // group's next entry inside a group, a scratch entry outside one. Entries
 // are reused, so a call in steady state allocates nothing.

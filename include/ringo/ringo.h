@@ -193,6 +193,20 @@ RINGO_API ringoResult_t ringoCommAbort(ringoComm_t comm);
  * ringoInProgress while a non-blocking init runs. Any thread; non-blocking. */
 RINGO_API ringoResult_t ringoCommGetAsyncError(ringoComm_t comm, ringoResult_t* async_error);
 
+/* Writes the flight record of `comm` on this rank (its last
+ * RINGO_TRACE_BUFFER operations: arguments, group, when called, started and
+ * finished, state) as JSON lines into the folder `dir`, or RINGO_TRACE_DIR
+ * when dir is NULL: ringo-trace-<communicator>-rank<r>.jsonl, replacing an
+ * earlier one (docs/diagnosis.md). ringoInvalidUsage when no
+ * folder is named or the recorder is off (RINGO_TRACE_BUFFER=0). Any
+ * thread. */
+RINGO_API ringoResult_t ringoCommDumpTrace(ringoComm_t comm, const char* dir);
+
+/* Names the operations the calling thread issues next on `comm` in the
+ * flight record (up to 23 bytes; NULL or "" stops naming), e.g. the name a
+ * framework gave the call that made them. */
+RINGO_API ringoResult_t ringoCommSetTraceLabel(ringoComm_t comm, const char* label);
+
 /* Rank count, this rank, and CUDA device (-1 for a host communicator). */
 RINGO_API ringoResult_t ringoCommCount(const ringoComm_t comm, int* count);
 RINGO_API ringoResult_t ringoCommUserRank(const ringoComm_t comm, int* rank);
@@ -310,6 +324,56 @@ RINGO_API ringoResult_t ringoScatter(const void* sendbuff, void* recvbuff, size_
  * of a ringoCommInitAll set), and *newcomm is written then. */
 RINGO_API ringoResult_t ringoCommSplit(ringoComm_t comm, int color, int key, ringoComm_t* newcomm,
                                        const ringoConfig_t* config);
+
+/* Elastic communicators (docs/elastic.md).
+ *
+ * The ranks of `comm` that are still alive agree on which ranks failed
+ * (died, stopped, or cut off: they do not answer within
+ * RINGO_CONTROL_TIMEOUT_MS), over the control connections, whatever state
+ * the collectives are in: collective among the live ranks, it writes the
+ * same sorted list on each into failedRanks (room for ringoCommCount
+ * entries) and its length into *failedCount. A rank named by the list that
+ * is in fact alive hears so and fails every later call on `comm` with
+ * ringoInvalidUsage saying it was excluded. Blocking. */
+RINGO_API ringoResult_t ringoCommAgreeFailed(ringoComm_t comm, int* failedRanks, int* failedCount);
+
+/* ringoCommShrink's flags: DEFAULT for a healthy communicator with no
+ * operation in flight (or a revoked one); ABORT for one that failed or has
+ * work in flight (that work is aborted on every rank; nothing is shared). */
+#define RINGO_SHRINK_DEFAULT 0x00
+#define RINGO_SHRINK_ABORT 0x01
+
+/* A communicator of the ranks of `comm` not in excludeRanksList (their
+ * ranks in `comm`), renumbered in order: only those ranks call it, whether
+ * the excluded ones died, stopped or are alive and left out. No unique id
+ * is needed (it is made over `comm`'s control connections); it may be
+ * called again on the child after a second failure. config NULL: the child
+ * inherits comm's timeout and memory kind; config->blocking 0: returns
+ * ringoInProgress at once and the child is ready when
+ * ringoCommGetAsyncError(*newcomm) says so, as for init. */
+RINGO_API ringoResult_t ringoCommShrink(ringoComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                        ringoComm_t* newcomm, ringoConfig_t* config, int shrinkFlags);
+
+#define RINGO_REVOKE_DEFAULT 0x00
+/* Stops what runs on `comm` on every rank (each rank's running call fails,
+ * naming this one) and returns once this rank's has returned; frees
+ * nothing. Later collectives on `comm` are ringoInvalidUsage; destroy,
+ * shrink and split remain. Any thread, like ringoCommAbort. revokeFlags:
+ * RINGO_REVOKE_DEFAULT. */
+RINGO_API ringoResult_t ringoCommRevoke(ringoComm_t comm, int revokeFlags);
+
+/* Growing: one existing rank gets an id for the grown communicator here
+ * and hands it to the new ranks (a file, the environment, the launcher);
+ * single use. */
+RINGO_API ringoResult_t ringoCommGetUniqueId(ringoComm_t comm, ringoUniqueId* uniqueId);
+/* The communicator of `comm`'s ranks and new ones, nRanks in all: existing
+ * ranks pass comm and rank -1 (they keep their ranks; the one that called
+ * ringoCommGetUniqueId passes the id, the others NULL); new ranks pass
+ * comm NULL, the id and their rank, numbered from comm's rank count up.
+ * `comm` must have no operation in flight; it stays usable. Collective over
+ * all nRanks ranks. config as for ringoCommShrink. */
+RINGO_API ringoResult_t ringoCommGrow(ringoComm_t comm, int nRanks, const ringoUniqueId* uniqueId, int rank,
+                                      ringoComm_t* newcomm, ringoConfig_t* config);
 
 /* Makes a reduction operator for collectives of `datatype` on `comm`: each
  * rank's input multiplied by that rank's own scalar (one value of

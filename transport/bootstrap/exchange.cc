@@ -40,9 +40,20 @@ Status AgreeOk(Exchange& exchange, const Status& mine, const std::string& what) 
 
 // ---- Mailbox ----
 
+void Mailbox::SetControlSink(ControlService* sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sink_ = sink;
+}
+
 void Mailbox::Put(int src, uint64_t context, uint64_t tag, std::string data) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (IsControlRequest(tag)) {
+      // Delivered under the lock, so that a sink being removed is never
+      // called afterwards; Deliver only queues.
+      if (sink_ != nullptr) sink_->Deliver(src, context, tag, std::move(data));
+      return;
+    }
     queued_[Key(src, context, tag)].push_back(std::move(data));
   }
   cv_.notify_all();
@@ -96,7 +107,15 @@ namespace {
 
 class LocalView : public MessageFabric {
  public:
-  LocalView(std::shared_ptr<LocalFabric> fabric, int rank) : fabric_(std::move(fabric)), rank_(rank) {}
+  LocalView(std::shared_ptr<LocalFabric> fabric, int rank)
+      : fabric_(std::move(fabric)), rank_(rank), control_(std::make_unique<ControlService>(this)) {
+    fabric_->mailbox(rank_).SetControlSink(control_.get());
+  }
+  ~LocalView() override {
+    fabric_->mailbox(rank_).SetControlSink(nullptr);
+    control_.reset();
+  }
+  ControlService& control() override { return *control_; }
   int rank() const override { return rank_; }
   int nranks() const override { return fabric_->nranks(); }
   Status Send(int dst, uint64_t context, uint64_t tag, const void* data, size_t bytes, Deadline) override {
@@ -112,6 +131,7 @@ class LocalView : public MessageFabric {
  private:
   std::shared_ptr<LocalFabric> fabric_;
   int rank_;
+  std::unique_ptr<ControlService> control_;
 };
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "transport/bootstrap/control.h"
 #include "transport/socket.h"
 
 namespace ringo::transport {
@@ -55,6 +56,12 @@ class Exchange {
   // The members `members` (ranks of this exchange, in the new order; each
   // member passes the same list) under `context`, as this member sees them.
   virtual base::StatusOr<std::unique_ptr<Exchange>> Subgroup(uint64_t context, const std::vector<int>& members);
+  // The control service of this member's fabric (control.h), a member's
+  // rank on that fabric, and the context control requests of this group
+  // name; no service (null) where the exchange has no fabric.
+  virtual ControlService* control() { return nullptr; }
+  virtual int FabricRank(int member) const { return member; }
+  virtual uint64_t context() const { return 0; }
 };
 
 // A step every member must pass: each says whether its own part succeeded
@@ -74,12 +81,18 @@ class MessageFabric {
                             Deadline deadline) = 0;
   virtual base::Status Recv(int src, uint64_t context, uint64_t tag, std::string* data, Deadline deadline,
                             const std::atomic<bool>* abort) = 0;
+  // This rank's control service (control.h), which answers the requests
+  // that reach it over this fabric.
+  virtual ControlService& control() = 0;
 };
 
 // Received messages by (source, context, tag), in arrival order, and the
 // sources known to be gone. Thread-safe; shared by the fabrics.
 class Mailbox {
  public:
+  // Control requests (control.h) go to `sink` instead of a queue; null:
+  // they are dropped.
+  void SetControlSink(ControlService* sink);
   void Put(int src, uint64_t context, uint64_t tag, std::string data);
   // A source that will send nothing more (its connection closed): a Recv
   // that finds nothing queued from it fails with `why`.
@@ -94,6 +107,7 @@ class Mailbox {
   std::condition_variable cv_;
   std::map<Key, std::deque<std::string>> queued_;  // GUARDED_BY(mu_)
   std::map<int, std::string> gone_;                // GUARDED_BY(mu_)
+  ControlService* sink_ = nullptr;                 // GUARDED_BY(mu_)
 };
 
 // The fabric between ranks that are threads of one process: messages are
@@ -127,7 +141,9 @@ class FabricExchange : public Exchange {
   base::Status Recv(int peer, uint64_t tag, std::string* data, Deadline deadline,
                     const std::atomic<bool>* abort = nullptr) override;
   base::StatusOr<std::unique_ptr<Exchange>> Subgroup(uint64_t context, const std::vector<int>& members) override;
-  uint64_t context() const { return context_; }
+  ControlService* control() override { return &fabric_->control(); }
+  int FabricRank(int member) const override { return members_[member]; }
+  uint64_t context() const override { return context_; }
 
  private:
   std::shared_ptr<MessageFabric> fabric_;
@@ -143,6 +159,7 @@ class FabricExchange : public Exchange {
 inline constexpr uint64_t kTagAllGather = uint64_t{1} << 56;
 inline constexpr uint64_t kTagPeerOffer = uint64_t{2} << 56;
 inline constexpr uint64_t kTagPeerAck = uint64_t{3} << 56;
+// 4 and 5: control requests and their answers (control.h).
 
 // A context for a child group, the same on every member that passes the
 // same arguments.

@@ -87,6 +87,8 @@ Mesh::Mesh(int rank, uint64_t nonce, Socket listener, std::vector<SocketAddress>
     : rank_(rank), nonce_(nonce), listener_(std::move(listener)), peers_(std::move(peers)) {
   for (size_t r = 0; r < peers_.size(); ++r) out_.push_back(std::make_unique<Out>());
   if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
+  control_ = std::make_unique<ControlService>(this);
+  inbox_.SetControlSink(control_.get());
   thread_ = std::thread([this] { Serve(); });
 }
 
@@ -97,6 +99,8 @@ Mesh::~Mesh() {
     (void)!::write(wake_[1], &c, 1);
   }
   thread_.join();
+  inbox_.SetControlSink(nullptr);
+  control_.reset();  // its thread may still be answering over out_
   for (int fd : wake_) {
     if (fd >= 0) ::close(fd);
   }

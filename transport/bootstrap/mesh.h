@@ -4,7 +4,9 @@
 // the addresses go round once through the bootstrap at init. A rank opens
 // its connection to a peer when it first sends it something, and keeps it;
 // one service thread per mesh accepts the peers' connections and reads
-// every message into a Mailbox, so a send never waits for the peer to read.
+// every message into a Mailbox, so a send never waits for the peer to read;
+// control requests go to the mesh's control service (control.h), which
+// answers them on a thread of its own.
 //
 // Every connection opens with a hello (magic, version, the communicator's
 // nonce, the sender's rank and the rank count), every message carries a
@@ -45,6 +47,7 @@ class Mesh : public MessageFabric {
                     Deadline deadline) override;
   base::Status Recv(int src, uint64_t context, uint64_t tag, std::string* data, Deadline deadline,
                     const std::atomic<bool>* abort) override;
+  ControlService& control() override { return *control_; }
 
  private:
   struct Out {
@@ -60,6 +63,7 @@ class Mesh : public MessageFabric {
   std::vector<SocketAddress> peers_;
   std::vector<std::unique_ptr<Out>> out_;
   Mailbox inbox_;
+  std::unique_ptr<ControlService> control_;
   int wake_[2] = {-1, -1};  // a pipe that stops the service thread
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -38,13 +38,31 @@ constexpr int64_t kStallGraceMs = 2000;
 // /proc is read at most this often per wait (kill(pid, 0) at every check).
 constexpr int64_t kProbeIntervalMs = 20;
 
-struct WaitTracker {
-  Deadline deadline;
-  int64_t last_probe_ms = 0;
-};
-
 base::Status Blame(base::Status st, const PeerRef& peer) { return st.WithOrigin(peer.rank, st.message()); }
 
+// A timeout's message with the stall diagnosis, when there was one.
+std::string WithDiagnosis(std::string msg, const WaitTracker& t) {
+  if (!t.diagnosis.empty()) msg += "\n" + t.diagnosis;
+  return msg;
+}
+
+}  // namespace
+
+base::Status CheckStall(const PeerRef& peer, const WaitContext& ctx, WaitTracker& t, int64_t now_ms) {
+  if (ctx.stall == nullptr || t.stall_checked || ctx.stall->diagnose == nullptr) return base::OkStatus();
+  if (t.started_ms == 0) t.started_ms = now_ms;
+  const int64_t waited = now_ms - t.started_ms;
+  if (waited < ctx.stall->after_ms) return base::OkStatus();
+  t.stall_checked = true;
+  t.diagnosis = ctx.stall->diagnose(ctx.stall->arg, ctx, peer.rank, waited);
+  if (!ctx.stall->abort) return base::OkStatus();
+  return Blame(base::Timeout(WithDiagnosis(DescribeWait(peer, ctx) + ": no progress for " + std::to_string(waited) +
+                                               " ms, and RINGO_STALL_ABORT=1 stops at the diagnosis",
+                                           t)),
+               peer);
+}
+
+namespace {
 
 // The reason to stop waiting, if any; extends the deadline when the peer is
 // itself waiting on someone else (see counter.h).
@@ -69,11 +87,13 @@ base::Status CheckWait(const PeerRef& peer, const WaitContext& ctx, WaitTracker&
                                    std::to_string(peer.process.pid) + ") has exited"),
                  peer);
   }
+  RETURN_IF_ERROR(CheckStall(peer, ctx, t, now_ms));
   if (!expired) return base::OkStatus();
   const std::string stalled = DescribeWait(peer, ctx) + ": no progress for " + std::to_string(ctx.timeout_ms) + " ms";
   if (state == ProcessState::kStopped) {
-    return Blame(base::Timeout(stalled + "; the peer process (pid " + std::to_string(peer.process.pid) +
-                               ") is stopped (by a signal or a debugger)"),
+    return Blame(base::Timeout(WithDiagnosis(stalled + "; the peer process (pid " + std::to_string(peer.process.pid) +
+                                                 ") is stopped (by a signal or a debugger)",
+                                             t)),
                  peer);
   }
   PeerWait w;
@@ -91,7 +111,7 @@ base::Status CheckWait(const PeerRef& peer, const WaitContext& ctx, WaitTracker&
     msg += "; rank " + std::to_string(peer.rank) + " has itself waited on rank " + std::to_string(w.on_rank) + " for " +
            std::to_string(w.age_ms) + " ms";
   }
-  return Blame(base::Timeout(msg), peer);
+  return Blame(base::Timeout(WithDiagnosis(msg, t)), peer);
 }
 
 // Publishes this channel's wait while it sleeps (peer_state.h).
@@ -207,7 +227,9 @@ base::StatusOr<uint64_t> WaitAtLeast(SharedCounter& c, uint64_t target, const Pe
     v = c.value.load(std::memory_order_acquire);
     if (v >= target) return accept(v);
   }
-  WaitTracker t{DeadlineAfterMs(ctx.timeout_ms), NowMs()};  // no progress for timeout_ms
+  WaitTracker t;
+  t.deadline = DeadlineAfterMs(ctx.timeout_ms);  // no progress for timeout_ms
+  t.last_probe_ms = t.started_ms = NowMs();
   PublishedWait published(ctx, peer.rank);
   for (int i = 0; i < ctx.yield_count; ++i) {
     sched_yield();

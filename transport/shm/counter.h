@@ -27,8 +27,22 @@
 #include "base/status.h"
 #include "transport/fifo_layout.h"  // SharedCounter
 #include "transport/peer_state.h"
+#include "transport/socket.h"
 
 namespace ringo::transport {
+
+struct WaitContext;
+
+// What a wait does once it has lasted `after_ms`: calls `diagnose` (the
+// hang diagnosis, collectives/control/diagnosis.h) once, and keeps its text
+// for the timeout's message; with `abort`, fails at once instead of
+// waiting on until the timeout.
+struct StallHook {
+  int64_t after_ms = 0;
+  bool abort = false;
+  std::string (*diagnose)(void* arg, const WaitContext& ctx, int peer_rank, int64_t waited_ms) = nullptr;
+  void* arg = nullptr;
+};
 
 // How a rank waits: its own abort flag and patience.
 struct WaitContext {
@@ -50,7 +64,11 @@ struct WaitContext {
   WaitCells* self_wait = nullptr;
   const WaitCells* const* rank_waits = nullptr;
   int nranks = 0;
+  // The hang diagnosis after a long wait; null: none.
+  const StallHook* stall = nullptr;
 };
+
+
 
 // Whom a wait is on, for the checks and the error message.
 struct PeerRef {
@@ -61,6 +79,19 @@ struct PeerRef {
   int64_t step;
   const FaultNotice* notice = nullptr;  // the peer's, read once its flag is up
 };
+
+// A wait's clock and what its stall check found (the waits of
+// counter.cc, and engines that wait in slices of their own).
+struct WaitTracker {
+  Deadline deadline;
+  int64_t last_probe_ms = 0;
+  int64_t started_ms = 0;
+  bool stall_checked = false;
+  std::string diagnosis;  // the stall hook's text, for the timeout's message
+};
+// Runs ctx.stall once `t` has waited long enough; an error only under
+// the hook's `abort`.
+base::Status CheckStall(const PeerRef& peer, const WaitContext& ctx, WaitTracker& t, int64_t now_ms);
 
 // "rank R <what> peer rank P (AllReduce #S, channel C, step T)".
 std::string DescribeWait(const PeerRef& peer, const WaitContext& ctx);
