@@ -47,6 +47,7 @@ Status CopyToHost(void* dst, const void* src, size_t bytes) {
 Status PciBusId(int, char*, int) { return NoCuda("cudaDeviceGetPCIBusId"); }
 StatusOr<StreamFacts> GetStreamFacts(void*) { return NoCuda("cudaStreamGetFlags"); }
 bool StreamCapturing(void*) { return false; }
+StatusOr<StreamCapture> GetStreamCapture(void*) { return StreamCapture(); }
 Status CudaEvent::MakeStreamWait(void*) { return NoCuda("cudaStreamWaitEvent"); }
 StatusOr<ScopedDevice> ScopedDevice::Enter(int) { return NoCuda("cudaSetDevice"); }
 ScopedDevice::ScopedDevice(ScopedDevice&& other) noexcept : previous_(std::exchange(other.previous_, -1)) {}
@@ -208,6 +209,19 @@ bool StreamCapturing(void* stream) {
     return false;
   }
   return status == cudaStreamCaptureStatusActive;
+}
+
+StatusOr<StreamCapture> GetStreamCapture(void* stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  RINGO_CUDA_RETURN_IF_ERROR(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, &id));
+  if (status == cudaStreamCaptureStatusInvalidated) {
+    return InvalidUsage("the stream's CUDA graph capture was invalidated by an earlier failed call in it");
+  }
+  StreamCapture c;
+  c.active = status == cudaStreamCaptureStatusActive;
+  c.id = c.active ? id : 0;
+  return c;
 }
 
 StatusOr<ScopedDevice> ScopedDevice::Enter(int device) {

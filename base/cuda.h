@@ -60,6 +60,14 @@ StatusOr<StreamFacts> GetStreamFacts(void* stream);
 // Whether work enqueued on `stream` now is being captured into a CUDA graph
 // (it runs when the graph is launched); false without CUDA or on error.
 bool StreamCapturing(void* stream);
+// The same with the capture sequence's id (unique in the process): `active`
+// false and id 0 when the stream is not capturing; an error when its capture
+// was invalidated (an earlier call in it failed) or the stream is not valid.
+struct StreamCapture {
+  bool active = false;
+  unsigned long long id = 0;
+};
+StatusOr<StreamCapture> GetStreamCapture(void* stream);
 
 // cudaMalloc on the calling thread's current device (libnccl.so.2's
 // ncclMemAlloc), and cudaFree of what it returned. Blocking.

@@ -74,9 +74,18 @@ void Communicator::SetTraceLabel(const char* label) {
   label_[sizeof(label_) - 1] = '\0';
 }
 
+Status Communicator::CheckCapture(void* stream) const {
+  // A host collective runs inside the call: a graph would hold nothing of it.
+  if (device_ >= 0 || stream == nullptr || !cuda_visible_ || !base::StreamCapturing(stream)) return Status();
+  return base::InvalidUsage(
+      "the stream is being captured into a CUDA graph, but this is a host-memory communicator, whose "
+      "collectives run inside the call and cannot be replayed: capture only GPU communicators' calls");
+}
+
 Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTrace& trace) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   RETURN_IF_ERROR(CheckUsable());
+  RETURN_IF_ERROR(CheckCapture(stream));
   Call call;
   call.args = args;
   call.seq = ++sequence_;
@@ -107,6 +116,7 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTr
 Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const OpTrace& trace) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   RETURN_IF_ERROR(CheckUsable());
+  RETURN_IF_ERROR(CheckCapture(stream));
   RETURN_IF_ERROR(PointToPoint::CheckSelf(rank_, ops));  // a call that cannot run leaves the communicator as it was
   P2pCall call;
   call.stream = stream;
@@ -126,6 +136,7 @@ Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const O
   }
   Status st = p2p_->Run(ops, call);
   recorder.FinishBatch(first, ops.size(), !st.ok() ? TraceState::kFailed
+                                          : (device_ >= 0 && base::StreamCapturing(stream)) ? TraceState::kCaptured
                                           : device_ >= 0 ? TraceState::kEnqueued
                                                          : TraceState::kDone);
   return Finish(st, call.fatal);

@@ -123,6 +123,9 @@ class Communicator {
   // InvalidArgument unless `ptr` is memory this communicator can use: host
   // memory for a host communicator, memory of its device for a CUDA one.
   base::Status CheckBuffer(const void* ptr, const char* name) const;
+  // InvalidUsage when `stream` is capturing a CUDA graph and this is a host
+  // communicator (its work runs in the call; a graph could not replay it).
+  base::Status CheckCapture(void* stream) const;
 
   base::Status Finalize();
   // Wakes and fails a running Run(), tells the peers, waits for Run() to return.

@@ -37,6 +37,7 @@ StatusOr<std::shared_ptr<GpuRank>> GpuRank::Create(int rank, int device, int64_t
   ASSIGN_OR_RETURN(g->error_, base::MappedHostMemory::Allocate(sizeof(ErrorRecord)));
   ASSIGN_OR_RETURN(g->abort_, base::MappedHostMemory::Allocate(sizeof(int)));
   ASSIGN_OR_RETURN(g->done_, base::CudaEvent::Create(device));
+  ASSIGN_OR_RETURN(g->captured_, base::CudaEvent::Create(device));
   ASSIGN_OR_RETURN(g->words_, transport::DeviceWords::Create(device));
   return g;
 }
@@ -62,10 +63,15 @@ Status GpuRank::Enqueue(void* stream, const std::function<Status()>& launch) {
     ASSIGN_OR_RETURN(const base::StreamFacts facts, base::GetStreamFacts(stream));
     RETURN_IF_ERROR(internal::GpuStreamRule(facts.non_blocking, facts.legacy, ranks_sharing_gpu_));
   }
+  ASSIGN_OR_RETURN(const base::StreamCapture c, base::GetStreamCapture(stream));
+  internal::CaptureState capture;
+  capture.active = c.active;
+  capture.id = c.id;
   DoneEvent done(&done_);
-  RETURN_IF_ERROR(order_.Before(stream, done));
+  DoneEvent captured(&captured_);
+  RETURN_IF_ERROR(order_.Before(stream, capture, done, captured));
   RETURN_IF_ERROR(launch());
-  return order_.After(stream, done);
+  return order_.After(stream, capture, done, captured);
 }
 
 Status GpuRank::Synchronize() { return done_.Synchronize(); }

@@ -59,7 +59,8 @@ class GpuRank {
   int ranks_sharing_gpu_ = 1;
   base::MappedHostMemory error_;  // a kernels::gpu::ErrorRecord
   base::MappedHostMemory abort_;  // an int, non-zero: stop
-  base::CudaEvent done_;          // recorded after each launch
+  base::CudaEvent done_;          // recorded after each eager launch
+  base::CudaEvent captured_;      // recorded after each launch captured in a graph
   internal::LaunchOrder order_;
   std::mutex words_mu_;
   std::unique_ptr<transport::DeviceWords> words_;  // GUARDED_BY(words_mu_)

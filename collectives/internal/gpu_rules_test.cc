@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -94,57 +95,115 @@ TEST(GpuPlacement, StreamRule) {
   EXPECT_NE(blocking.message().find("blocking stream"), std::string::npos) << blocking.message();
 }
 
-// Records what LaunchOrder asks of the event.
+// Records what LaunchOrder asks of an event, in a log shared by both events.
 class FakeEvent final : public LaunchEvent {
  public:
+  FakeEvent(std::string name, std::string* log) : name_(std::move(name)), log_(log) {}
   base::Status MakeStreamWait(void* stream) override {
-    log += "wait " + Name(stream) + " for " + recorded_on + "; ";
+    *log_ += "wait " + Name(stream) + " for " + name_ + "@" + recorded_on + "; ";
     return base::Status();
   }
   base::Status Record(void* stream) override {
     if (fail_record) return base::Internal("record failed");
     recorded_on = Name(stream);
-    log += "record " + recorded_on + "; ";
+    *log_ += "record " + name_ + "@" + recorded_on + "; ";
     return base::Status();
   }
   static std::string Name(void* s) {
     return s == nullptr ? "null" : std::string(static_cast<const char*>(s));
   }
-  std::string log;
   std::string recorded_on = "nothing";
   bool fail_record = false;
+
+ private:
+  std::string name_;
+  std::string* log_;
 };
 
-// One launch as GpuComm makes it: Before, the kernel, After.
-void Launch(LaunchOrder& order, FakeEvent& event, const char* stream) {
-  void* s = const_cast<char*>(stream);
-  ASSERT_TRUE(order.Before(s, event).ok());
-  event.log += "kernel " + FakeEvent::Name(s) + "; ";
-  ASSERT_TRUE(order.After(s, event).ok());
-}
+// A rank's launch order with its two events, as GpuRank keeps them.
+struct Order {
+  std::string log;
+  FakeEvent eager{"eager", &log};
+  FakeEvent captured{"captured", &log};
+  LaunchOrder order;
+
+  // One launch as GpuRank makes it: Before, the kernel, After; `capture`
+  // 0 for an eager launch, else the capture sequence's id.
+  void Launch(const char* stream, unsigned long long capture = 0) {
+    void* s = const_cast<char*>(stream);
+    CaptureState c;
+    c.active = capture != 0;
+    c.id = capture;
+    ASSERT_TRUE(order.Before(s, c, eager, captured).ok());
+    log += std::string(c.active ? "node " : "kernel ") + FakeEvent::Name(s) + "; ";
+    ASSERT_TRUE(order.After(s, c, eager, captured).ok());
+  }
+};
 
 TEST(GpuLaunchOrder, EachLaunchWaitsForThePreviousWhateverTheStream) {
-  LaunchOrder order;
-  FakeEvent event;
-  EXPECT_FALSE(order.launched());
-  Launch(order, event, "a");
-  Launch(order, event, "b");
-  Launch(order, event, "b");
-  Launch(order, event, "a");
-  EXPECT_TRUE(order.launched());
-  EXPECT_EQ(event.log,
-            "kernel a; record a; "
-            "wait b for a; kernel b; record b; "
-            "wait b for b; kernel b; record b; "
-            "wait a for b; kernel a; record a; ");
+  Order o;
+  EXPECT_FALSE(o.order.launched());
+  o.Launch("a");
+  o.Launch("b");
+  o.Launch("b");
+  o.Launch("a");
+  EXPECT_TRUE(o.order.launched());
+  EXPECT_EQ(o.log,
+            "kernel a; record eager@a; "
+            "wait b for eager@a; kernel b; record eager@b; "
+            "wait b for eager@b; kernel b; record eager@b; "
+            "wait a for eager@b; kernel a; record eager@a; ");
 }
 
 TEST(GpuLaunchOrder, AFailedRecordIsReported) {
-  LaunchOrder order;
-  FakeEvent event;
-  event.fail_record = true;
-  EXPECT_FALSE(order.After(nullptr, event).ok());
-  EXPECT_FALSE(order.launched());
+  Order o;
+  o.eager.fail_record = true;
+  EXPECT_FALSE(o.order.After(nullptr, CaptureState(), o.eager, o.captured).ok());
+  EXPECT_FALSE(o.order.launched());
+}
+
+// A captured launch neither waits for nor records the eager event (either
+// would cross the capture's boundary); launches of one capture are chained
+// by the captured event, also across the capture's streams; a new capture
+// starts its own chain; eager launches after a capture wait for the last
+// eager launch, as if the capture had not happened.
+TEST(GpuLaunchOrder, CapturedLaunchesChainInsideTheirCaptureOnly) {
+  Order o;
+  o.Launch("a");        // eager
+  o.Launch("g", 7);     // capture 7 on stream g: first of its capture
+  o.Launch("h", 7);     // capture 7 on a forked stream h: after the node on g
+  o.Launch("a");        // eager again: after the eager launch, not the nodes
+  o.Launch("g", 9);     // a new capture: no wait
+  o.Launch("g", 9);
+  EXPECT_EQ(o.order.last_capture(), 9u);
+  EXPECT_EQ(o.log,
+            "kernel a; record eager@a; "
+            "node g; record captured@g; "
+            "wait h for captured@g; node h; record captured@h; "
+            "wait a for eager@a; kernel a; record eager@a; "
+            "node g; record captured@g; "
+            "wait g for captured@g; node g; record captured@g; ");
+}
+
+// Capturing first (no eager launch yet) leaves the eager order untouched:
+// the first eager launch waits for nothing.
+TEST(GpuLaunchOrder, ACaptureBeforeAnyEagerLaunch) {
+  Order o;
+  o.Launch("g", 3);
+  EXPECT_FALSE(o.order.launched());
+  o.Launch("a");
+  EXPECT_EQ(o.log, "node g; record captured@g; kernel a; record eager@a; ");
+}
+
+// A failed record inside a capture leaves the chain as it was.
+TEST(GpuLaunchOrder, AFailedCapturedRecordIsReported) {
+  Order o;
+  o.captured.fail_record = true;
+  CaptureState c;
+  c.active = true;
+  c.id = 5;
+  EXPECT_FALSE(o.order.After(nullptr, c, o.eager, o.captured).ok());
+  EXPECT_EQ(o.order.last_capture(), 0u);
 }
 
 }  // namespace

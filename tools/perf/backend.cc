@@ -77,6 +77,12 @@ class HostBackend final : public Backend {
 
 }  // namespace
 
+Status Backend::BeginCapture() {
+  return base::InvalidUsage("-G (CUDA graphs) needs GPU buffers: host-memory collectives run inside the call");
+}
+StatusOr<void*> Backend::EndCapture() { return BeginCapture(); }
+Status Backend::LaunchGraph(void*) { return BeginCapture(); }
+
 Status Backend::FillInput(base::DataType type, const Pattern& pattern, size_t first, size_t count,
                           void* dst) {
   const size_t ts = base::DataTypeSize(type);

@@ -62,6 +62,16 @@ class Backend {
   virtual base::Status StartTimer() = 0;
   virtual base::StatusOr<double> StopTimer() = 0;
 
+  // CUDA graphs (-G): BeginCapture starts capturing the stream (thread-local
+  // mode, so ranks that are threads capture at once); what is issued until
+  // EndCapture goes into a graph, which EndCapture instantiates and returns;
+  // LaunchGraph enqueues one replay of it on the stream; DestroyGraph frees
+  // it. The host backend refuses them (its collectives run in the call).
+  virtual base::Status BeginCapture();
+  virtual base::StatusOr<void*> EndCapture();
+  virtual base::Status LaunchGraph(void* graph);
+  virtual void DestroyGraph(void* graph) {}
+
  private:
   std::vector<char> staging_;  // the default FillInput/CountWrong's host buffer
 };

@@ -54,6 +54,10 @@ class Bench {
         nranks_(comm->size()),
         backend_(backend),
         reporter_(reporter) {}
+  // The graphs go with the buffers, after the last collective (see below).
+  ~Bench() {
+    for (void* g : graphs_) backend_->DestroyGraph(g);
+  }
 
   Status Setup();
   StatusOr<std::vector<RankInfo>> GatherRankInfo();
@@ -79,6 +83,9 @@ class Bench {
   StatusOr<Measurement> Measure(const Run& run);
   Status TimeBatch(const Run& run, Measurement* m);
   Status TimeEach(const Run& run, Measurement* m);
+  Status TimeGraph(const Run& run, Measurement* m);
+  // `calls` collectives of `run` captured in a CUDA graph, kept until the end.
+  StatusOr<void*> Capture(const Run& run, int calls);
   Status Issue(const Run& run);
   Status Prepare(const Run& run, const Pattern& pattern);
   StatusOr<int64_t> CountWrongHere(const Run& run, const Pattern& pattern);
@@ -109,6 +116,9 @@ class Bench {
   // thread ranks on one H100).
   char guards_[2 * kGuardBytes];      // host copy of the guard bytes around recv_
   std::vector<double> iter_seconds_;  // --median: one timing per iteration
+  // -G: every graph captured, destroyed with the buffers (destroying a graph
+  // may wait for the device, as cudaFree does).
+  std::vector<void*> graphs_;
   BenchTotals totals_;
 };
 
@@ -240,7 +250,7 @@ StatusOr<Measurement> Bench::Measure(const Run& run) {
   RETURN_IF_ERROR(Barrier());
 
   Measurement m;
-  RETURN_IF_ERROR(o_.median ? TimeEach(run, &m) : TimeBatch(run, &m));
+  RETURN_IF_ERROR(o_.graph_launches > 0 ? TimeGraph(run, &m) : o_.median ? TimeEach(run, &m) : TimeBatch(run, &m));
   const double seconds = m.time_us * 1e-6;
   const double bytes = static_cast<double>(run.counts.Bytes(run.type_size));
   m.algbw = seconds > 0 ? bytes / seconds / 1e9 : 0.0;
@@ -248,7 +258,12 @@ StatusOr<Measurement> Bench::Measure(const Run& run) {
 
   if (o_.check) {
     RETURN_IF_ERROR(Prepare(run, pattern));
-    RETURN_IF_ERROR(Issue(run));
+    if (o_.graph_launches > 0) {  // the result of a replay is what is checked
+      ASSIGN_OR_RETURN(void* one, Capture(run, 1));
+      RETURN_IF_ERROR(backend_->LaunchGraph(one));
+    } else {
+      RETURN_IF_ERROR(Issue(run));
+    }
     RETURN_IF_ERROR(backend_->Synchronize());
     ASSIGN_OR_RETURN(int64_t wrong, CountWrongHere(run, pattern));
     ASSIGN_OR_RETURN(m.wrong, SumOverRanks(wrong));
@@ -281,6 +296,55 @@ Status Bench::TimeEach(const Run& run, Measurement* m) {
   for (double s : sorted) sum += s;
   double t[4] = {Quantile(sorted, 0.5), Quantile(sorted, 0.1), Quantile(sorted, 0.9),
                  sorted.empty() ? 0.0 : sum / static_cast<double>(sorted.size())};
+  RETURN_IF_ERROR(AgreeOnTimes(t, 4));
+  m->time_us = t[0] * 1e6;
+  m->time_p10_us = t[1] * 1e6;
+  m->time_p90_us = t[2] * 1e6;
+  m->time_mean_us = t[3] * 1e6;
+  return Status();
+}
+
+StatusOr<void*> Bench::Capture(const Run& run, int calls) {
+  RETURN_IF_ERROR(backend_->BeginCapture());
+  Status issued;
+  for (int i = 0; i < calls && issued.ok(); ++i) issued = Issue(run);
+  StatusOr<void*> graph = backend_->EndCapture();  // the capture ends even after a failed call
+  RETURN_IF_ERROR(issued.WithContext("a collective in CUDA graph capture"));
+  RETURN_IF_ERROR(graph.status());
+  graphs_.push_back(*graph);
+  return *graph;
+}
+
+// -G N (nccl-tests' -G): the -n iterations captured once in a CUDA graph, the
+// graph replayed once untimed, then N replays back to back: their mean per
+// iteration; with --median each replay timed alone, its median (and p10,
+// p90, mean) divided by -n.
+Status Bench::TimeGraph(const Run& run, Measurement* m) {
+  ASSIGN_OR_RETURN(void* graph, Capture(run, o_.iters));
+  RETURN_IF_ERROR(backend_->LaunchGraph(graph));
+  RETURN_IF_ERROR(backend_->Synchronize());
+  RETURN_IF_ERROR(Barrier());
+  const int n = o_.graph_launches;
+  if (!o_.median) {
+    RETURN_IF_ERROR(backend_->StartTimer());
+    for (int i = 0; i < n; ++i) RETURN_IF_ERROR(backend_->LaunchGraph(graph));
+    ASSIGN_OR_RETURN(double seconds, backend_->StopTimer());
+    double mean = seconds / n / o_.iters;
+    RETURN_IF_ERROR(AgreeOnTimes(&mean, 1));
+    m->time_us = mean * 1e6;
+    return Status();
+  }
+  std::vector<double> sorted(n);
+  for (int i = 0; i < n; ++i) {
+    RETURN_IF_ERROR(backend_->StartTimer());
+    RETURN_IF_ERROR(backend_->LaunchGraph(graph));
+    ASSIGN_OR_RETURN(sorted[i], backend_->StopTimer());
+    sorted[i] /= o_.iters;
+  }
+  std::sort(sorted.begin(), sorted.end());
+  double sum = 0;
+  for (double s : sorted) sum += s;
+  double t[4] = {Quantile(sorted, 0.5), Quantile(sorted, 0.1), Quantile(sorted, 0.9), sum / n};
   RETURN_IF_ERROR(AgreeOnTimes(t, 4));
   m->time_us = t[0] * 1e6;
   m->time_p10_us = t[1] * 1e6;

@@ -60,6 +60,10 @@ class CudaBackend final : public Backend {
   Status Synchronize() override;
   Status StartTimer() override;
   StatusOr<double> StopTimer() override;
+  Status BeginCapture() override;
+  StatusOr<void*> EndCapture() override;
+  Status LaunchGraph(void* graph) override;
+  void DestroyGraph(void* graph) override;
 
  private:
   int device_;
@@ -168,6 +172,30 @@ StatusOr<double> CudaBackend::StopTimer() {
   float ms = 0;
   RINGO_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start_, stop_));
   return ms * 1e-3;
+}
+
+Status CudaBackend::BeginCapture() {
+  RINGO_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  return Status();
+}
+
+StatusOr<void*> CudaBackend::EndCapture() {
+  cudaGraph_t graph = nullptr;
+  RINGO_CUDA_RETURN_IF_ERROR(cudaStreamEndCapture(stream_, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  RINGO_CUDA_RETURN_IF_ERROR(made);
+  return static_cast<void*>(exec);
+}
+
+Status CudaBackend::LaunchGraph(void* graph) {
+  RINGO_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), stream_));
+  return Status();
+}
+
+void CudaBackend::DestroyGraph(void* graph) {
+  if (graph != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
 }
 
 }  // namespace

@@ -143,6 +143,11 @@ const Flag kFlags[] = {
        ASSIGN_OR_RETURN(o->warmup_iters, ParseSmallInt(f, v, 0, kMaxInt));
        return Status();
      }},
+    {"-G", "--cudagraph", true,
+     [](const std::string& f, const std::string& v, Options* o) -> Status {
+       ASSIGN_OR_RETURN(o->graph_launches, ParseSmallInt(f, v, 0, kMaxInt));
+       return Status();
+     }},
     {"-c", "--check", true,
      [](const std::string& f, const std::string& v, Options* o) -> Status {
        ASSIGN_OR_RETURN(o->check, ParseSmallInt(f, v, 0, 1));
@@ -377,6 +382,8 @@ std::string FlagsUsage(const std::string& program) {
          "  -f, --stepfactor N       multiply the size by N each step; wins over -i when > 1\n"
          "  -n, --iters N            timed iterations per size (default 20)\n"
          "  -w, --warmup_iters N     untimed iterations before each measurement (default 5)\n"
+         "  -G, --cudagraph N        capture the -n iterations in a CUDA graph and launch it\n"
+         "                           N times; the time is per collective (GPU only)\n"
          "  -c, --check 0|1          verify every result and count #wrong (default 1)\n"
          "  -o, --op OP              sum, prod, min, max, avg or all (default sum)\n"
          "  -d, --datatype TYPE      int8, uint8, int32, uint32, int64, uint64, half,\n"

@@ -43,6 +43,7 @@ struct Options {
   bool host_memory = false;  // --host: host memory even where a GPU is visible
   int ranks_per_gpu = 1;     // --ranks-per-gpu K: rank r on GPU (r / K) % visible GPUs
   bool median = false;    // --median: time each iteration, report the median
+  int graph_launches = 0;  // -G N: the -n iterations captured in a CUDA graph, launched N times
   bool in_place = true;   // --no-inplace: out-of-place measurements only
   int local_register = 0;  // -R 1: buffers from the library's allocator (ringoMemAlloc)
   std::string csv_path;

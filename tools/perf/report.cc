@@ -74,9 +74,15 @@ const char* AverageText(Average a) {
 
 // What the time column is, since --median changes it.
 std::string TimeLine(const Options& o, const RunInfo& info) {
-  const std::string per_rank =
-      o.median ? Printf("median of %d one-iteration timings (p10, p90 and mean in the CSV)", o.iters)
-               : Printf("mean of %d back-to-back iterations", o.iters);
+  std::string per_rank =
+      o.graph_launches > 0
+          ? (o.median ? Printf("median over %d launches of a CUDA graph of %d iterations, divided by %d "
+                               "(p10, p90 and mean in the CSV)",
+                               o.graph_launches, o.iters, o.iters)
+                      : Printf("mean of %d back-to-back launches of a CUDA graph of %d iterations, per iteration",
+                               o.graph_launches, o.iters))
+      : o.median ? Printf("median of %d one-iteration timings (p10, p90 and mean in the CSV)", o.iters)
+                 : Printf("mean of %d back-to-back iterations", o.iters);
   // GPU: CUDA events recorded on the rank's stream around the batch (or each
   // iteration); host: the wall clock around calls that return when done.
   const char* clock = info.host_memory ? "" : ", from CUDA events on each rank's stream";
