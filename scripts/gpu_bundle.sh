@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds what a GPU machine needs to verify Ringo's GPU path and packs it into
-# one archive: the GPU tests, ringo-perf, reduce_bench, nccl-perf and
-# libringo.so built with --config=gpubundle (sm_90 only, no line info,
+# one archive: the GPU tests, ringo-perf, reduce_bench, nccl-perf,
+# libringo.so and the NCCL shim libnccl.so.2 built with --config=gpubundle (sm_90 only, no line info,
 # compressed fatbins, stripped), the shared libraries they need beyond the C
 # and C++ runtimes (libhwloc.so.15 and its own, which a bare GPU machine may
 # lack; the C++ runtime goes in lib/compat/, used only where the machine's is
@@ -33,10 +33,14 @@ targets=(
   //transport/cuda:device_fifo_test
   //tests:gpu_conformance_test
   //tests:gpu_process_test
+  //tests:gpu_graph_test
+  //tests:gpu_elastic_test
+  //tests:gpu_p2p_test
   //tools:perf_gpu_test
   //tools:ringo-perf
   //bench/peers:nccl-perf
   //:libringo.so
+  //:libnccl.so.2
 )
 source scripts/bazel_flags.sh
 if ! [[ -x /usr/local/cuda/bin/nvcc || -n "${CUDA_PATH:-}" ]]; then
@@ -64,11 +68,11 @@ for t in "${targets[@]}"; do
   src="$bin_root/$rel"
   [[ -f $src ]] || { echo "gpu_bundle.sh: $src was not built" >&2; exit 1; }
   case "$(basename "$src")" in
-    *.so) cp "$src" "$b/lib/" ;;
+    *.so | *.so.[0-9]*) cp "$src" "$b/lib/" ;;
     *) cp "$src" "$b/bin/" ;;
   esac
 done
-chmod u+w "$b"/bin/* "$b"/lib/*.so
+chmod u+w "$b"/bin/* "$b"/lib/*.so*
 
 # Shared libraries beyond the C runtime, which every machine has. The C++
 # runtime goes to lib/compat/, which the runner adds only when the machine's
@@ -76,7 +80,7 @@ chmod u+w "$b"/bin/* "$b"/lib/*.so
 system_re='^(linux-vdso|ld-linux|libc|libm|libdl|librt|libpthread|libresolv|libutil)\.so'
 compat_re='^(libstdc\+\+|libgcc_s)\.so'
 declare -A copied=()
-for f in "$b"/bin/* "$b"/lib/*.so; do
+for f in "$b"/bin/* "$b"/lib/*.so "$b"/lib/libnccl.so.2; do
   while read -r soname _ path _; do
     [[ -n ${path:-} && -f $path ]] || continue
     [[ $soname =~ $system_re ]] && continue

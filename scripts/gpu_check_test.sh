@@ -29,7 +29,7 @@ b="$work/ringo-gpu-test"
 mkdir -p "$b/bin" "$b/lib/compat"
 for f in "$@"; do
   case "$f" in
-    *.so) ln -s "$(realpath "$f")" "$b/lib/$(basename "$f")" ;;
+    *.so | *.so.[0-9]*) ln -s "$(realpath "$f")" "$b/lib/$(basename "$f")" ;;
     *) ln -s "$(realpath "$f")" "$b/bin/$(basename "$f")" ;;
   esac
 done
@@ -90,7 +90,7 @@ sed -n '/gpu_check summary/,$p' "$out"
 [[ $rc -eq 1 ]] || { echo "FAIL: exit status $rc with a GPU that cannot be used"; fail=1; }
 passed=$(grep -E '^PASS ' "$out" | awk '{print $2}' | tr '\n' ' ')
 [[ $passed == "bundle facts " ]] || { echo "FAIL: steps passed without a usable GPU: $passed"; fail=1; }
-grep -qE '^(PASS|MISS) (kernel_tests|conformance|perf|process|sanitize|nccl)' "$out" &&
+grep -qE '^(PASS|MISS) (kernel_tests|conformance|perf|process|sanitize|nccl|graph|latency|torch|cupy|p2p|elastic)' "$out" &&
   { echo "FAIL: a GPU step passed or measured"; fail=1; }
 [[ $fail -eq 0 ]] && echo "PASS"
 exit $fail
