@@ -106,6 +106,20 @@ typedef struct {
   float estimatedTime;
 } ncclSimInfo_t;
 
+// NCCL 2.28's device API (nccl_device.h): the types its host calls pass.
+// The shim makes no device communicator, so the structs it only receives
+// by pointer stay opaque; ncclTeam_t is returned by value and has NCCL's
+// layout (ranks rank + k * stride of the communicator, nRanks of them).
+typedef struct ncclDevComm ncclDevComm_t;
+typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
+typedef struct ncclDevResourceRequirements ncclDevResourceRequirements_t;
+typedef struct ncclLsaBarrierHandle ncclLsaBarrierHandle_t;
+typedef struct ncclGinBarrierHandle ncclGinBarrierHandle_t;
+typedef struct ncclLLA2AHandle ncclLLA2AHandle_t;
+typedef struct ncclTeam {
+  int nRanks, rank, stride;
+} ncclTeam_t;
+
 }  // extern "C"
 
 #endif  // RINGO_COLLECTIVES_NCCL_ABI_H_

@@ -25,6 +25,7 @@ static_assert(sizeof(ncclUniqueId) == sizeof(ringoUniqueId), "unique ids are the
 static_assert(sizeof(ncclRedOp_t) == sizeof(int) && sizeof(ncclDataType_t) == sizeof(int), "int-sized enums");
 static_assert(static_cast<int>(ncclFloat8e5m2) == static_cast<int>(ringoFloat8e5m2), "datatypes match");
 static_assert(static_cast<int>(ncclInProgress) == static_cast<int>(ringoInProgress), "results match");
+static_assert(sizeof(ncclTeam_t) == 3 * sizeof(int), "ncclTeam_t is NCCL's three ints");
 
 // The message of this thread's last failed call through the shim.
 thread_local std::string t_last_error;
@@ -241,6 +242,11 @@ NCCL_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
   return Unsupported("ncclCommWindowDeregister", "symmetric memory windows");
 }
 
+// NCCL ends the group, estimates its time and runs none of it. Ringo can
+// neither simulate a group nor drop what it queued, and running the
+// operations of a group meant only to be timed would write into the
+// caller's buffers: refused, the group left as it is (the caller's
+// ncclGroupEnd then runs or its error path abandons it).
 NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) {
   return Unsupported("ncclGroupSimulateEnd", "Ringo does not simulate groups");
 }
@@ -317,3 +323,75 @@ NCCL_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t d
 
 NCCL_EXPORT ncclResult_t ncclGroupStart() { return From(ringoGroupStart()); }
 NCCL_EXPORT ncclResult_t ncclGroupEnd() { return From(ringoGroupEnd()); }
+
+// ---- device API (nccl_device.h) ----
+//
+// NCCL 2.28's device API runs kernels on symmetric memory windows through a
+// device communicator. Ringo maps no peer memory into the program (there
+// are no windows, see ncclCommWindowRegister), so no device communicator
+// can be made: the calls that need one refuse with ncclInvalidUsage, the
+// team calls that need the load/store (NVLink) domain return what NCCL
+// returns when it cannot set its device runtime up (a zero team, rank -1)
+// with the reason in ncclGetLastError, and the calls that are plain
+// arithmetic on the communicator are answered. PyTorch 2.11 calls
+// ncclDevCommCreate/Destroy for symmetric memory on its NCCL backend.
+
+NCCL_EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t, const ncclDevCommRequirements_t*, ncclDevComm_t*) {
+  return Unsupported("ncclDevCommCreate", "device communicators (Ringo has no symmetric memory windows)");
+}
+
+NCCL_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t, const ncclDevComm_t*) {
+  return Unsupported("ncclDevCommDestroy", "device communicators (this library never makes one)");
+}
+
+NCCL_EXPORT ncclTeam_t ncclTeamWorld(ncclComm_t comm) {
+  int count = 0;
+  int rank = 0;
+  if (From(ringoCommCount(R(comm), &count)) != ncclSuccess) return ncclTeam_t{};
+  if (From(ringoCommUserRank(R(comm), &rank)) != ncclSuccess) return ncclTeam_t{};
+  ncclTeam_t team{};
+  team.nRanks = count;
+  team.rank = rank;
+  team.stride = 1;
+  return team;
+}
+
+NCCL_EXPORT ncclTeam_t ncclTeamLsa(ncclComm_t) {
+  (void)Unsupported("ncclTeamLsa", "load/store-accessible teams (Ringo has no symmetric memory windows)");
+  return ncclTeam_t{};
+}
+
+NCCL_EXPORT ncclTeam_t ncclTeamRail(ncclComm_t) {
+  (void)Unsupported("ncclTeamRail", "rail teams, which follow the load/store-accessible team");
+  return ncclTeam_t{};
+}
+
+// The world rank of `team`'s rank `rank`, counted from this rank as NCCL does.
+NCCL_EXPORT int ncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank) {
+  int self = 0;
+  if (From(ringoCommUserRank(R(comm), &self)) != ncclSuccess) return -1;
+  return self + (rank - team.rank) * team.stride;
+}
+
+NCCL_EXPORT int ncclTeamRankToLsa(ncclComm_t, ncclTeam_t, int) {
+  (void)Unsupported("ncclTeamRankToLsa", "load/store-accessible teams (Ringo has no symmetric memory windows)");
+  return -1;
+}
+
+NCCL_EXPORT ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t, int, ncclLsaBarrierHandle_t*,
+                                                         ncclDevResourceRequirements_t*) {
+  return Unsupported("ncclLsaBarrierCreateRequirement", "device communicators (ncclDevCommCreate)");
+}
+
+NCCL_EXPORT ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t, ncclTeam_t, int, ncclGinBarrierHandle_t*,
+                                                         ncclDevResourceRequirements_t*) {
+  return Unsupported("ncclGinBarrierCreateRequirement", "device communicators (ncclDevCommCreate)");
+}
+
+NCCL_EXPORT ncclResult_t ncclLLA2ACreateRequirement(int, int, ncclLLA2AHandle_t*, ncclDevResourceRequirements_t*) {
+  return Unsupported("ncclLLA2ACreateRequirement", "device communicators (ncclDevCommCreate)");
+}
+
+// Slots an LL all-to-all needs for maxElts elements of up to maxEltSize
+// bytes: NCCL's formula (8-byte slots per element).
+NCCL_EXPORT int ncclLLA2ACalcSlots(int maxElts, int maxEltSize) { return maxElts * ((maxEltSize + 7) / 8); }

@@ -11,10 +11,17 @@ work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/nccl_shim.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cp "$library" "$work/libnccl.so.2"
 
-# The shim exports NCCL's API and nothing of Ringo's.
+# The shim exports NCCL's API and nothing of Ringo's: at least every NCCL
+# function PyTorch 2.11's libtorch_cuda.so (38) and CuPy 14's NCCL module
+# (22) import, as nm read them from those builds.
 exports=$(nm -D --defined-only "$work/libnccl.so.2" | awk '$2 ~ /[TW]/ {print $3}')
-for want in ncclGetVersion ncclCommInitRank ncclAllReduce ncclSend ncclRecv ncclAlltoAll ncclGather ncclScatter \
-            ncclCommSplit ncclRedOpCreatePreMulSum ncclGroupEnd ncclCommShrink ncclMemAlloc; do
+for want in ncclAllGather ncclAllReduce ncclAlltoAll ncclBcast ncclBroadcast ncclCommAbort ncclCommCount \
+            ncclCommDeregister ncclCommDestroy ncclCommFinalize ncclCommGetAsyncError ncclCommInitAll \
+            ncclCommInitRank ncclCommInitRankConfig ncclCommInitRankScalable ncclCommRegister ncclCommShrink \
+            ncclCommSplit ncclCommUserRank ncclCommWindowDeregister ncclCommWindowRegister ncclDevCommCreate \
+            ncclDevCommDestroy ncclGetErrorString ncclGetLastError ncclGetUniqueId ncclGetVersion ncclGroupEnd \
+            ncclGroupSimulateEnd ncclGroupStart ncclMemAlloc ncclMemFree ncclRecv ncclRedOpCreatePreMulSum \
+            ncclRedOpDestroy ncclReduce ncclReduceScatter ncclSend ncclCommCuDevice ncclGather ncclScatter; do
   grep -qx "$want" <<<"$exports" || { echo "FAIL: libnccl.so.2 does not export $want"; exit 1; }
 done
 if grep -v '^nccl' <<<"$exports" | grep -q .; then
