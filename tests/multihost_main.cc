@@ -19,12 +19,19 @@
 //   victim     AllReduces forever (the script kills it or its link)
 //   garbage    a few AllReduces, then writes garbage into its own data
 //              connections and stops: its peers must fail naming it
+//   hang_sleep RANK SECONDS
+//              12 AllReduces, rank RANK sleeping SECONDS before its 6th:
+//              all succeed (the script checks the diagnosis the others print)
+//   hang_stopped VICTIM
+//              AllReduces until one fails (the script stops VICTIM); exit 0
+//              when the error carries the diagnosis naming it silent
 // Exit status 2 for a failure to set up, 1 for a failed check.
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -268,11 +275,52 @@ int Garbage(int rank, ringoComm_t comm) {
   return 0;
 }
 
+// Hang diagnosis across hosts, a rank that sleeps: 12 all-reduces; rank
+// `sleeper` sleeps `sleep_s` seconds before its 6th. Every call must
+// succeed (the stall threshold only explains; the timeout is longer); the
+// script checks that the other ranks printed the diagnosis naming it.
+int HangSleep(int rank, int sleeper, int sleep_s, ringoComm_t comm) {
+  std::vector<float> buf(1024);
+  for (int i = 0; i < 12; ++i) {
+    if (rank == sleeper && i == 5) std::this_thread::sleep_for(std::chrono::seconds(sleep_s));
+    std::fill(buf.begin(), buf.end(), 1.0f);
+    const ringoResult_t r = ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, comm, nullptr);
+    if (r != ringoSuccess) {
+      std::fprintf(stderr, "rank %d: all-reduce %d failed: %s\n", rank, i, ringoGetLastError(comm));
+      return 1;
+    }
+  }
+  std::printf("rank %d: 12 all-reduces done\n", rank);
+  ringoCommDestroy(comm);
+  return 0;
+}
+
+// Hang diagnosis across hosts, a rank the script stops (SIGSTOP): all-reduces
+// until one fails (RINGO_STALL_ABORT=1 ends the wait at the diagnosis); the
+// error must carry the diagnosis naming `victim` as silent, on another host.
+int HangStopped(int rank, int victim, ringoComm_t comm) {
+  std::vector<float> buf(64 << 10);  // as the victim calls
+  for (int i = 0; i < 100000; ++i) {
+    const ringoResult_t r = ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat32, ringoSum, comm, nullptr);
+    if (r == ringoSuccess) continue;
+    const std::string why = ringoGetLastError(comm);
+    std::fprintf(stderr, "rank %d: all-reduce %d failed: %s\n", rank, i, why.c_str());
+    const std::string v = "rank " + std::to_string(victim) + " did not answer within";
+    const bool ok = why.find("Ringo hang diagnosis") != std::string::npos && why.find(v) != std::string::npos &&
+                    why.find("on another host") != std::string::npos;
+    if (!ok) std::fprintf(stderr, "rank %d: the error does not carry the diagnosis of the stopped rank\n", rank);
+    ringoCommAbort(comm);
+    return ok ? 0 : 1;
+  }
+  std::fprintf(stderr, "rank %d: no all-reduce failed\n", rank);
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s sweep|collectives|p2p|reduced|survive VICTIM|victim|garbage\n", argv[0]);
+    std::fprintf(stderr, "usage: %s sweep|collectives|p2p|reduced|survive VICTIM|victim|garbage|hang_sleep RANK SECONDS|hang_stopped VICTIM\n", argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -299,6 +347,8 @@ int main(int argc, char** argv) {
     while (true) ringoAllReduce(in.data(), out.data(), in.size(), ringoFloat32, ringoSum, comm, nullptr);
   }
   if (mode == "garbage") return Garbage(rank, comm);
+  if (mode == "hang_sleep" && argc > 3) return HangSleep(rank, std::atoi(argv[2]), std::atoi(argv[3]), comm);
+  if (mode == "hang_stopped" && argc > 2) return HangStopped(rank, std::atoi(argv[2]), comm);
   std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
   return 2;
 }

@@ -6,7 +6,11 @@
 #     over IPv6;
 #   - faults: a rank killed on the other host, a host's link taken down
 #     mid-collective, a peer that writes garbage on its data connections:
-#     every survivor fails within RINGO_TIMEOUT_MS naming the rank.
+#     every survivor fails within RINGO_TIMEOUT_MS naming the rank;
+#   - hangs: a rank on another host that sleeps before a collective is named
+#     by every other rank's diagnosis (over the control connections, long
+#     before the timeout), and one that is stopped is reported silent, on
+#     another host, in the error RINGO_STALL_ABORT gives.
 # Usage: multihost_test.sh MULTIHOST_BINARY
 set -u
 BIN=$(readlink -f "$1")
@@ -14,7 +18,8 @@ HERE=$(dirname "$(readlink -f "$0")")
 source "$HERE/cluster.sh"
 source "$HERE/../testlib/junit.sh"
 junit_init multihost
-CASES=(sweep_2x1 sweep_2x2 sweep_3x1 sweep_2x3 sweep_2x1_ipv6 kill_remote_rank link_down garbage_on_data_port)
+CASES=(sweep_2x1 sweep_2x2 sweep_3x1 sweep_2x3 sweep_2x1_ipv6 kill_remote_rank link_down garbage_on_data_port
+       hang_sleep_remote hang_stopped_remote)
 # Each host's own interface, not the loopback the single-host tests use.
 unset RINGO_SOCKET_IFNAME
 if ! why=$(cluster_require 2>&1); then
@@ -80,6 +85,18 @@ ip -n "$(host_ns 1)" link set "$(host_ifname 1)" up
 # A peer that writes garbage on its data connections.
 VICTIM=1 RANK_ARGS_1="garbage" POSTCHECK='grep -q "not a Ringo frame" "$LOGS/garbage_on_data_port.rank0.log"' \
   launch garbage_on_data_port "0 1" survive 1
+
+# Hangs. Ranks 0, 1 on host 0, 2 on host 1, 3 on host 2; rank 3 sleeps 5 s
+# before its 6th all-reduce; the stall threshold is 1.5 s.
+export RINGO_TIMEOUT_MS=30000
+EXTRA_ENV="RINGO_STALL_MS=1500" \
+  POSTCHECK='(for r in 0 1 2; do grep -q "rank 3 has not entered AllReduce #" "$LOGS/hang_sleep_remote.rank$r.log" && grep -q "outside Ringo" "$LOGS/hang_sleep_remote.rank$r.log" || exit 1; done)' \
+  launch hang_sleep_remote "0 0 1 2" hang_sleep 3 5
+# Rank 1 (host 1) stopped with SIGSTOP mid-loop; rank 0 aborts at the
+# diagnosis, which must report rank 1 silent and on another host.
+EXTRA_ENV="RINGO_STALL_MS=1000 RINGO_STALL_ABORT=1 RINGO_CONTROL_TIMEOUT_MS=300" VICTIM=1 RANK_ARGS_1="victim" \
+  DURING='sleep 1.5; kill -STOP ${RANK_PIDS[1]}' \
+  launch hang_stopped_remote "0 1" hang_stopped 1
 
 echo "logs in $LOGS"
 junit_failed && exit 1

@@ -8,7 +8,14 @@
 //              rank 3 writes its own on request
 //   mismatch   at collective #5 rank 1 broadcasts where the others
 //              all-reduce: every rank fails, writing its record
-// Usage: doctor_scenario straggler|missing|mismatch
+//   sleeper [SECONDS [CALL]]
+//              120 all-reduces, rank 3 sleeping SECONDS (default 60)
+//              before all-reduce #CALL (default 100); every call succeeds
+//              unless the timeout is shorter; each rank prints when it
+//              starts and ends the slow call, and every rank writes its
+//              record on request at the end (the hang diagnosis's demo: set
+//              RINGO_STALL_MS to a few seconds)
+// Usage: doctor_scenario straggler|missing|mismatch|sleeper [SECONDS [CALL]]
 #include <unistd.h>
 
 #include <chrono>
@@ -22,6 +29,34 @@
 #include "ringo/ringo.h"
 
 namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int Sleeper(int rank, const ringoUniqueId& id, int seconds, int call) {
+  ringoComm_t comm = nullptr;
+  if (ringoCommInitRank(&comm, 4, id, rank) != ringoSuccess) return 1;
+  std::vector<float> buf(1024, 1.0f);
+  const double t0 = Now();
+  for (int i = 1; i <= 120; ++i) {
+    if (rank == 3 && i == call) {
+      std::fprintf(stderr, "[t=%6.2f s] rank %d: sleeping %d s before all-reduce #%d\n", Now() - t0, rank, seconds, i);
+      std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    }
+    if (i == call) std::fprintf(stderr, "[t=%6.2f s] rank %d: calls all-reduce #%d\n", Now() - t0, rank, i);
+    std::fill(buf.begin(), buf.end(), 1.0f);
+    if (ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat, ringoSum, comm, nullptr) != ringoSuccess) {
+      std::fprintf(stderr, "[t=%6.2f s] rank %d: all-reduce #%d failed: %s\n", Now() - t0, rank, i,
+                   ringoGetLastError(comm));
+      return 1;
+    }
+    if (i == call) std::fprintf(stderr, "[t=%6.2f s] rank %d: all-reduce #%d returned\n", Now() - t0, rank, i);
+  }
+  const int rc = ringoCommDumpTrace(comm, nullptr) == ringoSuccess ? 0 : 1;
+  ringoCommDestroy(comm);
+  return rc;
+}
 
 int Rank(const std::string& mode, int rank, const ringoUniqueId& id) {
   ringoComm_t comm = nullptr;
@@ -53,12 +88,18 @@ int Rank(const std::string& mode, int rank, const ringoUniqueId& id) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s straggler|missing|mismatch\n", argv[0]);
+  const std::string mode = argc >= 2 ? argv[1] : "";
+  if (argc < 2 || (mode != "sleeper" && argc != 2) || argc > 4) {
+    std::fprintf(stderr, "usage: %s straggler|missing|mismatch|sleeper [SECONDS [CALL]]\n", argv[0]);
     return 2;
   }
-  const std::string mode = argv[1];
   ringoUniqueId id;
   if (ringoGetUniqueId(&id) != ringoSuccess) return 1;
+  if (mode == "sleeper") {
+    const int seconds = argc > 2 ? std::atoi(argv[2]) : 60;
+    const int call = argc > 3 ? std::atoi(argv[3]) : 100;
+    return ringo::launch::RunForkedRanks("doctor_scenario", 4,
+                                         [&](int rank) { return Sleeper(rank, id, seconds, call); });
+  }
   return ringo::launch::RunForkedRanks("doctor_scenario", 4, [&](int rank) { return Rank(mode, rank, id); });
 }
