@@ -46,6 +46,7 @@ Status CheckBuffer(const Communicator* c, const void* p, const char* name, bool 
 Status Validate(Communicator* c, const kernels::CollArgs& a, int datatype, ringoStream_t stream) {
   if (!base::IsValidDataType(datatype)) return base::InvalidArgument("datatype " + std::to_string(datatype) + " is not a ringoDataType_t");
   if (stream != nullptr && c->kind() == ringo::collectives::DeviceKind::kHost) {
+    RETURN_IF_ERROR(c->CheckCapture(stream));  // a graph being captured: say so
     return base::InvalidArgument("stream must be NULL on a host communicator");
   }
   const uint64_t elem = base::DataTypeSize(a.dtype);

@@ -62,6 +62,7 @@ inline Status CheckRank(int r, int nranks, const char* what) {
 
 inline Status CheckStream(const Communicator* c, ringoStream_t stream) {
   if (stream != nullptr && c->kind() == ringo::collectives::DeviceKind::kHost) {
+    RETURN_IF_ERROR(c->CheckCapture(stream));  // a graph being captured: say so
     return base::InvalidArgument("stream must be NULL on a host communicator");
   }
   return Status();

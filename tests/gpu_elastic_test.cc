@@ -8,6 +8,7 @@
 // instead under RINGO_REQUIRE_GPU=1).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -91,7 +92,11 @@ ringoResult_t InitGpu(ringoComm_t* comm, int n, const ringoUniqueId& id, int ran
 // use the parent again.
 TEST(GpuElastic, AHealthyShrinkLeavesParentAndChildUsable) {
   SKIP_WITHOUT_GPU();
-  auto body = [](int rank, int n, const ringoUniqueId& id) -> std::string {
+  // Rank 3 launches its next parent all-reduce only once the others have
+  // their child: on one GPU its waiting kernel would otherwise stall their
+  // setup (allocations that wait for the device; docs/gpu.md's hazards).
+  std::atomic<int> children{0};
+  auto body = [&children](int rank, int n, const ringoUniqueId& id) -> std::string {
     GpuRankState s;
     ringoComm_t comm = nullptr;
     ringoResult_t r = InitGpu(&comm, n, id, rank);
@@ -111,6 +116,9 @@ TEST(GpuElastic, AHealthyShrinkLeavesParentAndChildUsable) {
       e = AllReduceIs(child, s, static_cast<float>(rank + 1), 6.0f);
       if (!e.empty()) return "child: " + e;
       ringoCommDestroy(child);
+      children.fetch_add(1);
+    } else {
+      while (children.load() < 3) std::this_thread::sleep_for(milliseconds(1));
     }
     e = AllReduceIs(comm, s, 1.0f, 4.0f);
     if (!e.empty()) return "parent after the shrink: " + e;

@@ -1,19 +1,22 @@
 // CUDA graph capture of GPU communicators' calls (collectives/internal/
 // gpu_order.h): every collective and point-to-point call captured on each
-// rank's stream and replayed many times with new inputs written between
-// replays, each replay's result checked (1000 verified replays of one
-// all-reduce); two graphs of one communicator replayed in turn between eager
-// calls; 100 collectives in one graph; two collectives captured on two
-// streams of one capture; a host communicator refusing a capturing stream.
-// Ranks share CUDA device 0 (ringoCommInitAll with a repeated device list),
-// one thread drives them in groups. Skips where no GPU is visible (fails
-// instead under RINGO_REQUIRE_GPU=1).
+// rank's stream (each rank capturing on a thread of its own) and replayed
+// many times with new inputs written between replays, each replay's result
+// checked (1000 verified replays of one all-reduce); two graphs of one
+// communicator replayed in turn between eager calls; 100 collectives in one
+// graph; two collectives captured on two streams of one capture; every rank
+// captured from one thread in one group; the global capture mode; a host
+// communicator refusing a capturing stream. Ranks share CUDA device 0
+// (ringoCommInitAll with a repeated device list). Skips where no GPU is
+// visible (fails instead under RINGO_REQUIRE_GPU=1).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <list>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/cuda.h"
@@ -82,31 +85,56 @@ class Ranks {
     }
     return out;
   }
-  // Captures `issue(r)` for every rank, in one group, into one graph per rank
-  // (out[r]). Returns "" or what failed.
+  // Captures `issue(r)` into one graph per rank (out[r]): each rank on a
+  // thread of its own (begin, issue, end, instantiate), as one process or
+  // thread per rank would; or, with `grouped`, every rank from this thread
+  // in one ringoGroupStart/End. Returns "" or what failed.
   std::string Capture(const std::function<ringoResult_t(int)>& issue, std::vector<cudaGraphExec_t>* out,
-                      cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal) {
+                      cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal, bool grouped = false) {
     out->assign(n(), nullptr);
-    for (int r = 0; r < n(); ++r) {
-      if (cudaStreamBeginCapture(streams_[r], mode) != cudaSuccess) return "cudaStreamBeginCapture failed";
-    }
-    std::string failed;
-    if (ringoGroupStart() != ringoSuccess) failed = "ringoGroupStart failed";
-    for (int r = 0; r < n() && failed.empty(); ++r) {
-      if (issue(r) != ringoSuccess) failed = "rank " + std::to_string(r) + ": " + ringoGetLastError(comms_[r]);
-    }
-    if (ringoGroupEnd() != ringoSuccess && failed.empty()) failed = std::string("ringoGroupEnd: ") + ringoGetLastError(nullptr);
-    for (int r = 0; r < n(); ++r) {
+    std::vector<std::string> failed(n());
+    auto end = [&](int r) {
       cudaGraph_t g = nullptr;
-      const cudaError_t e = cudaStreamEndCapture(streams_[r], &g);
+      cudaError_t e = cudaStreamEndCapture(streams_[r], &g);
       if (e != cudaSuccess) {
-        if (failed.empty()) failed = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(e);
-        continue;
+        if (failed[r].empty()) failed[r] = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(e);
+        return;
       }
-      if (cudaGraphInstantiate(&(*out)[r], g, 0) != cudaSuccess && failed.empty()) failed = "cudaGraphInstantiate failed";
+      e = cudaGraphInstantiate(&(*out)[r], g, 0);
+      if (e != cudaSuccess && failed[r].empty()) failed[r] = std::string("cudaGraphInstantiate: ") + cudaGetErrorString(e);
       cudaGraphDestroy(g);
+    };
+    auto begin = [&](int r) {
+      const cudaError_t e = cudaStreamBeginCapture(streams_[r], mode);
+      if (e != cudaSuccess) failed[r] = std::string("cudaStreamBeginCapture: ") + cudaGetErrorString(e);
+      return e == cudaSuccess;
+    };
+    auto call = [&](int r) {
+      if (issue(r) != ringoSuccess && failed[r].empty()) failed[r] = ringoGetLastError(comms_[r]);
+    };
+    if (grouped) {
+      for (int r = 0; r < n(); ++r) begin(r);
+      ringoGroupStart();
+      for (int r = 0; r < n(); ++r) call(r);
+      if (ringoGroupEnd() != ringoSuccess && failed[0].empty()) failed[0] = ringoGetLastError(nullptr);
+      for (int r = 0; r < n(); ++r) end(r);
+    } else {
+      std::vector<std::thread> threads;
+      for (int r = 0; r < n(); ++r) {
+        threads.emplace_back([&, r] {
+          cudaSetDevice(0);
+          if (!begin(r)) return;
+          call(r);
+          end(r);
+        });
+      }
+      for (auto& t : threads) t.join();
     }
-    return failed;
+    std::string all;
+    for (int r = 0; r < n(); ++r) {
+      if (!failed[r].empty()) all += "rank " + std::to_string(r) + ": " + failed[r] + "; ";
+    }
+    return all;
   }
   std::string CaptureInto(const std::function<ringoResult_t(int)>& issue) { return Capture(issue, &graphs_); }
   // Launches every rank's graph of `graphs` on its stream.
@@ -143,7 +171,7 @@ class Ranks {
   std::vector<cudaStream_t> streams_;
   std::vector<cudaGraphExec_t> graphs_;
   std::vector<cudaGraphExec_t> more_graphs_;
-  std::vector<std::vector<cudaGraphExec_t>> more_sets_;
+  std::list<std::vector<cudaGraphExec_t>> more_sets_;  // stable addresses (NewGraphSet)
   std::vector<void*> buffers_;
   bool ok_ = false;
 };
@@ -251,10 +279,12 @@ TEST(GpuGraph, EveryCallReplaysWithNewInputs) {
          [&](int r) { return ringoAllToAll(in[r], out[r], c, ringoFloat32, ranks.comm(r), ranks.stream(r)); },
          [c](int r, int k, size_t i) { return In(static_cast<int>(i / c), k, r * c + i % c); }, n * c, n * c},
         {"send_recv",
-         [&](int r) {
+         [&](int r) {  // one group: the send and the receive in one kernel
+           ringoGroupStart();
            ringoResult_t a = ringoSend(in[r], c, ringoFloat32, 1 - r, ranks.comm(r), ranks.stream(r));
            ringoResult_t b = ringoRecv(out[r], c, ringoFloat32, 1 - r, ranks.comm(r), ranks.stream(r));
-           return a != ringoSuccess ? a : b;
+           ringoResult_t g = ringoGroupEnd();
+           return a != ringoSuccess ? a : b != ringoSuccess ? b : g;
          },
          [](int r, int k, size_t i) { return In(1 - r, k, i); }, c, c},
     };
@@ -437,6 +467,36 @@ TEST(GpuGraph, TwoStreamsOfOneCapture) {
   EXPECT_EQ(ranks.Errors(), "");
 }
 
+// Every rank captured from one thread in one group (the group runs each
+// communicator on a thread of its own, which enqueues into the capture).
+TEST(GpuGraph, OneThreadCapturesEveryRankInAGroup) {
+  SKIP_WITHOUT_GPU();
+  const int n = 2;
+  const size_t c = 512;
+  Ranks ranks(n);
+  ASSERT_TRUE(ranks.ok());
+  std::vector<float*> in(n), out(n);
+  for (int r = 0; r < n; ++r) {
+    in[r] = static_cast<float*>(ranks.Alloc(c * sizeof(float)));
+    out[r] = static_cast<float*>(ranks.Alloc(c * sizeof(float)));
+  }
+  std::vector<cudaGraphExec_t>* g = ranks.NewGraphSet();
+  ASSERT_EQ(ranks.Capture([&](int r) {
+              return ringoAllReduce(in[r], out[r], c, ringoFloat32, ringoSum, ranks.comm(r), ranks.stream(r));
+            },
+                          g, cudaStreamCaptureModeThreadLocal, /*grouped=*/true),
+            "");
+  ranks.Keep(*g);
+  for (int k = 0; k < 10; ++k) {
+    for (int r = 0; r < n; ++r) Upload(in[r], std::vector<float>(c, static_cast<float>(r + k)), ranks.stream(r));
+    ASSERT_EQ(ranks.Replay(*g), "");
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(Download(out[r], c, ranks.stream(r))[c - 1], static_cast<float>(1 + 2 * k));
+    }
+  }
+  EXPECT_EQ(ranks.Errors(), "");
+}
+
 // PyTorch's default capture mode (global) on one rank pair.
 TEST(GpuGraph, GlobalCaptureMode) {
   SKIP_WITHOUT_GPU();
@@ -485,8 +545,10 @@ TEST(GpuGraph, HostCommunicatorRefusesCapture) {
   cudaGraph_t g = nullptr;
   CUDA_OK(cudaStreamEndCapture(s, &g));
   cudaGraphDestroy(g);
-  // Outside the capture the same call runs.
-  EXPECT_EQ(ringoAllReduce(a.data(), b.data(), 16, ringoFloat32, ringoSum, comm, s), ringoSuccess);
+  // Outside a capture a stream is refused as before, and the call runs
+  // with none.
+  EXPECT_EQ(ringoAllReduce(a.data(), b.data(), 16, ringoFloat32, ringoSum, comm, s), ringoInvalidArgument);
+  EXPECT_EQ(ringoAllReduce(a.data(), b.data(), 16, ringoFloat32, ringoSum, comm, nullptr), ringoSuccess);
   EXPECT_EQ(b[15], 1.0f);
   cudaStreamDestroy(s);
   ringoCommDestroy(comm);

@@ -59,11 +59,14 @@ kernels::gpu::KernelGuard GpuRank::Guard() const {
 
 Status GpuRank::Enqueue(void* stream, const std::function<Status()>& launch) {
   ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device_));
-  if (ranks_sharing_gpu_ > 1) {
+  ASSIGN_OR_RETURN(const base::StreamCapture c, base::GetStreamCapture(stream));
+  // The rule for ranks sharing a GPU is about the stream the kernel runs on:
+  // a captured launch runs on whatever stream the graph is launched on (and
+  // CUDA refuses cudaStreamGetFlags on a capturing stream).
+  if (ranks_sharing_gpu_ > 1 && !c.active) {
     ASSIGN_OR_RETURN(const base::StreamFacts facts, base::GetStreamFacts(stream));
     RETURN_IF_ERROR(internal::GpuStreamRule(facts.non_blocking, facts.legacy, ranks_sharing_gpu_));
   }
-  ASSIGN_OR_RETURN(const base::StreamCapture c, base::GetStreamCapture(stream));
   internal::CaptureState capture;
   capture.active = c.active;
   capture.id = c.id;
