@@ -72,7 +72,8 @@ WorkPtr CudaGroup::Launch(c10d::OpType type, const char* title,
   {
     c10::cuda::CUDAStreamGuard stream_guard(d.stream);
     body(RunContext{d.comm.get(), d.stream.stream()});
-    for (const auto* list : {&inputs, &outputs}) {
+    // (std::as_const: a braced list of pointers deduces one element type.)
+    for (const auto* list : {&inputs, &std::as_const(outputs)}) {
       for (const at::Tensor& t : *list) {
         if (t.numel() > 0)
           c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), d.stream);

@@ -4,7 +4,12 @@ PyTorch 2.x, with CUDA where it has it). Bazel builds the Debian one
 (install.sh).
 
     bazel build //:libringo.so
-    cd integrations/pytorch && python setup.py install     (or: pip install .)
+    cd integrations/pytorch && pip install --no-build-isolation .
+    cd integrations/pytorch && python setup.py build_ext --inplace   (in place, for the tests)
+
+--no-build-isolation: an isolated build would download setuptools and would
+not see the installed torch. With ninja installed the sources compile in
+parallel (MAX_JOBS), else one after another.
 
 The extension links libringo.so (Ringo's public C API), which is copied into
 the package and found next to the extension at run time. With a CUDA build of
@@ -44,7 +49,10 @@ extension = Extension(
     library_dirs=[os.path.join(HERE, "ringo_torch")],
     libraries=[":libringo.so"],
     extra_compile_args={"cxx": ["-std=c++17", "-O2"]} if cuda else ["-std=c++17", "-O2"],
-    extra_link_args=["-Wl,-rpath,$ORIGIN"],
+    # --exclude-libs: whatever static archive the toolchain links in (a static
+    # libstdc++ on some PyTorch 2.x builds) stays out of the extension's
+    # exported symbols, where it could interpose on other libraries' calls.
+    extra_link_args=["-Wl,-rpath,$ORIGIN", "-Wl,--exclude-libs,ALL"],
 )
 
 setup(
