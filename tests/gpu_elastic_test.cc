@@ -80,11 +80,30 @@ std::string AllReduceIs(ringoComm_t comm, GpuRankState& s, float value, float wa
   return "";
 }
 
-ringoResult_t InitGpu(ringoComm_t* comm, int n, const ringoUniqueId& id, int rank) {
+// Thread ranks meet here; counts up forever (call k waits for k * n).
+class ThreadBarrier {
+ public:
+  explicit ThreadBarrier(int n) : n_(n) {}
+  void Wait() {
+    const int gen = arrived_.fetch_add(1) / n_;
+    while (arrived_.load() < (gen + 1) * n_) std::this_thread::sleep_for(milliseconds(1));
+  }
+
+ private:
+  const int n_;
+  std::atomic<int> arrived_{0};
+};
+
+// Every rank's init returns before any rank launches a kernel: on one GPU a
+// rank's waiting kernel would stall another's setup (allocations that wait
+// for the device; docs/gpu.md's hazards).
+ringoResult_t InitGpu(ringoComm_t* comm, int n, const ringoUniqueId& id, int rank, ThreadBarrier* after) {
   cudaSetDevice(0);
   ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
   config.device_kind = RINGO_DEVICE_CUDA;
-  return ringoCommInitRankConfig(comm, n, id, rank, &config);
+  const ringoResult_t r = ringoCommInitRankConfig(comm, n, id, rank, &config);
+  after->Wait();
+  return r;
 }
 
 // Ranks 0..2 of 4 shrink a healthy communicator with the default flag,
@@ -92,14 +111,14 @@ ringoResult_t InitGpu(ringoComm_t* comm, int n, const ringoUniqueId& id, int ran
 // use the parent again.
 TEST(GpuElastic, AHealthyShrinkLeavesParentAndChildUsable) {
   SKIP_WITHOUT_GPU();
-  // Rank 3 launches its next parent all-reduce only once the others have
-  // their child: on one GPU its waiting kernel would otherwise stall their
-  // setup (allocations that wait for the device; docs/gpu.md's hazards).
-  std::atomic<int> children{0};
-  auto body = [&children](int rank, int n, const ringoUniqueId& id) -> std::string {
+  // No rank launches its next parent all-reduce before the others are done
+  // with their child (made and destroyed): on one GPU a waiting kernel would
+  // stall that setup and teardown (docs/gpu.md's hazards).
+  ThreadBarrier init(4), children(4);
+  auto body = [&](int rank, int n, const ringoUniqueId& id) -> std::string {
     GpuRankState s;
     ringoComm_t comm = nullptr;
-    ringoResult_t r = InitGpu(&comm, n, id, rank);
+    ringoResult_t r = InitGpu(&comm, n, id, rank, &init);
     if (r != ringoSuccess) return Msg("ringoCommInitRankConfig", r);
     std::string e = AllReduceIs(comm, s, static_cast<float>(rank + 1), 10.0f);
     if (!e.empty()) return "parent: " + e;
@@ -116,10 +135,8 @@ TEST(GpuElastic, AHealthyShrinkLeavesParentAndChildUsable) {
       e = AllReduceIs(child, s, static_cast<float>(rank + 1), 6.0f);
       if (!e.empty()) return "child: " + e;
       ringoCommDestroy(child);
-      children.fetch_add(1);
-    } else {
-      while (children.load() < 3) std::this_thread::sleep_for(milliseconds(1));
     }
+    children.Wait();
     e = AllReduceIs(comm, s, 1.0f, 4.0f);
     if (!e.empty()) return "parent after the shrink: " + e;
     ringoCommDestroy(comm);
@@ -134,10 +151,11 @@ TEST(GpuElastic, AHealthyShrinkLeavesParentAndChildUsable) {
 // three of them.
 TEST(GpuElastic, SurvivorsOfAnAbortedRankAgreeAndShrink) {
   SKIP_WITHOUT_GPU();
-  auto body = [](int rank, int n, const ringoUniqueId& id) -> std::string {
+  ThreadBarrier init(4);
+  auto body = [&](int rank, int n, const ringoUniqueId& id) -> std::string {
     GpuRankState s;
     ringoComm_t comm = nullptr;
-    ringoResult_t r = InitGpu(&comm, n, id, rank);
+    ringoResult_t r = InitGpu(&comm, n, id, rank, &init);
     if (r != ringoSuccess) return Msg("ringoCommInitRankConfig", r);
     for (int i = 0; i < 3; ++i) {
       std::string e = AllReduceIs(comm, s, 1.0f, 4.0f);
@@ -173,10 +191,11 @@ TEST(GpuElastic, SurvivorsOfAnAbortedRankAgreeAndShrink) {
 // completes with an error, and later calls are refused.
 TEST(GpuElastic, RevokeStopsAWaitingKernel) {
   SKIP_WITHOUT_GPU();
-  auto body = [](int rank, int n, const ringoUniqueId& id) -> std::string {
+  ThreadBarrier init(2);
+  auto body = [&](int rank, int n, const ringoUniqueId& id) -> std::string {
     GpuRankState s;
     ringoComm_t comm = nullptr;
-    ringoResult_t r = InitGpu(&comm, n, id, rank);
+    ringoResult_t r = InitGpu(&comm, n, id, rank, &init);
     if (r != ringoSuccess) return Msg("ringoCommInitRankConfig", r);
     std::string e = AllReduceIs(comm, s, 1.0f, 2.0f);
     if (!e.empty()) return "round 0: " + e;
