@@ -62,6 +62,16 @@ Status Communicator::Finish(const Status& st, bool fatal) {
   return first.ok() ? st : first;
 }
 
+Status Communicator::WithDiagnosis(Status st, uint64_t seq) const {
+  // A failure relayed from the rank where it started carries that rank's
+  // diagnosis cut to the fault notice's size: this rank's own goes with it.
+  if (st.ok() || observer_ == nullptr) return st;
+  const std::string mine = observer_->DiagnosisOf(seq);
+  if (mine.empty() || st.message().find(mine) != std::string::npos) return st;
+  Status out(st.code(), st.message() + "\n" + mine);
+  return st.origin() >= 0 ? out.WithOrigin(st.origin(), st.origin_message(), st.origin_seq()) : out;
+}
+
 namespace {
 
 bool Rooted(kernels::Coll c) { return c == kernels::Coll::kBroadcast || c == kernels::Coll::kReduce; }
@@ -106,7 +116,7 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTr
                              : (device_ >= 0 && base::StreamCapturing(stream)) ? TraceState::kCaptured
                              : device_ >= 0 ? TraceState::kEnqueued
                                             : TraceState::kDone);
-      return Finish(st, call.fatal);
+      return WithDiagnosis(Finish(st, call.fatal), call.seq);
     }
   }
   recorder.Finish(entry, TraceState::kFailed);

@@ -178,6 +178,9 @@ class Communicator {
   // A call's end: a failure that may leave the peers waiting (call.fatal)
   // fails the communicator, and the first failure of any thread is returned.
   base::Status Finish(const base::Status& st, bool fatal);
+  // `st` with this rank's own hang diagnosis of collective #`seq` appended
+  // when it made one and `st` (a failure relayed from another rank) lacks it.
+  base::Status WithDiagnosis(base::Status st, uint64_t seq) const;
   // This call's wait context (abort flag, patience, wait cells).
   transport::WaitContext MakeWait(const char* coll) const;
   // Records `st` as the communicator's error (the first one sticks), raises

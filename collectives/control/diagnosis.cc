@@ -160,6 +160,11 @@ std::string Diagnosis::Answer(int src, const std::string& request) {
   return std::string(reinterpret_cast<const char*>(&a), sizeof(a));
 }
 
+std::string Diagnosis::TextFor(uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return seq != 0 && diagnosed_seq_ == seq ? diagnosed_text_ : std::string();
+}
+
 std::string Diagnosis::OnStall(const char* coll, uint64_t seq, int waited_on, int64_t waited_ms) {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -64,6 +64,11 @@ class Diagnosis {
   // (logged once per call; a second wait of the same call gets the text).
   std::string OnStall(const char* coll, uint64_t seq, int waited_on, int64_t waited_ms);
 
+  // The diagnosis this rank made of call #`seq`, or "" (none made). So that
+  // an error of that call relayed from another rank (whose diagnosis may
+  // not have travelled whole) carries this rank's own.
+  std::string TextFor(uint64_t seq);
+
   // What this rank answers to `request` from rank `src` (its handler).
   std::string Answer(int src, const std::string& request);
 

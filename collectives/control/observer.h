@@ -54,6 +54,8 @@ class Observer {
 
   FlightRecorder& recorder() { return recorder_; }
   const transport::StallHook* stall_hook() const { return diagnosis_ ? diagnosis_->hook() : nullptr; }
+  // This rank's diagnosis of call #`seq` ("" where none was made).
+  std::string DiagnosisOf(uint64_t seq) const { return diagnosis_ ? diagnosis_->TextFor(seq) : std::string(); }
   // The thread calling this communicator now (the C boundary says).
   void Driven(ThreadCall* call) { driver_.store(call, std::memory_order_release); }
 

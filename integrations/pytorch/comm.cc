@@ -80,6 +80,12 @@ void Comm::Check(ringoResult_t rc, const char* what) {
   throw std::runtime_error(msg);
 }
 
+void Comm::Label(const char* title) {
+  constexpr char kPrefix[] = "ringo:";
+  if (std::strncmp(title, kPrefix, sizeof(kPrefix) - 1) == 0) title += sizeof(kPrefix) - 1;
+  ringoCommSetTraceLabel(comm_, title);
+}
+
 ringoResult_t Comm::AsyncError() const {
   ringoResult_t err = ringoSuccess;
   if (ringoCommGetAsyncError(comm_, &err) != ringoSuccess) return ringoInternalError;

@@ -46,6 +46,11 @@ class Comm {
   // names the peer when a peer failed or timed out.
   void Check(ringoResult_t rc, const char* what);
 
+  // Names the operations this communicator records next (its flight
+  // record's "label") after the torch operation `title` ("ringo:all_reduce"
+  // records as "all_reduce"). By the thread that runs them.
+  void Label(const char* title);
+
   // The first asynchronous error (GPU communicators report peer failures
   // here); ringoSuccess when there is none. Any thread.
   ringoResult_t AsyncError() const;

@@ -71,6 +71,7 @@ WorkPtr CudaGroup::Launch(c10d::OpType type, const char* title,
   auto work = c10::make_intrusive<CudaWork>(rank_, type, title, inputs, outputs, d.comm, device);
   {
     c10::cuda::CUDAStreamGuard stream_guard(d.stream);
+    d.comm->Label(title);
     body(RunContext{d.comm.get(), d.stream.stream()});
     // (std::as_const: a braced list of pointers deduces one element type.)
     for (const auto* list : {&inputs, &std::as_const(outputs)}) {

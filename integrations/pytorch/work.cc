@@ -47,6 +47,7 @@ void HostWork::Run(Comm* comm, std::exception_ptr error) {
   if (!error) {
     try {
       comm->CheckUsable(title_.c_str());
+      comm->Label(title_.c_str());
       body_(RunContext{comm, nullptr});
     } catch (...) {
       error = std::current_exception();
@@ -62,6 +63,7 @@ void HostWork::RunBatch(const std::vector<c10::intrusive_ptr<HostWork>>& batch, 
   if (!error) {
     try {
       comm->CheckUsable(batch.front()->title_.c_str());
+      comm->Label(batch.front()->title_.c_str());  // "send" or "recv" (each record also says which)
       ringoResult_t first = ringoSuccess;
       comm->Check(ringoGroupStart(), "send/recv");
       for (const auto& w : batch) finish.push_back(w->issue_(RunContext{comm, nullptr}, &first));

@@ -11,6 +11,11 @@ within the timeout given to init_process_group (which becomes Ringo's).
   neighbours so far.
 - stopped, 2 ranks: rank 1 gets SIGSTOP (alive, silent); rank 0 raises after
   about the timeout (5 s, far below Ringo's default of 300 s), naming rank 1.
+- hang, 3 ranks: rank 2 sleeps in Python before an all_reduce, past the
+  others' timeout (4 s; RINGO_STALL_MS 1500): their RuntimeError carries
+  Ringo's hang diagnosis naming rank 2 as not having entered it, and the
+  flight record written on the timeout (RINGO_TRACE_DIR) lists the
+  operations under torch's name ("all_reduce").
 
 The survivors' messages are printed in the test log.
 
@@ -40,6 +45,18 @@ def worker(args):
     dist.init_process_group("ringo", init_method=args.init, rank=args.rank, world_size=args.nranks,
                             timeout=datetime.timedelta(seconds=args.timeout))
     x = torch.ones(256 * 1024)
+    if args.sleeper >= 0:
+        for _ in range(3):
+            dist.all_reduce(x)
+        if args.rank == args.sleeper:
+            time.sleep(args.timeout + 6)
+            return
+        try:
+            dist.all_reduce(x)
+            print("NO ERROR", flush=True)
+        except RuntimeError as e:
+            print("HANG %s" % str(e).replace("\n", " | "), flush=True)
+        return
     done = 0
     while True:
         try:
@@ -116,9 +133,40 @@ def scenario(report, name, n, victim, signo, timeout_s, must_name):
                        "failure started: %s" % message)
 
 
+def hang_scenario(report):
+    script = os.path.abspath(__file__)
+    init = harness.file_init()
+    trace_dir = harness.scratch_dir()
+    n, sleeper, timeout_s = 3, 2, 4
+    ranks = harness.Ranks(lambda r: harness.worker_argv(script, r, n, init, ["--timeout", str(timeout_s),
+                                                                           "--sleeper", str(sleeper)]),
+                          n, env={"RINGO_STALL_MS": "1500", "RINGO_TRACE_DIR": trace_dir},
+                          deadline_s=60 + timeout_s)
+    codes, outputs = ranks.wait()
+    for r in range(n):
+        if r == sleeper:
+            continue
+        case = "hang_3ranks.rank%d" % r
+        hang = [l for l in outputs[r].splitlines() if l.startswith("HANG ")]
+        if not hang:
+            report.add(case, "failed", "no RuntimeError (exit %s): %s" % (codes[r], harness.tail(outputs[r])))
+            continue
+        message = hang[0][5:]
+        print("rank %d: %s" % (r, message))
+        want = ["Ringo hang diagnosis", "rank %d has not entered AllReduce" % sleeper, "outside Ringo"]
+        missing = [w for w in want if w not in message]
+        report.add(case + ".diagnosis_in_error", "failed" if missing else "passed",
+                   "missing %s in: %s" % (missing, message) if missing else "")
+    records = [os.path.join(trace_dir, f) for f in os.listdir(trace_dir) if f.endswith(".jsonl")]
+    labelled = [f for f in records if '"label":"all_reduce"' in open(f).read()]
+    report.add("hang_3ranks.records_name_torch_ops", "passed" if labelled else "failed",
+               "" if labelled else "no flight record with label all_reduce among %s" % records)
+
+
 def main():
     p = harness.worker_parser()
     p.add_argument("--timeout", type=int, default=10)
+    p.add_argument("--sleeper", type=int, default=-1)
     args = p.parse_args()
     if args.worker:
         harness.main_guard(lambda: worker(args))
@@ -126,6 +174,7 @@ def main():
     scenario(report, "killed_2ranks", 2, 1, signal.SIGKILL, 10, must_name=True)
     scenario(report, "killed_3ranks", 3, 1, signal.SIGKILL, 10, must_name=False)
     scenario(report, "stopped_2ranks", 2, 1, signal.SIGSTOP, 5, must_name=True)
+    hang_scenario(report)
     sys.exit(report.finish())
 
 
