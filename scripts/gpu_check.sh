@@ -600,10 +600,11 @@ step_torch_ops() {
   [[ -n $SRC && -n $(ls "$SRC"/integrations/pytorch/ringo_torch/_C*.so 2>/dev/null) ]] || { DETAIL="ringo_torch was not built"; return 3; }
   local log="$W/logs/$STEP.log"
   echo "+ ops_test.py --nranks 2 --device cuda"
-  client python3 integrations/pytorch/tests/ops_test.py --nranks 2 --device cuda >"$log" 2>&1
+  client timeout -k 5 200 python3 integrations/pytorch/tests/ops_test.py --nranks 2 --device cuda --deadline 150 \
+    >"$log" 2>&1
   local rc=$?
   tail -30 "$log"
-  DETAIL="ops_test.py --nranks 2 --device cuda: $(grep -m1 -E '^RESULT|passed|PASS|FAIL' "$log" | cut -c1-300) (exit $rc)"
+  DETAIL="ops_test.py --nranks 2 --device cuda: $(grep -m1 '^RESULT' "$log" | cut -c1-300) (exit $rc)"
   [[ $rc -eq 0 ]] && return 0
   return 1
 }
@@ -612,13 +613,15 @@ step_torch_ddp() {
   [[ -n $SRC && -n $(ls "$SRC"/integrations/pytorch/ringo_torch/_C*.so 2>/dev/null) ]] || { DETAIL="ringo_torch was not built"; return 3; }
   local rc=0
   echo "+ gpu_ddp_test.py --backend ringo --save $W/ddp_ringo.pt"
-  client python3 integrations/pytorch/tests/gpu_ddp_test.py --backend ringo --save "$W/ddp_ringo.pt" \
+  client timeout -k 5 200 python3 integrations/pytorch/tests/gpu_ddp_test.py --backend ringo \
+    --deadline 120 --ref-deadline 60 --save "$W/ddp_ringo.pt" --ringo-trace "$W/trace_ddp_ringo" \
     >"$W/logs/$STEP.ringo.log" 2>&1 || rc=1
-  tail -15 "$W/logs/$STEP.ringo.log"
+  tail -20 "$W/logs/$STEP.ringo.log"
   echo "+ LD_PRELOAD=$B/lib/libnccl.so.2 gpu_ddp_test.py --backend nccl --compare-to $W/ddp_ringo.pt"
-  LD_PRELOAD="$B/lib/libnccl.so.2" client python3 integrations/pytorch/tests/gpu_ddp_test.py --backend nccl \
-    --compare-to "$W/ddp_ringo.pt" >"$W/logs/$STEP.nccl_shim.log" 2>&1 || rc=1
-  tail -15 "$W/logs/$STEP.nccl_shim.log"
+  client timeout -k 5 200 env LD_PRELOAD="$B/lib/libnccl.so.2" python3 integrations/pytorch/tests/gpu_ddp_test.py \
+    --backend nccl --expect-nccl-lib "$B/lib/libnccl.so.2" --compare-to "$W/ddp_ringo.pt" \
+    --ringo-trace "$W/trace_ddp_nccl" --deadline 120 --ref-deadline 60 >"$W/logs/$STEP.nccl_shim.log" 2>&1 || rc=1
+  tail -20 "$W/logs/$STEP.nccl_shim.log"
   DETAIL="ringo: $(grep -m1 '^RESULT' "$W/logs/$STEP.ringo.log" | cut -c1-250); nccl over Ringo's libnccl.so.2: $(grep -m1 '^RESULT' "$W/logs/$STEP.nccl_shim.log" | cut -c1-250)"
   return $rc
 }
@@ -628,7 +631,8 @@ step_cupy() {
   python3 -c 'import cupy' 2>/dev/null || { DETAIL="no CuPy"; return 3; }
   local log="$W/logs/$STEP.log"
   echo "+ LD_PRELOAD=$B/lib/libnccl.so.2 cupy_nccl_test.py"
-  LD_PRELOAD="$B/lib/libnccl.so.2" client python3 tests/gpu_clients/cupy_nccl_test.py >"$log" 2>&1
+  client timeout -k 5 100 env LD_PRELOAD="$B/lib/libnccl.so.2" python3 tests/gpu_clients/cupy_nccl_test.py \
+    --expect-lib "$B/lib/libnccl.so.2" --ringo-trace "$W/trace_cupy" --deadline 90 >"$log" 2>&1
   local rc=$?
   tail -25 "$log"
   DETAIL="$(grep -m1 '^RESULT' "$log" | cut -c1-300) (exit $rc)"
