@@ -1,5 +1,6 @@
 #include "integrations/pytorch/ops.h"
 
+#include <algorithm>
 #include <type_traits>
 #include <utility>
 
@@ -252,6 +253,80 @@ Body AllGatherBaseBody(at::Tensor output, at::Tensor input) {
                                    ctx.stream),
                     "_allgather_base");
     if (!out.is_same(output)) output.copy_(out);
+  };
+}
+
+Body AllGatherCoalescedBody(std::vector<std::vector<at::Tensor>> outputs, std::vector<at::Tensor> inputs) {
+  return [outputs, inputs](const RunContext& ctx) {
+    std::vector<at::Tensor> flat_views;
+    for (const at::Tensor& t : inputs) flat_views.push_back(t.reshape({-1}));
+    at::Tensor in = at::cat(flat_views);
+    const int64_t per_rank = in.numel();
+    if (per_rank == 0) return;
+    at::Tensor out = at::empty({per_rank * static_cast<int64_t>(outputs.size())}, in.options());
+    AllGatherBaseBody(out, in)(ctx);
+    for (size_t r = 0; r < outputs.size(); ++r) {
+      int64_t offset = static_cast<int64_t>(r) * per_rank;
+      for (const at::Tensor& o : outputs[r]) {
+        o.copy_(out.narrow(0, offset, o.numel()).view(o.sizes()));
+        offset += o.numel();
+      }
+    }
+  };
+}
+
+Body SparseAllReduceBody(at::Tensor tensor) {
+  return [tensor](const RunContext& ctx) {
+    const int n = ctx.comm->size();
+    at::Tensor input = tensor.coalesce();
+    at::Tensor indices = input._indices().contiguous();  // sparse_dim x nnz, int64
+    at::Tensor values = input._values().contiguous();    // nnz x dense sizes
+    const int64_t nnz = input._nnz();
+    // Each rank's shape and count, so that the ranks check they agree and
+    // know how much of the padded gathers is real.
+    const int64_t dims = input.dim();
+    at::Tensor meta = at::empty({3 + dims}, at::kLong);
+    meta[0] = nnz;
+    meta[1] = input.sparse_dim();
+    meta[2] = input.dense_dim();
+    for (int64_t d = 0; d < dims; ++d) meta[3 + d] = input.size(d);
+    at::Tensor metas = at::empty({n * (3 + dims)}, at::kLong);
+    AllGatherBaseBody(metas, meta)(ctx);
+    metas = metas.view({n, 3 + dims});
+    int64_t max_nnz = 0;
+    for (int r = 0; r < n; ++r) {
+      TORCH_CHECK(at::equal(metas[r].narrow(0, 1, 2 + dims), meta.narrow(0, 1, 2 + dims)),
+                  "ringo_torch: allreduce of sparse tensors: rank ", r,
+                  "'s tensor differs in its sizes or sparse and dense dimensions");
+      max_nnz = std::max(max_nnz, metas[r][0].item<int64_t>());
+    }
+    // Pad to the largest count and gather indices and values.
+    std::vector<int64_t> value_rest(values.sizes().begin() + 1, values.sizes().end());
+    std::vector<int64_t> padded_values_shape{max_nnz};
+    padded_values_shape.insert(padded_values_shape.end(), value_rest.begin(), value_rest.end());
+    at::Tensor my_indices = at::zeros({indices.size(0), max_nnz}, indices.options());
+    at::Tensor my_values = at::zeros(padded_values_shape, values.options());
+    if (nnz > 0) {
+      my_indices.narrow(1, 0, nnz).copy_(indices);
+      my_values.narrow(0, 0, nnz).copy_(values);
+    }
+    std::vector<int64_t> all_indices_shape{n, indices.size(0), max_nnz};
+    std::vector<int64_t> all_values_shape{n};
+    all_values_shape.insert(all_values_shape.end(), padded_values_shape.begin(), padded_values_shape.end());
+    at::Tensor all_indices = at::empty(all_indices_shape, indices.options());
+    at::Tensor all_values = at::empty(all_values_shape, values.options());
+    if (max_nnz > 0) {
+      AllGatherBaseBody(all_indices.view({-1}), my_indices.view({-1}))(ctx);
+      AllGatherBaseBody(all_values.view({-1}), my_values.reshape({-1}))(ctx);
+    }
+    at::Tensor sum;
+    for (int r = 0; r < n; ++r) {
+      const int64_t k = metas[r][0].item<int64_t>();
+      at::Tensor part = at::sparse_coo_tensor(all_indices[r].narrow(1, 0, k), all_values[r].narrow(0, 0, k),
+                                              input.sizes(), input.options());
+      sum = r == 0 ? part : sum + part;
+    }
+    tensor.copy_(sum.coalesce());
   };
 }
 

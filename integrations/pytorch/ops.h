@@ -59,6 +59,13 @@ Body AllGatherBaseBody(at::Tensor output, at::Tensor input);
 Body ReduceScatterBody(at::Tensor output, std::vector<at::Tensor> inputs, Reduction r);
 Body ReduceScatterBaseBody(at::Tensor output, at::Tensor input, Reduction r);
 Body BarrierBody(at::Tensor scratch);
+// outputs[r][i] = rank r's inputs[i]: the inputs flattened into one buffer
+// (at::cat's dtype), one all-gather, the slices copied out (gloo's way).
+Body AllGatherCoalescedBody(std::vector<std::vector<at::Tensor>> outputs, std::vector<at::Tensor> inputs);
+// A sparse COO tensor summed over the ranks, as gloo does: coalesced, every
+// rank's indices and values gathered (sizes first, then padded to the
+// largest), summed and coalesced; copied into `tensor`. Host tensors.
+Body SparseAllReduceBody(at::Tensor tensor);
 
 #if RINGO_TORCH_P2P
 Body SendBody(at::Tensor tensor, int peer);

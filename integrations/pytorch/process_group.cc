@@ -1,6 +1,8 @@
 #include "integrations/pytorch/process_group.h"
 
+#include <chrono>
 #include <numeric>
+#include <thread>
 #include <utility>
 
 #include "integrations/pytorch/python_gil.h"
@@ -92,6 +94,16 @@ WorkPtr ProcessGroupRingo::broadcast(std::vector<at::Tensor>& tensors,
 
 WorkPtr ProcessGroupRingo::allreduce(std::vector<at::Tensor>& tensors,
                                      const c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse()) {
+    const at::Tensor& t = tensors[0];
+    TORCH_CHECK(opts.reduceOp == c10d::ReduceOp::SUM,
+                "ringo_torch: unsupported reduction operation (allreduce of sparse tensors only works with "
+                "ReduceOp.SUM)");
+    TORCH_CHECK(t.device().is_cpu(), "ringo_torch: allreduce of sparse tensors runs on CPU tensors, got ",
+                t.device());
+    return Launch(c10d::OpType::ALLREDUCE, "ringo:all_reduce", tensors, tensors, SparseAllReduceBody(t),
+                  t.device());
+  }
   CheckSingle(tensors, "allreduce");
   const at::Tensor& t = tensors[0];
   return Launch(c10d::OpType::ALLREDUCE, "ringo:all_reduce", tensors, tensors,
@@ -160,6 +172,87 @@ WorkPtr ProcessGroupRingo::_reduce_scatter_base(at::Tensor& output, at::Tensor& 
   return Launch(c10d::OpType::_REDUCE_SCATTER_BASE, "ringo:_reduce_scatter_base", {input}, {output},
                 ReduceScatterBaseBody(output, input, ReductionFor(output, opts.reduceOp)),
                 output.device());
+}
+
+WorkPtr ProcessGroupRingo::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                               std::vector<at::Tensor>& inputs,
+                                               const c10d::AllgatherOptions& /*opts*/) {
+  TORCH_CHECK(!inputs.empty(), "ringo_torch: allgather_coalesced requires non-empty input tensor list");
+  TORCH_CHECK(static_cast<int>(outputs.size()) == getSize(),
+              "ringo_torch: allgather_coalesced: output lists should be equal to world size");
+  for (const at::Tensor& t : inputs) {
+    TORCH_CHECK(t.defined() && t.layout() == at::kStrided,
+                "ringo_torch: allgather_coalesced supports dense (strided) tensors only");
+    TORCH_CHECK(t.device() == inputs[0].device(), "ringo_torch: allgather_coalesced: tensors on different devices");
+  }
+  std::vector<at::Tensor> all_outputs;
+  for (const std::vector<at::Tensor>& list : outputs) {
+    TORCH_CHECK(list.size() == inputs.size(), "ringo_torch: allgather_coalesced: invalid output size: (expected length ",
+                inputs.size(), ", got ", list.size(), ")");
+    for (size_t i = 0; i < list.size(); ++i) {
+      TORCH_CHECK(list[i].defined() && list[i].options().type_equal(inputs[i].options()) &&
+                      list[i].sizes() == inputs[i].sizes(),
+                  "ringo_torch: allgather_coalesced: invalid tensor type or size at index ", i);
+      all_outputs.push_back(list[i]);
+    }
+  }
+  return Launch(c10d::OpType::ALLGATHER_COALESCED, "ringo:all_gather_coalesced", inputs, all_outputs,
+                AllGatherCoalescedBody(outputs, inputs), inputs[0].device());
+}
+
+void ProcessGroupRingo::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
+  using Clock = std::chrono::steady_clock;
+  const std::chrono::milliseconds timeout =
+      opts.timeout == c10d::kUnsetTimeout ? timeout_
+                                          : std::chrono::duration_cast<std::chrono::milliseconds>(opts.timeout);
+  const std::string base = "ringo/monitored_barrier/" + std::to_string(++monitored_barriers_) + "/";
+  const std::string verdict_key = base + "verdict";
+  const int rank = getRank();
+  if (rank != 0) {
+    store_->set(base + "arrived/" + std::to_string(rank), std::vector<uint8_t>{1});
+    try {
+      store_->wait({verdict_key}, timeout);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "Rank ", rank,
+                  " successfully reached monitoredBarrier, but received errors while waiting for send/recv from "
+                  "rank 0. Please check rank 0 logs for faulty rank.\n Original exception: \n",
+                  e.what());
+    }
+    const std::vector<uint8_t> v = store_->get(verdict_key);
+    const std::string verdict(v.begin(), v.end());
+    TORCH_CHECK(verdict == "ok", "Rank ", rank,
+                " successfully reached monitoredBarrier, but rank 0 reported a failure: ", verdict);
+    return;
+  }
+  const Clock::time_point deadline = Clock::now() + timeout;
+  std::vector<int> failed;
+  for (int r = 1; r < getSize(); ++r) {
+    const std::string key = base + "arrived/" + std::to_string(r);
+    bool arrived = store_->check({key});
+    while (!arrived && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      arrived = store_->check({key});
+    }
+    if (arrived) continue;
+    failed.push_back(r);
+    if (!wait_all_ranks) break;
+  }
+  if (failed.empty()) {
+    store_->set(verdict_key, std::vector<uint8_t>{'o', 'k'});
+    return;
+  }
+  std::string error;
+  if (!wait_all_ranks) {
+    error = "Rank " + std::to_string(failed[0]) + " failed to pass monitoredBarrier in " +
+            std::to_string(timeout.count()) + " ms";
+  } else {
+    std::string ranks;
+    for (int r : failed) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    error = "[Rank 0]: Ranks " + ranks + " failed to pass monitoredBarrier in " + std::to_string(timeout.count()) +
+            " ms";
+  }
+  store_->set(verdict_key, std::vector<uint8_t>(error.begin(), error.end()));
+  TORCH_CHECK(false, error);
 }
 
 WorkPtr ProcessGroupRingo::barrier(const c10d::BarrierOptions& /*opts*/) {
@@ -307,5 +400,11 @@ WorkPtr ProcessGroupRingo::scatter(std::vector<at::Tensor>&, std::vector<std::ve
 }
 
 #endif  // RINGO_TORCH_P2P
+
+WorkPtr ProcessGroupRingo::recvAnysource(std::vector<at::Tensor>& /*tensors*/, int /*tag*/) {
+  TORCH_CHECK(false,
+              "ringo_torch: recv without src (from any source) is not supported yet: Ringo's C API has no "
+              "receive that takes whichever sender comes first; pass src");
+}
 
 }  // namespace ringo::pytorch

@@ -62,11 +62,24 @@ class ProcessGroupRingo : public GroupBase {
       at::Tensor& output, at::Tensor& input,
       const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
   WorkPtr barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
+  // gloo's semantics: outputs[r][i] is rank r's inputs[i]; a non-empty input
+  // list whose tensors match each output list's in type and size.
+  WorkPtr allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  // gloo's: rank 0 waits for every rank's arrival within the timeout (the
+  // options', else the group's) and raises naming the first rank missing (or
+  // all, with wait_all_ranks) in gloo's words; the others wait for rank 0's
+  // verdict and raise when it reports a failure or does not come. Through the
+  // group's store, so a rank stuck elsewhere in Ringo cannot block it.
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks = false) override;
 
   // Point-to-point and the collectives built on it: Ringo's once it has them
   // (RINGO_HAS_P2P); until then a RuntimeError saying so.
   WorkPtr send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
   WorkPtr recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
+  // Refused, saying so: Ringo's C API has no receive from any source yet.
+  WorkPtr recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   WorkPtr alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
                         std::vector<int64_t>& input_splits,
                         const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
@@ -94,6 +107,7 @@ class ProcessGroupRingo : public GroupBase {
   c10::intrusive_ptr<c10d::Store> store_;
   const std::chrono::milliseconds timeout_;
   std::atomic<uint64_t> sequence_{0};
+  uint64_t monitored_barriers_ = 0;  // this rank's monitoredBarrier calls, naming each one's keys
 #ifdef RINGO_TORCH_CUDA
   std::unique_ptr<CudaGroup> cuda_;
 #endif

@@ -51,6 +51,21 @@ def ringo_version():
     return _C.ringo_version()
 
 
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """torch.distributed.monitored_barrier for ringo groups (PyTorch 1.13's
+    refuses every backend but gloo before it reaches one): rank 0 waits for
+    every rank within `timeout` (a datetime.timedelta; default
+    torch.distributed's default_pg_timeout, as there) and raises a
+    RuntimeError naming the first rank that did not arrive, or all of them
+    with wait_all_ranks=True; the other ranks raise when rank 0 reports a
+    failure or does not answer. Also reachable as the group's own
+    monitored_barrier(timeout, wait_all_ranks)."""
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if timeout is None:
+        timeout = dist.distributed_c10d.default_pg_timeout
+    return pg.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
+
+
 _register()
 
-__all__ = ["BACKEND", "HAS_CUDA", "HAS_P2P", "ProcessGroupRingo", "ringo_version"]
+__all__ = ["BACKEND", "HAS_CUDA", "HAS_P2P", "ProcessGroupRingo", "monitored_barrier", "ringo_version"]

@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+"""What gloo gives a PyTorch program beyond the common collectives, through
+ringo against gloo on the same inputs (N processes, --nranks):
+
+- all_gather_coalesced: lists of tensors of different shapes (float32 and
+  int64 lists), an empty tensor among them, complex tensors (which PyTorch passes on as
+  real views), and the empty list (both refuse it).
+- all_reduce of a sparse COO tensor: every rank a different number of
+  entries (one rank none), repeated indices, a hybrid tensor with a dense
+  dimension; the result compared with gloo's, and the op and device
+  refusals.
+- DistributedDataParallel over a model with a sparse embedding: a few SGD
+  steps on each backend from the same seed, the parameters compared.
+- a receive from any source (dist.recv without src): refused, saying so
+  (gloo has it; Ringo's C API does not yet).
+- the monitored barrier: passing on every rank; rank N-1 staying away
+  (rank 0 raises "Rank N-1 failed to pass monitoredBarrier in ... ms", as
+  gloo's does, and the ranks that came learn of the failure); ranks 1..N-1
+  staying away with wait_all_ranks (every missing rank named).
+
+Sums over 2 ranks are compared exactly; over 3 or more, floating sums within
+a few ulps (the two backends may add in different orders).
+
+Usage: parity_test.py --nranks N
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+TIMEOUT_MS = 1500  # the monitored barrier's, in the failing cases
+
+
+def worker(args):
+    import datetime
+
+    import torch
+    import torch.distributed as dist
+
+    import ringo_torch
+
+    rank, n = args.rank, args.nranks
+    dist.init_process_group("ringo", init_method=args.init, rank=rank, world_size=n,
+                            timeout=datetime.timedelta(seconds=60))
+    gloo = dist.new_group(backend="gloo")
+    cases = harness.Cases()
+
+    def same(a, b, what, exact=None):
+        exact = (n <= 2) if exact is None else exact
+        if exact or not (a.is_floating_point() or a.is_complex()):
+            assert a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b), "%s: %s != %s" % (what, a, b)
+        else:
+            assert torch.allclose(a, b, rtol=4 * n * torch.finfo(a.dtype).eps, atol=0), "%s: %s != %s" % (what, a, b)
+
+    # ---- all_gather_coalesced --------------------------------------------------
+    def gather_coalesced():
+        g = torch.Generator().manual_seed(100 + rank)
+        # One dtype per call (PyTorch refuses a mix before any backend sees it).
+        for inputs in ([torch.randn(3, generator=g), torch.randint(-50, 50, (2, 2), generator=g).float(),
+                        torch.zeros(0), torch.randn(1, 5, generator=g)],
+                       [torch.randint(-9, 9, (7,), generator=g), torch.randint(-9, 9, (3, 1), generator=g)]):
+            mine = [[torch.zeros_like(t) for t in inputs] for _ in range(n)]
+            ref = [[torch.zeros_like(t) for t in inputs] for _ in range(n)]
+            dist.all_gather_coalesced(mine, inputs)
+            dist.all_gather_coalesced(ref, inputs, group=gloo)
+            for r in range(n):
+                for i in range(len(inputs)):
+                    same(mine[r][i], ref[r][i], "rank %d tensor %d" % (r, i), exact=True)
+
+    cases.run("all_gather_coalesced.shapes_and_dtypes", gather_coalesced)
+
+    def gather_coalesced_complex():
+        g = torch.Generator().manual_seed(200 + rank)
+        inputs = [torch.randn(4, dtype=torch.complex64, generator=g), torch.randn(2, 3, generator=g)]
+        mine = [[torch.zeros_like(t) for t in inputs] for _ in range(n)]
+        ref = [[torch.zeros_like(t) for t in inputs] for _ in range(n)]
+        dist.all_gather_coalesced(mine, inputs)
+        dist.all_gather_coalesced(ref, inputs, group=gloo)
+        for r in range(n):
+            for i in range(len(inputs)):
+                same(mine[r][i], ref[r][i], "rank %d tensor %d" % (r, i), exact=True)
+
+    cases.run("all_gather_coalesced.complex", gather_coalesced_complex)
+
+    def gather_coalesced_refusals():
+        for group in (None, gloo):
+            try:
+                dist.all_gather_coalesced([[] for _ in range(n)], [], group=group)
+            except (RuntimeError, ValueError) as e:
+                assert "non-empty" in str(e) or "empty" in str(e), str(e)
+            else:
+                raise AssertionError("an empty input list was accepted by %s" % ("gloo" if group else "ringo"))
+        bad = [[torch.zeros(3)] for _ in range(n)]
+        bad[0] = [torch.zeros(4)]
+        try:
+            dist.all_gather_coalesced(bad, [torch.zeros(3)])
+        except RuntimeError as e:
+            assert "invalid tensor type or size" in str(e), str(e)
+        else:
+            raise AssertionError("a wrongly sized output was accepted")
+
+    cases.run("all_gather_coalesced.refusals", gather_coalesced_refusals)
+
+    # ---- sparse all_reduce -------------------------------------------------------
+    def sparse_tensor(seed, nnz, dense=()):
+        g = torch.Generator().manual_seed(seed)
+        idx = torch.randint(0, 10, (2, nnz), generator=g)  # repeated indices likely
+        val = torch.randint(-20, 20, (nnz,) + tuple(dense), generator=g).float()
+        return torch.sparse_coo_tensor(idx, val, (10, 10) + tuple(dense))
+
+    def sparse_allreduce():
+        nnz = 0 if rank == n - 1 else 3 + 4 * rank
+        for dense in ((), (3,)):
+            mine = sparse_tensor(300 + rank, nnz, dense)
+            ref = sparse_tensor(300 + rank, nnz, dense)
+            work = dist.all_reduce(mine, async_op=True)
+            work.wait()
+            dist.all_reduce(ref, group=gloo)
+            same(mine.to_dense(), ref.to_dense(), "dense form", exact=True)
+            result = work.result()[0]
+            assert result.is_sparse, "the Work's result is not sparse"
+            same(result.coalesce().to_dense(), ref.coalesce().to_dense(), "the Work's result", exact=True)
+
+    cases.run("sparse_all_reduce.against_gloo", sparse_allreduce)
+
+    def sparse_refusals():
+        t = sparse_tensor(7, 2)
+        try:
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        except RuntimeError as e:
+            assert "only works with ReduceOp.SUM" in str(e), str(e)
+        else:
+            raise AssertionError("a sparse MAX all-reduce was accepted")
+
+    cases.run("sparse_all_reduce.refusals", sparse_refusals)
+
+    def any_source_refused():
+        try:
+            dist.recv(torch.zeros(3))
+        except RuntimeError as e:
+            assert "from any source" in str(e), str(e)
+        else:
+            raise AssertionError("a receive from any source was accepted")
+
+    cases.run("recv_any_source.refused_with_a_message", any_source_refused)
+
+    def ddp_sparse():
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        def train(group):
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.EmbeddingBag(40, 6, mode="sum", sparse=True),
+                                        torch.nn.Linear(6, 2))
+            ddp = DDP(model, process_group=group)
+            opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+            g = torch.Generator().manual_seed(500 + rank)
+            for _ in range(4):
+                words = torch.randint(0, 40, (8, 5), generator=g)
+                loss = ddp(words).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            return [p.detach().clone() for p in model.parameters()]
+
+        mine = train(dist.group.WORLD)
+        ref = train(gloo)
+        for i, (a, b) in enumerate(zip(mine, ref)):
+            same(a, b, "parameter %d" % i)
+
+    cases.run("ddp.sparse_embedding", ddp_sparse)
+
+    # ---- the monitored barrier -------------------------------------------------------
+    timeout = datetime.timedelta(milliseconds=TIMEOUT_MS)
+
+    def monitored_pass():
+        ringo_torch.monitored_barrier(timeout=datetime.timedelta(seconds=30))
+        dist.group.WORLD.monitored_barrier(datetime.timedelta(seconds=30), wait_all_ranks=True)
+        dist.monitored_barrier(group=gloo, timeout=datetime.timedelta(seconds=30))
+
+    cases.run("monitored_barrier.passes", monitored_pass)
+
+    def monitored(away, wait_all, group_name):
+        """Ranks in `away` stay out; returns what this rank raised ("" if nothing)."""
+        if rank in away:
+            return "away"
+        try:
+            if group_name == "gloo":
+                dist.monitored_barrier(group=gloo, timeout=timeout, wait_all_ranks=wait_all)
+            else:
+                ringo_torch.monitored_barrier(timeout=timeout, wait_all_ranks=wait_all)
+        except RuntimeError as e:
+            return str(e)
+        return ""
+
+    def monitored_fails(away, wait_all):
+        dist.barrier()  # everyone is here before the case
+        ringo = monitored(away, wait_all, "ringo")
+        dist.barrier()
+        if rank in away:
+            return
+        if rank == 0:
+            if wait_all:
+                want = "Ranks %s failed to pass monitoredBarrier in %d ms" % (", ".join(map(str, away)), TIMEOUT_MS)
+            else:
+                want = "Rank %d failed to pass monitoredBarrier in %d ms" % (away[0], TIMEOUT_MS)
+            assert want in ringo, "rank 0 raised %r, want %r" % (ringo, want)
+        else:
+            assert "monitoredBarrier" in ringo, "rank %d did not learn of the failure: %r" % (rank, ringo)
+
+    cases.run("monitored_barrier.one_rank_away", monitored_fails, [n - 1], False)
+    cases.run("monitored_barrier.wait_all_ranks", monitored_fails, list(range(1, n)), True)
+
+    def gloo_words():
+        # gloo's own message for the one-rank case, for the record (last: a
+        # failed gloo monitored barrier leaves its group's sends unmatched).
+        dist.barrier()
+        said = monitored([n - 1], False, "gloo")
+        if rank == 0:
+            want = "Rank %d failed to pass monitoredBarrier in %d ms" % (n - 1, TIMEOUT_MS)
+            assert want in said, "gloo said %r" % said
+            print("gloo's words: %s" % said.splitlines()[0], flush=True)
+
+    cases.run("monitored_barrier.gloo_says_the_same", gloo_words)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def main():
+    p = harness.worker_parser()
+    args = p.parse_args()
+    if args.worker:
+        harness.main_guard(lambda: worker(args))
+    report = harness.Report("parity_%dranks" % args.nranks)
+    script = os.path.abspath(__file__)
+    init = harness.file_init()
+    ranks = harness.Ranks(lambda r: harness.worker_argv(script, r, args.nranks, init, []), args.nranks,
+                          deadline_s=180)
+    codes, outputs = ranks.wait()
+    report.merge_ranks("n%d." % args.nranks, codes, outputs)
+    for r, c in enumerate(codes):
+        if c != 0:
+            report.add("n%d.rank%d_exit" % (args.nranks, r), "failed",
+                       "exit status %s; output ends: %s" % (c, harness.tail(outputs[r])))
+    sys.exit(report.finish())
+
+
+if __name__ == "__main__":
+    main()
