@@ -23,7 +23,7 @@ constexpr std::chrono::seconds kForkGrace{15};
 constexpr std::chrono::milliseconds kPollInterval{50};
 
 // Waits for every child; see RunForkedRanks.
-int WaitForChildren(const char* program, std::vector<pid_t> pids) {
+int WaitForChildren(const char* program, std::vector<pid_t> pids, bool survivors_go_on) {
   int result = 0;
   bool grace = false;  // a child failed: the others are given until kill_at
   Clock::time_point kill_at;
@@ -61,8 +61,10 @@ int WaitForChildren(const char* program, std::vector<pid_t> pids) {
     if (ok) continue;
     // A plain nonzero exit has printed its reason already; a signal has not.
     if (WIFSIGNALED(status)) {
-      std::fprintf(stderr, "%s: rank %zu (pid %d) was killed by signal %d (%s)\n", program, rank,
-                   static_cast<int>(pid), WTERMSIG(status), strsignal(WTERMSIG(status)));
+      std::fprintf(stderr, "%s: rank %zu (pid %d) was killed by signal %d (%s)%s\n", program, rank,
+                   static_cast<int>(pid), WTERMSIG(status), strsignal(WTERMSIG(status)),
+                   survivors_go_on ? "; the others go on" : "");
+      if (survivors_go_on) continue;
     }
     if (result == 0) {
       result = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
@@ -87,7 +89,8 @@ std::vector<int> AllowedCpus() {
 
 }  // namespace
 
-int RunForkedRanks(const char* program, int nranks, const std::function<int(int)>& rank_main, bool bind_to_core) {
+int RunForkedRanks(const char* program, int nranks, const std::function<int(int)>& rank_main, bool bind_to_core,
+                   bool survivors_go_on) {
   std::vector<int> cpus;
   if (bind_to_core) {
     cpus = AllowedCpus();
@@ -119,12 +122,12 @@ int RunForkedRanks(const char* program, int nranks, const std::function<int(int)
     if (pid < 0) {
       std::fprintf(stderr, "%s: fork: %s\n", program, std::strerror(errno));
       for (pid_t started : pids) kill(started, SIGKILL);
-      WaitForChildren(program, pids);
+      WaitForChildren(program, pids, survivors_go_on);
       return 1;
     }
     pids.push_back(pid);
   }
-  return WaitForChildren(program, pids);
+  return WaitForChildren(program, pids, survivors_go_on);
 }
 
 }  // namespace ringo::launch

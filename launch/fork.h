@@ -15,8 +15,12 @@ namespace ringo::launch {
 // With `bind_to_core`, rank r runs on the r-th CPU this process may use
 // (mpirun's --bind-to core, its default for two ranks or fewer), where there
 // are at least as many CPUs as ranks; unbound otherwise, with a note.
+//
+// With `survivors_go_on` (elastic jobs), a child killed by a signal is
+// reported but neither fails the run nor starts the grace period: the others
+// are expected to go on without it, and the result is theirs.
 int RunForkedRanks(const char* program, int nranks, const std::function<int(int rank)>& rank_main,
-                   bool bind_to_core = false);
+                   bool bind_to_core = false, bool survivors_go_on = false);
 
 }  // namespace ringo::launch
 

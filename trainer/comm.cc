@@ -51,6 +51,12 @@ base::Status Communicator::SplitFrom(const Communicator& parent, int rank) {
   return base::OkStatus();
 }
 
+void Communicator::Replace(ringoComm_t comm) {
+  if (comm_ != nullptr && !aborted_) (void)ringoCommAbort(comm_);
+  comm_ = comm;
+  aborted_ = false;
+}
+
 void Communicator::Abort() {
   if (comm_ == nullptr || aborted_) return;
   aborted_ = true;

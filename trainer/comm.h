@@ -38,6 +38,9 @@ class Communicator {
   // Marks the communicator aborted (its peers see ringoRemoteError) and
   // releases it. Any thread; once.
   void Abort();
+  // Takes `comm` (a shrunk child) in place of the one held, which is
+  // aborted: after an elastic shrink the parent's work is over.
+  void Replace(ringoComm_t comm);
 
  private:
   ringoComm_t comm_ = nullptr;

@@ -4,6 +4,7 @@
 #ifndef RINGO_TRAINER_DATA_H_
 #define RINGO_TRAINER_DATA_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,10 +49,19 @@ struct ShardPlan {
   int global_batch = 0;
   int accum = 1;
   int ranks = 1;
-  int micro() const { return global_batch / (accum * ranks); }
+  // Rows rank `rank` takes of each micro-batch (global_batch / accum rows):
+  // an equal share, and one more for the first ranks where it does not
+  // divide (after an elastic shrink).
+  int micro(int rank) const {
+    const int per = global_batch / accum;
+    return per / ranks + (rank < per % ranks ? 1 : 0);
+  }
+  int max_micro() const { return micro(0); }
   // Index into the epoch's permutation of the first sample of (step, m, rank).
   int64_t First(int64_t step_in_epoch, int m, int rank) const {
-    return step_in_epoch * global_batch + static_cast<int64_t>(m * ranks + rank) * micro();
+    const int per = global_batch / accum;
+    const int64_t before = static_cast<int64_t>(rank) * (per / ranks) + std::min(rank, per % ranks);
+    return step_in_epoch * global_batch + static_cast<int64_t>(m) * per + before;
   }
 };
 

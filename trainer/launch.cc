@@ -24,7 +24,7 @@ StatusOr<ringoUniqueId> NewUniqueId() {
 
 }  // namespace
 
-int RunLocalRanks(int nranks, const RankMain& rank_main) {
+int RunLocalRanks(int nranks, const RankMain& rank_main, bool elastic) {
   // One rank makes no communicator, so it needs no id (nor its listener).
   if (nranks == 1) return launch::RunForkedRanks(kProgram, 1, [&](int) { return rank_main(0, 1, ringoUniqueId{}); });
   auto id = NewUniqueId();
@@ -33,7 +33,8 @@ int RunLocalRanks(int nranks, const RankMain& rank_main) {
     return 1;
   }
   const ringoUniqueId shared = *id;
-  return launch::RunForkedRanks(kProgram, nranks, [&](int rank) { return rank_main(rank, nranks, shared); });
+  return launch::RunForkedRanks(kProgram, nranks, [&](int rank) { return rank_main(rank, nranks, shared); },
+                                /*bind_to_core=*/false, /*survivors_go_on=*/elastic);
 }
 
 int RunLaunchedRank(const RankMain& rank_main) {

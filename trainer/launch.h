@@ -17,7 +17,9 @@ using RankMain = std::function<int(int rank, int nranks, const ringoUniqueId& id
 // -np N: one id (its rendezvous listener lives in this process), N forked
 // ranks; 0 when all exit 0, else the first failure's status. A rank that
 // dies is named by this process; the survivors report their own errors.
-int RunLocalRanks(int nranks, const RankMain& rank_main);
+// With `elastic`, a rank killed by a signal does not end the others (they
+// shrink and go on) and the result is theirs.
+int RunLocalRanks(int nranks, const RankMain& rank_main, bool elastic = false);
 
 // One rank started by a launcher (or alone): rank, size and id from the
 // environment, then rank_main.

@@ -121,7 +121,8 @@ int TrainMain(const Options& o, int rank, int nranks, const ringoUniqueId& id,
     std::fprintf(stderr, "ringo-train: rank %d: %s\n", rank, status.message().c_str());
     return 1;
   }
-  return rank == 0 ? Report(o, info, baseline_csv) : 0;
+  // After an elastic shrink the report is the final rank 0's.
+  return info.final_rank == 0 ? Report(o, info, baseline_csv) : 0;
 }
 
 // --baseline with -np: a 1-rank run of the same global batch in a child
@@ -300,9 +301,10 @@ int main(int argc, char** argv) {
       o.baseline_sps = RunBaseline(o, baseline_csv);
       std::printf("baseline: %.0f samples/s\n", o.baseline_sps);
     }
-    const int rc = RunLocalRanks(o.num_procs, [&](int rank, int nranks, const ringoUniqueId& id) {
-      return TrainMain(o, rank, nranks, id, baseline_csv);
-    });
+    const int rc = RunLocalRanks(
+        o.num_procs,
+        [&](int rank, int nranks, const ringoUniqueId& id) { return TrainMain(o, rank, nranks, id, baseline_csv); },
+        o.elastic);
     if (!baseline_csv.empty()) unlink(baseline_csv.c_str());
     return rc;
   }

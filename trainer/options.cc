@@ -111,6 +111,8 @@ const char* Usage() {
          "  --target-acc A       exit 1 unless the final test accuracy reaches A (0..1)\n"
          "  --dump-params FILE   rank 0 writes the final parameters (raw float32)\n"
          "  --kill-rank R --kill-step S  fault injection: rank R kills itself at step S\n"
+         "  --elastic            a lost rank does not end the run: the others agree on who\n"
+         "                       failed, shrink, share its part of the batch and redo the step\n"
          "  --quiet              the summary only\n"
          "What-if (--predict): step time, overhead and scaling efficiency for 1..1024 GPUs\n"
          "  --compute-ms X       compute time per sample (default: measured here, 1 rank)\n"
@@ -181,6 +183,7 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
       {"--baseline", &o.baseline_run},
       {"--predict", &o.predict},
       {"--quiet", &o.quiet},
+      {"--elastic", &o.elastic},
       {"--help", &o.help},
       {"-h", &o.help},
   };

@@ -59,6 +59,7 @@ struct Options {
   double target_acc = 0;  // fail unless the final test accuracy reaches it
   std::string dump_params;
   int kill_rank = -1;  // fault injection: this rank SIGKILLs itself at kill_step
+  bool elastic = false;  // --elastic: survivors of a lost rank shrink and go on
   int64_t kill_step = 0;
   bool quiet = false;
 

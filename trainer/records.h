@@ -62,6 +62,11 @@ struct RunInfo {
   std::vector<std::vector<StepRecord>> rank_steps;
   std::vector<std::vector<BucketTiming>> rank_buckets;
   std::vector<EvalRecord> evals;
+  // --elastic: what each recovery did ("step 40: rank 2 lost; 3 ranks go on
+  // from step 40, 12.3 ms"), and this process's rank at the end (the one
+  // that reports is the final rank 0).
+  std::vector<std::string> recoveries;
+  int final_rank = 0;
 };
 
 }  // namespace ringo::train

@@ -113,6 +113,7 @@ void PrintReport(const RunInfo& info, FILE* out) {
       info.global_batch, info.micro, info.accum, info.accum == 1 ? "" : "es", n, n == 1 ? "" : "s",
       info.buckets.size(), info.buckets.size() == 1 ? "" : "s", GradDtypeName(info.grad_dtype),
       info.overlap ? "on" : "off", info.sync_bn ? ", SyncBatchNorm" : "");
+  for (const std::string& r : info.recoveries) std::fprintf(out, "   elastic recovery: %s\n", r.c_str());
   if (n > 1 && !info.calibration.empty()) {
     std::fprintf(out,
                  "\n== calibration: ringoAllReduce avg %s on ringoMemAlloc buffers, median per "

@@ -32,7 +32,10 @@ constexpr int kEvalRows = 500;
 // reverse order: the gradient thread before the communicators.
 class Rank {
  public:
-  Rank(const Options& o, int rank, int nranks) : o_(o), rank_(rank), nranks_(nranks) {}
+  Rank(const Options& o, int rank, int nranks) : o_(o), rank_(rank), nranks_(nranks) {
+    for (int r = 0; r < nranks; ++r) original_.push_back(r);
+    original_count_ = original_.size();
+  }
   ~Rank();
   // Trains; on failure aborts both communicators first, so that peers
   // blocked on this rank wake with an error instead of waiting out the timeout.
@@ -47,6 +50,17 @@ class Rank {
   Status Setup(const ringoUniqueId& id, RunInfo* info);
   Status TrainStep(int64_t step, const std::vector<int>& perm, int64_t step_in_epoch,
                    StepRecord* rec);
+  // The logging and evaluation after step `s` (collective on the main
+  // communicator when due).
+  Status AfterStep(int64_t s, int64_t total, int epoch, const StepRecord& rec, RunInfo* info);
+  // --elastic: after `why` failed step `step`, the survivors agree on the
+  // lost ranks, shrink, share out the batch again and take the state of the
+  // survivor that completed the fewest steps; *resume is that step. `why`
+  // itself when no rank was lost.
+  Status Recover(const Status& why, int64_t step, RunInfo* info, int64_t* resume);
+  // (Re)makes the gradient thread on the gradient communicator.
+  Status StartSync(RunInfo* info);
+  void MakeBnReducer();
   StatusOr<double> Evaluate();
   Status Gather(RunInfo* info);
   void AbortAll() {
@@ -55,7 +69,10 @@ class Rank {
   }
 
   const Options& o_;
-  const int rank_, nranks_;
+  int rank_, nranks_;           // change only in an elastic recovery
+  std::vector<int> original_;   // rank -> the rank it had at the start
+  size_t original_count_ = 0;   // ranks at the start
+  int rows_ = 0;                // rows the model's and the batch's buffers hold
   ShardPlan plan_;
   Dataset train_, test_;
   Communicator main_comm_;  // the training loop's: broadcasts, SyncBatchNorm, metrics
@@ -110,16 +127,14 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
     RETURN_IF_ERROR(main_comm_.Init(nranks_, id, rank_, o_.timeout_ms));
     // The gradient thread's communicator: the same ranks, split from the first.
     RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_));
-    if (o_.sync_bn) {
-      ringoComm_t comm = main_comm_.get();
-      bn_reducer_ = [comm](double* data, size_t count) {
-        return AllReduceDoubles(comm, data, count, ringoSum);
-      };
-    }
+    MakeBnReducer();
   }
   compute_ = MakeCpuCompute(o_.blas_threads);
-  const int micro = plan_.micro();
-  model_ = std::make_unique<Mlp>(compute_.get(), o_.model, std::max(micro, kEvalRows));
+  const int micro = plan_.micro(rank_);
+  // Room for the largest share a shrink could give a rank, up to the whole
+  // micro-batch (an elastic job down to one rank).
+  rows_ = std::max(o_.elastic ? o_.batch / o_.accum : micro, kEvalRows);
+  model_ = std::make_unique<Mlp>(compute_.get(), o_.model, rows_);
   const size_t n = model_->num_params();
   params_ = compute_->Alloc(n);
   momentum_ = compute_->Alloc(n);
@@ -133,10 +148,10 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   }
   model_->Bind(params_, grads_);
   model_->Init(o_.seed);
-  x_.resize(static_cast<size_t>(std::max(micro, kEvalRows)) * o_.model.inputs);
-  y_.resize(std::max(micro, kEvalRows));
+  x_.resize(static_cast<size_t>(rows_) * o_.model.inputs);
+  y_.resize(rows_);
   x_dev_ = compute_->Alloc(x_.size());
-  dlogits_ = compute_->Alloc(static_cast<size_t>(micro) * o_.model.classes);
+  dlogits_ = compute_->Alloc(static_cast<size_t>(rows_) * o_.model.classes);
 
   info->nranks = nranks_;
   info->global_batch = o_.batch;
@@ -156,7 +171,7 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   RETURN_IF_ERROR(
       RingoCall(ringoBroadcast(params_, params_, n, ringoFloat32, 0, main_comm_.get(), nullptr),
                 "ringoBroadcast of the parameters", main_comm_.get()));
-  if (o_.calibrate) {
+  if (o_.calibrate && !o_.elastic) {  // elastic: the rank count the model would fit can change
     const size_t wire = GradDtypeBytes(o_.grad_dtype);
     std::vector<size_t> bucket_bytes;
     for (const Bucket& b : info->buckets) bucket_bytes.push_back(b.count * wire);
@@ -174,20 +189,37 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
     }
     info->fit_error = MaxFitError(info->fit, fit_points, nranks_);
   }
+  return StartSync(info);
+}
+
+Status Rank::StartSync(RunInfo* info) {
   sync_ = std::make_unique<GradSync>(grad_comm_.get(), grads_, info->buckets, o_.grad_dtype,
                                      o_.overlap);
   return sync_->Start();
 }
 
+void Rank::MakeBnReducer() {
+  if (!o_.sync_bn) return;
+  ringoComm_t comm = main_comm_.get();
+  bn_reducer_ = [comm](double* data, size_t count) {
+    return AllReduceDoubles(comm, data, count, ringoSum);
+  };
+}
+
 Status Rank::TrainStep(int64_t step, const std::vector<int>& perm, int64_t step_in_epoch,
                        StepRecord* rec) {
-  const int micro = plan_.micro();
+  const int micro = plan_.micro(rank_);
   const StatsReducer* reducer = bn_reducer_ ? &bn_reducer_ : nullptr;
-  const float scale = 1.0f / static_cast<float>(micro * o_.accum);
+  // The ranks average their gradients (ringoAvg): each scales its sum by
+  // ranks / global batch, which is 1 / (its rows) when the shares are equal
+  // and keeps the global mean when a shrink made them unequal.
+  const bool even = o_.batch % (plan_.accum * nranks_) == 0;
+  const float scale = even ? 1.0f / static_cast<float>(micro * plan_.accum)
+                           : static_cast<float>(nranks_) / static_cast<float>(o_.batch);
   const auto step_start = Clock::now();
   double loss = 0;
   int64_t correct = 0;
-  for (int m = 0; m < o_.accum; ++m) {
+  for (int m = 0; m < plan_.accum; ++m) {
     auto t0 = Clock::now();
     GatherBatch(train_, perm, plan_.First(step_in_epoch, m, rank_), micro, x_.data(), y_.data());
     compute_->Upload(x_.data(), x_dev_, static_cast<size_t>(micro) * o_.model.inputs);
@@ -196,13 +228,13 @@ Status Rank::TrainStep(int64_t step, const std::vector<int>& perm, int64_t step_
     loss += compute_->SoftmaxCrossEntropy(micro, o_.model.classes, model_->logits(), y_.data(),
                                           scale, dlogits_, &correct);
     auto t2 = Clock::now();
-    if (rank_ == o_.kill_rank && step == o_.kill_step && m + 1 == o_.accum) {
+    if (original_[rank_] == o_.kill_rank && step == o_.kill_step && m + 1 == plan_.accum) {
       std::fprintf(stderr, "ringo-train: rank %d: --kill-rank: killing itself at step %lld\n",
-                   rank_, static_cast<long long>(step));
+                   original_[rank_], static_cast<long long>(step));
       std::fflush(stderr);
       raise(SIGKILL);
     }
-    const bool last = m + 1 == o_.accum;
+    const bool last = m + 1 == plan_.accum;
     if (last && sync_) sync_->BeginStep();
     GradReadyFn ready = [&](int param) {
       if (last && sync_) sync_->ParamReady(param);
@@ -223,7 +255,7 @@ Status Rank::TrainStep(int64_t step, const std::vector<int>& perm, int64_t step_
   const auto t5 = Clock::now();
   rec->opt_ms = Ms(t4, t5);
   rec->step_ms = Ms(step_start, t5);
-  const double samples = static_cast<double>(micro) * o_.accum;
+  const double samples = static_cast<double>(micro) * plan_.accum;
   rec->loss = loss / samples;
   rec->acc = correct / samples;
   loss_sum_ += loss;
@@ -294,6 +326,124 @@ Status Rank::Gather(RunInfo* info) {
   return base::OkStatus();
 }
 
+Status Rank::AfterStep(int64_t s, int64_t total, int epoch, const StepRecord& rec, RunInfo* info) {
+  const int64_t per_epoch = train_.count / o_.batch;
+  const bool eval = o_.eval_every > 0 ? (s + 1) % o_.eval_every == 0 || s + 1 == total
+                                      : (s + 1) % per_epoch == 0 || s + 1 == total;
+  const bool log = o_.log_every > 0 && ((s + 1) % o_.log_every == 0 || eval);
+  if (!log && !eval) return base::OkStatus();
+  double sums[3] = {loss_sum_, correct_sum_, count_sum_};
+  if (nranks_ > 1) RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), sums, 3, ringoSum));
+  loss_sum_ = correct_sum_ = count_sum_ = 0;
+  EvalRecord ev{s + 1, epoch, -1, sums[0] / sums[2], sums[1] / sums[2]};
+  if (eval) {
+    ASSIGN_OR_RETURN(ev.test_acc, Evaluate());
+    info->evals.push_back(ev);
+    info->final_test_acc = ev.test_acc;
+  }
+  if (rank_ == 0 && !o_.quiet) {
+    std::printf("step %6lld/%lld  epoch %d  loss %.4f  train %.2f%%",
+                static_cast<long long>(s + 1), static_cast<long long>(total), epoch + 1,
+                ev.train_loss, 100 * ev.train_acc);
+    if (eval) std::printf("  test %.2f%%", 100 * ev.test_acc);
+    std::printf(
+        "  | lr %.4g  step %.1f ms (fwd %.1f bwd %.1f exposed comm %.2f opt %.1f)  %.0f "
+        "samples/s\n",
+        rec.lr, rec.step_ms, rec.fwd_ms, rec.bwd_ms, rec.exposed_ms, rec.opt_ms,
+        o_.batch / rec.step_ms * 1e3);
+    std::fflush(stdout);
+  }
+  return base::OkStatus();
+}
+
+Status Rank::Recover(const Status& why, int64_t step, RunInfo* info, int64_t* resume) {
+  const auto start = Clock::now();
+  std::fprintf(stderr, "ringo-train: rank %d: step %lld failed (%s); --elastic: recovering\n", original_[rank_],
+               static_cast<long long>(step), why.message().c_str());
+  // The gradient thread may wait in an all-reduce with the lost rank: the
+  // revoke ends it on every rank, and the thread goes.
+  if (grad_comm_.get() != nullptr) (void)ringoCommRevoke(grad_comm_.get(), RINGO_REVOKE_DEFAULT);
+  sync_.reset();
+  std::vector<int> failed(nranks_, -1);
+  int nfailed = 0;
+  RETURN_IF_ERROR(RingoCall(ringoCommAgreeFailed(main_comm_.get(), failed.data(), &nfailed),
+                            "ringoCommAgreeFailed", main_comm_.get()));
+  failed.resize(nfailed);
+  if (nfailed == 0) return why;  // every rank is there: not a failure to go on from
+  ringoComm_t child = nullptr;
+  RETURN_IF_ERROR(RingoCall(
+      ringoCommShrink(main_comm_.get(), failed.data(), nfailed, &child, nullptr, RINGO_SHRINK_ABORT),
+      "ringoCommShrink", main_comm_.get()));
+  std::string lost;
+  std::vector<int> survivors;  // new rank -> original rank (the shrink keeps their order)
+  for (int r = 0; r < nranks_; ++r) {
+    if (std::find(failed.begin(), failed.end(), r) != failed.end()) {
+      lost += (lost.empty() ? "" : ", ") + std::to_string(original_[r]);
+    } else {
+      survivors.push_back(original_[r]);
+    }
+  }
+  int new_rank = -1, new_size = 0;
+  RETURN_IF_ERROR(RingoCall(ringoCommUserRank(child, &new_rank), "ringoCommUserRank", child));
+  RETURN_IF_ERROR(RingoCall(ringoCommCount(child, &new_size), "ringoCommCount", child));
+  main_comm_.Replace(child);
+  grad_comm_.Replace(nullptr);
+  RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, new_rank));
+  rank_ = new_rank;
+  nranks_ = new_size;
+  original_ = survivors;
+  // The global batch stays the same (micro-batch x accumulation x ranks):
+  // where the new rank count divides it at the same micro-batch,
+  // accumulation rises; otherwise the ranks take unequal shares of it.
+  const int micro0 = o_.batch / (o_.accum * static_cast<int>(original_count_));
+  plan_ = o_.batch % (micro0 * nranks_) == 0 ? ShardPlan{o_.batch, o_.batch / (micro0 * nranks_), nranks_}
+                                             : ShardPlan{o_.batch, o_.accum, nranks_};
+  if (plan_.max_micro() > rows_) {
+    return base::InvalidUsage("--elastic: " + std::to_string(nranks_) + " ranks would take " +
+                              std::to_string(plan_.max_micro()) + " rows each, more than the " +
+                              std::to_string(rows_) + " the buffers hold");
+  }
+  MakeBnReducer();
+  // Go on from the last step every survivor completed, with the state of a
+  // survivor that stopped there (the lowest such rank).
+  double done = static_cast<double>(steps_.size());
+  RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), &done, 1, ringoMin));
+  double source = static_cast<double>(steps_.size()) == done ? rank_ : nranks_;
+  RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), &source, 1, ringoMin));
+  const int root = static_cast<int>(source);
+  const size_t n = model_->num_params();
+  RETURN_IF_ERROR(RingoCall(ringoBroadcast(params_, params_, n, ringoFloat32, root, main_comm_.get(), nullptr),
+                            "ringoBroadcast of the parameters", main_comm_.get()));
+  RETURN_IF_ERROR(RingoCall(ringoBroadcast(momentum_, momentum_, n, ringoFloat32, root, main_comm_.get(), nullptr),
+                            "ringoBroadcast of the momentum", main_comm_.get()));
+  if (model_->num_buffers() > 0) {
+    RETURN_IF_ERROR(RingoCall(ringoBroadcast(model_->buffer_data(), model_->buffer_data(), model_->num_buffers(),
+                                             ringoFloat32, root, main_comm_.get(), nullptr),
+                              "ringoBroadcast of the batch-norm statistics", main_comm_.get()));
+  }
+  const int64_t back_to = static_cast<int64_t>(done);
+  steps_.resize(static_cast<size_t>(back_to));
+  bucket_times_.resize(std::min(bucket_times_.size(), static_cast<size_t>(back_to) * info->buckets.size()));
+  while (!info->evals.empty() && info->evals.back().step > back_to) info->evals.pop_back();
+  info->final_test_acc = info->evals.empty() ? -1 : info->evals.back().test_acc;
+  loss_sum_ = correct_sum_ = count_sum_ = 0;
+  RETURN_IF_ERROR(StartSync(info));
+  *resume = back_to;
+  const double ms = Ms(start, Clock::now());
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "step %lld: lost rank %s; %d ranks go on from step %lld, %d..%d rows x %d micro-batch%s each, "
+                "%.1f ms",
+                static_cast<long long>(step), lost.c_str(), nranks_, static_cast<long long>(back_to),
+                plan_.micro(nranks_ - 1), plan_.max_micro(), plan_.accum, plan_.accum == 1 ? "" : "es", ms);
+  info->recoveries.push_back(line);
+  if (rank_ == 0) {
+    std::printf("ringo-train: %s\n", line);
+    std::fflush(stdout);
+  }
+  return base::OkStatus();
+}
+
 Status Rank::Train(const ringoUniqueId& id, RunInfo* info) {
   const auto start = Clock::now();
   RETURN_IF_ERROR(Setup(id, info));
@@ -312,35 +462,22 @@ Status Rank::Train(const ringoUniqueId& id, RunInfo* info) {
     rec.step = static_cast<double>(s);
     rec.epoch = epoch;
     rec.lr = LearningRate(o_, o_.batch, s, total, per_epoch);
-    RETURN_IF_ERROR(TrainStep(s, perm, s % per_epoch, &rec));
-    steps_.push_back(rec);
-    const bool eval = o_.eval_every > 0 ? (s + 1) % o_.eval_every == 0 || s + 1 == total
-                                        : (s + 1) % per_epoch == 0 || s + 1 == total;
-    const bool log = o_.log_every > 0 && ((s + 1) % o_.log_every == 0 || eval);
-    if (!log && !eval) continue;
-    double sums[3] = {loss_sum_, correct_sum_, count_sum_};
-    if (nranks_ > 1) RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), sums, 3, ringoSum));
-    loss_sum_ = correct_sum_ = count_sum_ = 0;
-    EvalRecord ev{s + 1, epoch, -1, sums[0] / sums[2], sums[1] / sums[2]};
-    if (eval) {
-      ASSIGN_OR_RETURN(ev.test_acc, Evaluate());
-      info->evals.push_back(ev);
-      info->final_test_acc = ev.test_acc;
+    Status st = TrainStep(s, perm, s % per_epoch, &rec);
+    if (st.ok()) {
+      steps_.push_back(rec);
+      st = AfterStep(s, total, epoch, rec, info);
     }
-    if (rank_ == 0 && !o_.quiet) {
-      std::printf("step %6lld/%lld  epoch %d  loss %.4f  train %.2f%%",
-                  static_cast<long long>(s + 1), static_cast<long long>(total), epoch + 1,
-                  ev.train_loss, 100 * ev.train_acc);
-      if (eval) std::printf("  test %.2f%%", 100 * ev.test_acc);
-      std::printf(
-          "  | lr %.4g  step %.1f ms (fwd %.1f bwd %.1f exposed comm %.2f opt %.1f)  %.0f "
-          "samples/s\n",
-          rec.lr, rec.step_ms, rec.fwd_ms, rec.bwd_ms, rec.exposed_ms, rec.opt_ms,
-          o_.batch / rec.step_ms * 1e3);
-      std::fflush(stdout);
-    }
+    if (st.ok()) continue;
+    if (!o_.elastic || nranks_ == 1) return st;
+    int64_t resume = 0;
+    RETURN_IF_ERROR(Recover(st, s, info, &resume));
+    s = resume - 1;  // the loop's ++s: the first step not every survivor completed
   }
   RETURN_IF_ERROR(Gather(info));
+  info->nranks = nranks_;
+  info->final_rank = rank_;
+  info->micro = plan_.max_micro();
+  info->accum = plan_.accum;
   if (!o_.dump_params.empty() && rank_ == 0) {
     std::vector<float> host(model_->num_params());
     compute_->Download(params_, host.data(), host.size());

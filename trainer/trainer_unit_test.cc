@@ -94,19 +94,25 @@ TEST(Sampler, SamePermutationEverywhereAndEpochsDiffer) {
   EXPECT_GT(moved, 50);
 }
 
+// Equal shares (48 over 1-4 ranks) and the unequal ones an elastic shrink
+// leaves (48 over 5 and 7 ranks, 48/2 over 5): every sample of every global
+// batch once, shares differing by at most one row, the larger ones first.
 TEST(Sampler, ShardsCoverEachGlobalBatchOnce) {
-  for (int ranks : {1, 2, 3, 4}) {
+  for (int ranks : {1, 2, 3, 4, 5, 7}) {
     for (int accum : {1, 2}) {
       ShardPlan plan{48, accum, ranks};
       std::vector<int> seen(3 * 48, 0);
       for (int64_t step = 0; step < 3; ++step) {
         for (int m = 0; m < accum; ++m) {
           for (int r = 0; r < ranks; ++r) {
-            for (int i = 0; i < plan.micro(); ++i) ++seen[plan.First(step, m, r) + i];
+            for (int i = 0; i < plan.micro(r); ++i) ++seen[plan.First(step, m, r) + i];
           }
         }
       }
       for (int v : seen) ASSERT_EQ(v, 1) << ranks << " ranks, accum " << accum;
+      EXPECT_LE(plan.max_micro() - plan.micro(ranks - 1), 1);
+      for (int r = 1; r < ranks; ++r) EXPECT_LE(plan.micro(r), plan.micro(r - 1));
+      if ((48 / accum) % ranks == 0) EXPECT_EQ(plan.micro(ranks - 1), 48 / accum / ranks);
     }
   }
 }
