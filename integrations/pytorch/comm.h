@@ -27,6 +27,11 @@ class Comm {
   static std::unique_ptr<Comm> Create(c10d::Store& store, int rank, int size,
                                       std::chrono::milliseconds timeout, int device_kind);
 
+  // Owns `comm` (made by Ringo some other way: a shrink), rank `rank` of `size`.
+  static std::unique_ptr<Comm> Adopt(ringoComm_t comm, int rank, int size) {
+    return std::unique_ptr<Comm>(new Comm(comm, rank, size));
+  }
+
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
   // Destroys the communicator, or aborts it once it has failed (a failed

@@ -45,6 +45,11 @@ PYBIND11_MODULE(_C, m) {
 #endif
   m.attr("BACKEND_API") = static_cast<bool>(RINGO_TORCH_BACKEND_API);
   m.attr("BUILT_WITH_TORCH") = TORCH_VERSION;
+  m.def(
+      "shrink",
+      [](const c10::intrusive_ptr<ProcessGroupRingo>& group) { return group->Shrink(); },
+      py::arg("group"), py::call_guard<py::gil_scoped_release>(),
+      "The survivors' group over the same processes (ProcessGroupRingo::Shrink).");
   m.def("ringo_version", &RingoVersion,
         "Ringo's version code (MAJOR * 10000 + MINOR * 100 + PATCH).");
 }

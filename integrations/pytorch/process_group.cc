@@ -53,6 +53,43 @@ ProcessGroupRingo::ProcessGroupRingo(const c10::intrusive_ptr<c10d::Store>& stor
   init();
 }
 
+ProcessGroupRingo::ProcessGroupRingo(const c10::intrusive_ptr<c10d::Store>& store, std::unique_ptr<Comm> comm,
+                                     std::chrono::milliseconds timeout)
+    : GroupBase(comm->rank(), comm->size()), store_(store), timeout_(timeout) {
+#ifdef RINGO_TORCH_CUDA
+  cuda_ = std::make_unique<CudaGroup>(store_, comm->rank(), comm->size(), timeout);
+#endif
+  std::shared_ptr<std::unique_ptr<Comm>> held = std::make_shared<std::unique_ptr<Comm>>(std::move(comm));
+  worker_ = std::make_unique<Worker>([held] { return std::move(*held); }, /*eager=*/true);
+  init();
+}
+
+c10::intrusive_ptr<ProcessGroupRingo> ProcessGroupRingo::Shrink() {
+  struct Child {
+    ringoComm_t comm = nullptr;
+    int rank = -1, size = 0;
+  };
+  auto child = std::make_shared<Child>();
+  Body body = [child](const RunContext& ctx) {
+    ringoComm_t comm = ctx.comm->get();
+    std::vector<int> failed(ctx.comm->size(), -1);
+    int nfailed = 0;
+    ringoResult_t rc = ringoCommAgreeFailed(comm, failed.data(), &nfailed);
+    if (rc != ringoSuccess) throw std::runtime_error(RingoError(comm, rc, "ringoCommAgreeFailed"));
+    rc = ringoCommShrink(comm, failed.data(), nfailed, &child->comm, nullptr, RINGO_SHRINK_ABORT);
+    if (rc != ringoSuccess) throw std::runtime_error(RingoError(comm, rc, "ringoCommShrink"));
+    ringoCommUserRank(child->comm, &child->rank);
+    ringoCommCount(child->comm, &child->size);
+  };
+  auto work = c10::make_intrusive<HostWork>(getRank(), c10d::OpType::UNKNOWN, "ringo:shrink",
+                                            std::vector<at::Tensor>{}, std::vector<at::Tensor>{}, std::move(body));
+  work->RunOnFailedCommunicator();
+  worker_->Post(work);
+  work->wait(std::chrono::milliseconds(0));  // throws the shrink's error
+  return c10::make_intrusive<ProcessGroupRingo>(store_, Comm::Adopt(child->comm, child->rank, child->size),
+                                                timeout_);
+}
+
 ProcessGroupRingo::~ProcessGroupRingo() {
   // Runs what is queued first, as gloo's destructor; Python may drop the last
   // reference with the GIL held, which the worker may need to finish.

@@ -38,6 +38,19 @@ class ProcessGroupRingo : public GroupBase {
   // may serve only CUDA tensors, on the first host operation.
   ProcessGroupRingo(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                     std::chrono::milliseconds timeout);
+  // A group over a host communicator made already (Shrink's child).
+  ProcessGroupRingo(const c10::intrusive_ptr<c10d::Store>& store, std::unique_ptr<Comm> comm,
+                    std::chrono::milliseconds timeout);
+
+  // The survivors' group, in the same processes: every surviving rank calls
+  // it (after an operation failed because a rank died or stopped, or to
+  // leave none out); they agree on the lost ranks over this group's control
+  // connections (ringoCommAgreeFailed) and shrink its host communicator
+  // (ringoCommShrink, RINGO_SHRINK_ABORT), renumbered in order. This group
+  // stays failed; the new one shares its store (which must outlive a lost
+  // rank: a FileStore, or a TCPStore not hosted by it). Host tensors; with
+  // PyTorch 1.x. Blocking.
+  c10::intrusive_ptr<ProcessGroupRingo> Shrink();
   ~ProcessGroupRingo() override;
 
   const std::string getBackendName() const override { return "ringo"; }

@@ -46,7 +46,7 @@ bool HostWork::isCompleted() {
 void HostWork::Run(Comm* comm, std::exception_ptr error) {
   if (!error) {
     try {
-      comm->CheckUsable(title_.c_str());
+      if (!on_failed_) comm->CheckUsable(title_.c_str());
       comm->Label(title_.c_str());
       body_(RunContext{comm, nullptr});
     } catch (...) {

@@ -60,6 +60,9 @@ class HostWork : public WorkBase {
                        std::exception_ptr error);
 
   bool p2p() const { return p2p_; }
+  // Runs even on a communicator that failed earlier (a shrink after a
+  // failure); set before Post.
+  void RunOnFailedCommunicator() { on_failed_ = true; }
   bool wanted() const { return wanted_.load(); }
 
  private:
@@ -71,6 +74,7 @@ class HostWork : public WorkBase {
   std::vector<at::Tensor> outputs_;
   Body body_;
   bool p2p_ = false;
+  bool on_failed_ = false;
 #if RINGO_TORCH_P2P
   P2pIssue issue_;
 #endif

@@ -26,6 +26,8 @@ HAS_P2P = _C.HAS_P2P
 HAS_CUDA = _C.HAS_CUDA
 #: The PyTorch version the extension was compiled against.
 BUILT_WITH_TORCH = _C.BUILT_WITH_TORCH
+#: Whether it was built as a c10d::Backend (PyTorch 2.x) rather than a ProcessGroup.
+BACKEND_API = _C.BACKEND_API
 
 BACKEND = "ringo"
 
@@ -66,6 +68,22 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
     return pg.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
 
 
+def shrink(group=None):
+    """The group of the ranks of `group` (default: the default group) still
+    alive, in the same processes, with no restart: every surviving rank
+    calls it, typically after an operation raised because a rank died or
+    stopped; they agree on the lost ranks and shrink the group's Ringo
+    communicator (renumbered in order: the new group's rank() and size()).
+    Use the new group explicitly (DDP(process_group=...), dist ops with
+    group=...); it shares the old group's store, which must survive the lost
+    ranks (init_method="file://...", or a TCPStore on a host that stays), and
+    `group` stays failed. Host tensors, PyTorch 1.x."""
+    if BACKEND_API:
+        raise RuntimeError("ringo_torch.shrink: not yet with PyTorch 2.x (a ProcessGroup of backends)")
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    return _C.shrink(pg)
+
+
 _register()
 
-__all__ = ["BACKEND", "HAS_CUDA", "HAS_P2P", "ProcessGroupRingo", "monitored_barrier", "ringo_version"]
+__all__ = ["BACKEND", "HAS_CUDA", "HAS_P2P", "ProcessGroupRingo", "monitored_barrier", "ringo_version", "shrink"]
