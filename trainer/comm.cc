@@ -51,8 +51,8 @@ base::Status Communicator::SplitFrom(const Communicator& parent, int rank) {
   return base::OkStatus();
 }
 
-void Communicator::Replace(ringoComm_t comm) {
-  if (comm_ != nullptr && !aborted_) (void)ringoCommAbort(comm_);
+void Communicator::Replace(ringoComm_t comm, bool destroy) {
+  if (comm_ != nullptr && !aborted_) (void)(destroy ? ringoCommDestroy(comm_) : ringoCommAbort(comm_));
   comm_ = comm;
   aborted_ = false;
 }

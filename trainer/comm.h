@@ -38,9 +38,10 @@ class Communicator {
   // Marks the communicator aborted (its peers see ringoRemoteError) and
   // releases it. Any thread; once.
   void Abort();
-  // Takes `comm` (a shrunk child) in place of the one held, which is
-  // aborted: after an elastic shrink the parent's work is over.
-  void Replace(ringoComm_t comm);
+  // Takes `comm` (a shrunk or grown communicator) in place of the one held,
+  // which is aborted (after a shrink: the parent's work is over) or, with
+  // `destroy`, destroyed (after a grow every rank leaves it together).
+  void Replace(ringoComm_t comm, bool destroy = false);
 
  private:
   ringoComm_t comm_ = nullptr;

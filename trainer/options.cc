@@ -113,6 +113,10 @@ const char* Usage() {
          "  --kill-rank R --kill-step S  fault injection: rank R kills itself at step S\n"
          "  --elastic            a lost rank does not end the run: the others agree on who\n"
          "                       failed, shrink, share its part of the batch and redo the step\n"
+         "  --elastic-dir DIR    after a loss, a replacement may ask to join through DIR\n"
+         "  --rejoin-wait-ms T   how long the survivors wait there for one (default 0: no wait)\n"
+         "  --join DIR           this process replaces a lost rank of the job using DIR\n"
+         "                       (the same training options; it starts from the job's state)\n"
          "  --quiet              the summary only\n"
          "What-if (--predict): step time, overhead and scaling efficiency for 1..1024 GPUs\n"
          "  --compute-ms X       compute time per sample (default: measured here, 1 rank)\n"
@@ -161,6 +165,9 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
       {"--baseline-sps", Real(&o.baseline_sps, 0, 1e12)},
       {"--target-acc", Real(&o.target_acc, 0, 1)},
       {"--dump-params", Text(&o.dump_params)},
+      {"--elastic-dir", Text(&o.elastic_dir)},
+      {"--join", Text(&o.join)},
+      {"--rejoin-wait-ms", Int(&o.rejoin_wait_ms, 0, 1 << 30)},
       {"--kill-rank", Int(&o.kill_rank, 0, 1 << 20)},
       {"--kill-step", Int(&o.kill_step, 0, int64_t{1} << 40)},
       {"--compute-ms", Real(&o.compute_ms, 0, 1e9)},
@@ -238,6 +245,8 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
   }
   if (o.host && o.device) return InvalidArgument("--host and --device exclude each other");
   if (o.sync_bn && !o.model.batch_norm) o.model.batch_norm = true;  // SyncBatchNorm implies BN
+  if (!o.elastic_dir.empty() || !o.join.empty()) o.elastic = true;
+  if (!o.join.empty() && o.num_procs > 1) return InvalidArgument("--join is one process: leave -np out");
   return o;
 }
 

@@ -60,6 +60,9 @@ struct Options {
   std::string dump_params;
   int kill_rank = -1;  // fault injection: this rank SIGKILLs itself at kill_step
   bool elastic = false;  // --elastic: survivors of a lost rank shrink and go on
+  std::string elastic_dir;  // --elastic-dir: where a replacement asks to join after a loss
+  int rejoin_wait_ms = 0;   // --rejoin-wait-ms: how long the survivors wait for one there
+  std::string join;         // --join DIR: this process is a replacement joining through DIR
   int64_t kill_step = 0;
   bool quiet = false;
 

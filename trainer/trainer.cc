@@ -1,12 +1,15 @@
 #include "trainer/trainer.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <thread>
 
 #include "trainer/comm.h"
 #include "trainer/compute.h"
@@ -61,6 +64,21 @@ class Rank {
   // (Re)makes the gradient thread on the gradient communicator.
   Status StartSync(RunInfo* info);
   void MakeBnReducer();
+  // The plan for `n` ranks at the same global batch: the starting micro-batch
+  // with more (or fewer) micro-batches accumulated where n divides it so;
+  // else --accum micro-batches in equal shares where n divides that; else
+  // unequal shares.
+  ShardPlan PlanFor(int n) const;
+  // --elastic-dir after a recovery: rank 0 waits up to --rejoin-wait-ms for a
+  // replacement's request; if one came, every rank grows the communicators
+  // by it (ringoCommGrow, the id handed over in the folder) and sends it the
+  // state to go on from step `step`.
+  Status MaybeGrow(int64_t step, RunInfo* info);
+  // --join: this process asks in the folder, waits for the id, joins the
+  // grown communicators as the last rank; *step is where the job goes on.
+  Status Join(int64_t* step);
+  // The parameters, momentum and batch-norm statistics from rank 0.
+  Status BroadcastState(int root);
   StatusOr<double> Evaluate();
   Status Gather(RunInfo* info);
   void AbortAll() {
@@ -73,6 +91,8 @@ class Rank {
   std::vector<int> original_;   // rank -> the rank it had at the start
   size_t original_count_ = 0;   // ranks at the start
   int rows_ = 0;                // rows the model's and the batch's buffers hold
+  int64_t start_step_ = 0;      // a joining replacement starts where the job is
+  int joined_ = 0;              // replacements joined so far (for their original rank ids)
   ShardPlan plan_;
   Dataset train_, test_;
   Communicator main_comm_;  // the training loop's: broadcasts, SyncBatchNorm, metrics
@@ -108,8 +128,10 @@ Rank::~Rank() {
 }
 
 Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
-  plan_ = ShardPlan{o_.batch, o_.accum, nranks_};
-  if (o_.batch % (o_.accum * nranks_) != 0) {
+  const bool joining = !o_.join.empty();
+  if (joining) RETURN_IF_ERROR(Join(&start_step_));  // sets the ranks, communicators and plan
+  if (!joining) plan_ = ShardPlan{o_.batch, o_.accum, nranks_};
+  if (!joining && o_.batch % (o_.accum * nranks_) != 0) {
     return base::InvalidArgument(
         "--batch " + std::to_string(o_.batch) +
         " is not a multiple of --accum x ranks = " + std::to_string(o_.accum * nranks_));
@@ -123,12 +145,12 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   if (train_.count < o_.batch) {
     return base::InvalidArgument("--batch is larger than the training set");
   }
-  if (nranks_ > 1) {
+  if (nranks_ > 1 && !joining) {
     RETURN_IF_ERROR(main_comm_.Init(nranks_, id, rank_, o_.timeout_ms));
     // The gradient thread's communicator: the same ranks, split from the first.
     RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_));
-    MakeBnReducer();
   }
+  if (nranks_ > 1) MakeBnReducer();
   compute_ = MakeCpuCompute(o_.blas_threads);
   const int micro = plan_.micro(rank_);
   // Room for the largest share a shrink could give a rank, up to the whole
@@ -166,6 +188,10 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   info->buckets = MakeBuckets(model_->params(), static_cast<size_t>(o_.bucket_mb * 1048576.0),
                                 static_cast<size_t>(o_.first_bucket_mb * 1048576.0));
   if (nranks_ == 1) return base::OkStatus();
+  if (joining) {
+    RETURN_IF_ERROR(BroadcastState(0));
+    return StartSync(info);
+  }
 
   // As DDP does: every replica starts from rank 0's parameters.
   RETURN_IF_ERROR(
@@ -287,25 +313,42 @@ StatusOr<double> Rank::Evaluate() {
 }
 
 Status Rank::Gather(RunInfo* info) {
-  const size_t nsteps = steps_.size();
-  std::vector<double> mine(nsteps * StepRecord::kFields);
-  for (size_t i = 0; i < nsteps; ++i) steps_[i].ToDoubles(&mine[i * StepRecord::kFields]);
-  const size_t nb = bucket_times_.size();
+  // Ranks may hold different numbers of records (a replacement joined late):
+  // the counts first, then the records padded to the largest.
   constexpr int kB = 5;  // doubles per bucket timing
-  std::vector<double> mine_b(nb * kB);
-  for (size_t i = 0; i < nb; ++i) {
+  double counts[2] = {static_cast<double>(steps_.size()), static_cast<double>(bucket_times_.size())};
+  std::vector<double> all_counts(2 * static_cast<size_t>(nranks_));
+  if (nranks_ > 1) {
+    RETURN_IF_ERROR(RingoCall(ringoAllGather(counts, all_counts.data(), 2, ringoFloat64, main_comm_.get(), nullptr),
+                              "ringoAllGather of the record counts", main_comm_.get()));
+  } else {
+    all_counts.assign(counts, counts + 2);
+  }
+  size_t max_steps = 0, max_nb = 0;
+  for (int r = 0; r < nranks_; ++r) {
+    max_steps = std::max(max_steps, static_cast<size_t>(all_counts[2 * r]));
+    max_nb = std::max(max_nb, static_cast<size_t>(all_counts[2 * r + 1]));
+  }
+  std::vector<double> mine(max_steps * StepRecord::kFields);
+  for (size_t i = 0; i < steps_.size(); ++i) steps_[i].ToDoubles(&mine[i * StepRecord::kFields]);
+  std::vector<double> mine_b(max_nb * kB);
+  for (size_t i = 0; i < bucket_times_.size(); ++i) {
     const BucketTiming& t = bucket_times_[i];
     const double fields[kB] = {t.ready_ms, t.start_ms, t.wait_ms, t.allreduce_ms, t.convert_ms};
     std::copy(fields, fields + kB, &mine_b[kB * i]);
   }
   std::vector<double> all(mine.size() * nranks_), all_b(mine_b.size() * nranks_);
   if (nranks_ > 1) {
-    RETURN_IF_ERROR(RingoCall(ringoAllGather(mine.data(), all.data(), mine.size(), ringoFloat64,
-                                             main_comm_.get(), nullptr),
-                              "ringoAllGather of the step records", main_comm_.get()));
-    RETURN_IF_ERROR(RingoCall(ringoAllGather(mine_b.data(), all_b.data(), mine_b.size(),
-                                             ringoFloat64, main_comm_.get(), nullptr),
-                              "ringoAllGather of the bucket records", main_comm_.get()));
+    if (!mine.empty()) {
+      RETURN_IF_ERROR(RingoCall(ringoAllGather(mine.data(), all.data(), mine.size(), ringoFloat64,
+                                               main_comm_.get(), nullptr),
+                                "ringoAllGather of the step records", main_comm_.get()));
+    }
+    if (!mine_b.empty()) {
+      RETURN_IF_ERROR(RingoCall(ringoAllGather(mine_b.data(), all_b.data(), mine_b.size(), ringoFloat64,
+                                               main_comm_.get(), nullptr),
+                                "ringoAllGather of the bucket records", main_comm_.get()));
+    }
   } else {
     all = mine;
     all_b = mine_b;
@@ -313,13 +356,14 @@ Status Rank::Gather(RunInfo* info) {
   info->rank_steps.assign(nranks_, {});
   info->rank_buckets.assign(nranks_, {});
   for (int r = 0; r < nranks_; ++r) {
+    const size_t nsteps = static_cast<size_t>(all_counts[2 * r]), nb = static_cast<size_t>(all_counts[2 * r + 1]);
     for (size_t i = 0; i < nsteps; ++i) {
-      StepRecord s;
-      s.FromDoubles(&all[(r * nsteps + i) * StepRecord::kFields]);
-      info->rank_steps[r].push_back(s);
+      StepRecord st;
+      st.FromDoubles(&all[(r * max_steps + i) * StepRecord::kFields]);
+      info->rank_steps[r].push_back(st);
     }
     for (size_t i = 0; i < nb; ++i) {
-      const double* d = &all_b[(r * nb + i) * kB];
+      const double* d = &all_b[(r * max_nb + i) * kB];
       info->rank_buckets[r].push_back(BucketTiming{d[0], d[1], d[2], d[3], d[4]});
     }
   }
@@ -392,12 +436,7 @@ Status Rank::Recover(const Status& why, int64_t step, RunInfo* info, int64_t* re
   rank_ = new_rank;
   nranks_ = new_size;
   original_ = survivors;
-  // The global batch stays the same (micro-batch x accumulation x ranks):
-  // where the new rank count divides it at the same micro-batch,
-  // accumulation rises; otherwise the ranks take unequal shares of it.
-  const int micro0 = o_.batch / (o_.accum * static_cast<int>(original_count_));
-  plan_ = o_.batch % (micro0 * nranks_) == 0 ? ShardPlan{o_.batch, o_.batch / (micro0 * nranks_), nranks_}
-                                             : ShardPlan{o_.batch, o_.accum, nranks_};
+  plan_ = PlanFor(nranks_);
   if (plan_.max_micro() > rows_) {
     return base::InvalidUsage("--elastic: " + std::to_string(nranks_) + " ranks would take " +
                               std::to_string(plan_.max_micro()) + " rows each, more than the " +
@@ -410,17 +449,7 @@ Status Rank::Recover(const Status& why, int64_t step, RunInfo* info, int64_t* re
   RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), &done, 1, ringoMin));
   double source = static_cast<double>(steps_.size()) == done ? rank_ : nranks_;
   RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), &source, 1, ringoMin));
-  const int root = static_cast<int>(source);
-  const size_t n = model_->num_params();
-  RETURN_IF_ERROR(RingoCall(ringoBroadcast(params_, params_, n, ringoFloat32, root, main_comm_.get(), nullptr),
-                            "ringoBroadcast of the parameters", main_comm_.get()));
-  RETURN_IF_ERROR(RingoCall(ringoBroadcast(momentum_, momentum_, n, ringoFloat32, root, main_comm_.get(), nullptr),
-                            "ringoBroadcast of the momentum", main_comm_.get()));
-  if (model_->num_buffers() > 0) {
-    RETURN_IF_ERROR(RingoCall(ringoBroadcast(model_->buffer_data(), model_->buffer_data(), model_->num_buffers(),
-                                             ringoFloat32, root, main_comm_.get(), nullptr),
-                              "ringoBroadcast of the batch-norm statistics", main_comm_.get()));
-  }
+  RETURN_IF_ERROR(BroadcastState(static_cast<int>(source)));
   const int64_t back_to = static_cast<int64_t>(done);
   steps_.resize(static_cast<size_t>(back_to));
   bucket_times_.resize(std::min(bucket_times_.size(), static_cast<size_t>(back_to) * info->buckets.size()));
@@ -441,6 +470,139 @@ Status Rank::Recover(const Status& why, int64_t step, RunInfo* info, int64_t* re
     std::printf("ringo-train: %s\n", line);
     std::fflush(stdout);
   }
+  return MaybeGrow(back_to, info);
+}
+
+ShardPlan Rank::PlanFor(int n) const {
+  const int micro0 = o_.batch / (o_.accum * static_cast<int>(original_count_));
+  if (micro0 > 0 && o_.batch % (micro0 * n) == 0) return ShardPlan{o_.batch, o_.batch / (micro0 * n), n};
+  if (o_.batch % (o_.accum * n) == 0) return ShardPlan{o_.batch, o_.accum, n};
+  return ShardPlan{o_.batch, o_.accum, n};
+}
+
+Status Rank::BroadcastState(int root) {
+  const size_t n = model_->num_params();
+  RETURN_IF_ERROR(RingoCall(ringoBroadcast(params_, params_, n, ringoFloat32, root, main_comm_.get(), nullptr),
+                            "ringoBroadcast of the parameters", main_comm_.get()));
+  RETURN_IF_ERROR(RingoCall(ringoBroadcast(momentum_, momentum_, n, ringoFloat32, root, main_comm_.get(), nullptr),
+                            "ringoBroadcast of the momentum", main_comm_.get()));
+  if (model_->num_buffers() > 0) {
+    RETURN_IF_ERROR(RingoCall(ringoBroadcast(model_->buffer_data(), model_->buffer_data(), model_->num_buffers(),
+                                             ringoFloat32, root, main_comm_.get(), nullptr),
+                              "ringoBroadcast of the batch-norm statistics", main_comm_.get()));
+  }
+  return base::OkStatus();
+}
+
+namespace {
+
+std::string JoinPath(const std::string& dir, const char* name) { return dir + "/" + name; }
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+// Writes `bytes` to `path` whole: a temporary file renamed into place.
+base::Status WriteWhole(const std::string& path, const void* bytes, size_t size) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr || std::fwrite(bytes, 1, size, f) != size) {
+    if (f) std::fclose(f);
+    return base::SystemError("cannot write " + tmp);
+  }
+  std::fclose(f);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return base::SystemError("cannot rename " + tmp);
+  return base::OkStatus();
+}
+
+}  // namespace
+
+Status Rank::MaybeGrow(int64_t step, RunInfo* info) {
+  if (o_.elastic_dir.empty()) return base::OkStatus();
+  const auto start = Clock::now();
+  double asked = 0;
+  if (rank_ == 0) {
+    const auto until = Clock::now() + std::chrono::milliseconds(o_.rejoin_wait_ms);
+    while (!(asked = Exists(JoinPath(o_.elastic_dir, "join"))) && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  RETURN_IF_ERROR(RingoCall(ringoBroadcast(&asked, &asked, 1, ringoFloat64, 0, main_comm_.get(), nullptr),
+                            "ringoBroadcast of the join request", main_comm_.get()));
+  if (asked == 0) return base::OkStatus();
+  const int n = nranks_ + 1;
+  const ShardPlan next = PlanFor(n);
+  ringoUniqueId id{};
+  if (rank_ == 0) {
+    RETURN_IF_ERROR(RingoCall(ringoCommGetUniqueId(main_comm_.get(), &id), "ringoCommGetUniqueId", main_comm_.get()));
+    const std::string grow = std::to_string(n) + " " + std::to_string(step) + " " + std::to_string(next.accum) + "\n";
+    RETURN_IF_ERROR(WriteWhole(JoinPath(o_.elastic_dir, "grow.info"), grow.data(), grow.size()));
+    RETURN_IF_ERROR(WriteWhole(JoinPath(o_.elastic_dir, "grow.id"), &id, sizeof(id)));
+    unlink(JoinPath(o_.elastic_dir, "join").c_str());
+  }
+  sync_.reset();  // idle between steps; it uses the gradient communicator
+  ringoComm_t grown = nullptr;
+  RETURN_IF_ERROR(RingoCall(ringoCommGrow(main_comm_.get(), n, rank_ == 0 ? &id : nullptr, -1, &grown, nullptr),
+                            "ringoCommGrow", main_comm_.get()));
+  main_comm_.Replace(grown, /*destroy=*/true);
+  grad_comm_.Replace(nullptr, /*destroy=*/true);
+  RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_));
+  nranks_ = n;
+  original_.push_back(static_cast<int>(original_count_) + joined_++);
+  plan_ = next;
+  if (plan_.max_micro() > rows_) return base::InvalidUsage("--elastic: the grown plan exceeds the buffers");
+  MakeBnReducer();
+  RETURN_IF_ERROR(BroadcastState(0));
+  RETURN_IF_ERROR(StartSync(info));
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "step %lld: a replacement joined as rank %d; %d ranks go on, %d..%d rows x %d micro-batch%s each, "
+                "%.1f ms",
+                static_cast<long long>(step), n - 1, n, plan_.micro(n - 1), plan_.max_micro(), plan_.accum,
+                plan_.accum == 1 ? "" : "es", Ms(start, Clock::now()));
+  info->recoveries.push_back(line);
+  if (rank_ == 0) {
+    std::printf("ringo-train: %s\n", line);
+    std::fflush(stdout);
+  }
+  return base::OkStatus();
+}
+
+Status Rank::Join(int64_t* step) {
+  const std::string dir = o_.join;
+  const std::string me = std::to_string(getpid()) + "\n";
+  RETURN_IF_ERROR(WriteWhole(JoinPath(dir, "join"), me.data(), me.size()));
+  const int64_t wait_ms = o_.timeout_ms > 0 ? o_.timeout_ms : 300000;
+  const auto until = Clock::now() + std::chrono::milliseconds(wait_ms);
+  const std::string info_path = JoinPath(dir, "grow.info"), id_path = JoinPath(dir, "grow.id");
+  while (!(Exists(info_path) && Exists(id_path))) {
+    if (Clock::now() >= until) return base::Timeout("--join: no grow id in " + dir + " after " + std::to_string(wait_ms) + " ms");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  long long n = 0, at = 0, accum = 0;
+  FILE* f = std::fopen(info_path.c_str(), "r");
+  const int got = f != nullptr ? std::fscanf(f, "%lld %lld %lld", &n, &at, &accum) : 0;
+  if (f) std::fclose(f);
+  ringoUniqueId id{};
+  FILE* g = std::fopen(id_path.c_str(), "rb");
+  const bool read = g != nullptr && std::fread(&id, sizeof(id), 1, g) == 1;
+  if (g) std::fclose(g);
+  unlink(info_path.c_str());
+  unlink(id_path.c_str());
+  if (got != 3 || !read || n < 2 || accum < 1) return base::InvalidArgument("--join: unreadable grow files in " + dir);
+  ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
+  config.device_kind = RINGO_DEVICE_HOST;
+  config.timeout_ms = o_.timeout_ms;
+  ringoComm_t comm = nullptr;
+  RETURN_IF_ERROR(RingoCall(ringoCommGrow(nullptr, static_cast<int>(n), &id, static_cast<int>(n - 1), &comm, &config),
+                            "ringoCommGrow", nullptr));
+  main_comm_.Replace(comm);
+  rank_ = static_cast<int>(n - 1);
+  nranks_ = static_cast<int>(n);
+  RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_));
+  original_.resize(static_cast<size_t>(n));  // the job's own numbering is not known here
+  for (int r = 0; r < nranks_; ++r) original_[r] = r;
+  plan_ = ShardPlan{o_.batch, static_cast<int>(accum), nranks_};
+  *step = at;
+  std::fprintf(stderr, "ringo-train: joined the job as rank %d of %d at step %lld\n", rank_, nranks_, at);
   return base::OkStatus();
 }
 
@@ -452,7 +614,7 @@ Status Rank::Train(const ringoUniqueId& id, RunInfo* info) {
   info->steps = total;
   std::vector<int> perm;
   int perm_epoch = -1;
-  for (int64_t s = 0; s < total; ++s) {
+  for (int64_t s = start_step_; s < total; ++s) {
     const int epoch = static_cast<int>(s / per_epoch);
     if (epoch != perm_epoch) {
       perm = EpochPermutation(train_.count, o_.seed, epoch);

@@ -12,7 +12,10 @@ uninterrupted 4-rank run (and, for the last, the 2-rank one):
 - 4 ranks with batch 128, rank 1 killed at step 60: 43, 43, 42 rows (unequal
   shares);
 - 2 ranks, rank 1 killed at step 60: 1 rank goes on at the same micro-batch
-  with 2 micro-batches accumulated.
+  with 2 micro-batches accumulated;
+- 4 ranks, rank 2 killed at step 60, the survivors waiting in an
+  --elastic-dir for a replacement, which the test starts (ringo-train
+  --join DIR) when the job reports the loss: 4 ranks go on.
 
 The tolerance is the equivalence test's (equivalence_test.py): the runs
 differ in the order of fp32 sums only, each step's gradient by at most
@@ -84,6 +87,48 @@ def main():
     check("4 ranks, rank 0 lost", 96, 4, 0, "3 ranks go on from step 60, 32..32 rows x 1 micro-batch")
     check("4 ranks, batch 128, rank 1 lost", 128, 4, 1, "3 ranks go on from step 60, 42..43 rows x 1 micro-batch")
     check("2 ranks, rank 1 lost", 96, 2, 1, "1 ranks go on from step 60, 48..48 rows x 2 micro-batches")
+    # A replacement joining: rank 2 of 4 killed at step 60, the survivors
+    # wait for a replacement in an --elastic-dir; the test starts one when the
+    # job reports the loss; 4 ranks go on. The survivors wait before redoing
+    # step 60, so every step runs on 4 ranks and the parameters are the
+    # uninterrupted run's (the check is the same tolerance).
+    cases += 1
+    jdir = tempfile.mkdtemp(prefix="join-", dir=tmp)
+    out_path = os.path.join(tmp, "join.bin")
+    job = subprocess.Popen([binary] + COMMON + ["-np", "4", "--batch", "96", "--elastic", "--kill-rank", "2",
+                                                "--kill-step", "60", "--elastic-dir", jdir, "--rejoin-wait-ms",
+                                                "60000", "--dump-params", out_path],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, joiner = [], None
+    for line in job.stdout:
+        lines.append(line)
+        if joiner is None and "lost rank 2" in line:
+            joiner = subprocess.Popen([binary] + COMMON + ["--batch", "96", "--join", jdir],
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    job.wait(timeout=300)
+    joined_out = joiner.communicate(timeout=300)[0] if joiner else ""
+    out = "".join(lines)
+    problems = []
+    if job.returncode != 0 or joiner is None or joiner.returncode != 0:
+        problems.append("exit codes: job %s, replacement %s" % (job.returncode, joiner and joiner.returncode))
+    if "a replacement joined as rank 3; 4 ranks go on, 24..24 rows x 1 micro-batch" not in out:
+        problems.append("no join line for 4 ranks of 24 rows in the report")
+    ratio = float("inf")
+    if os.path.exists(out_path):
+        ref, moved = references[(96, 4)]
+        got = np.fromfile(out_path, dtype=np.float32).astype(np.float64)
+        ratio = np.max(np.abs(got - ref)) / moved
+        if ratio > 10 * (96 + 3) * U:
+            problems.append("max |w - w_ref| = %.2e x movement" % ratio)
+    else:
+        problems.append("no parameters written")
+    print("%-44s %.2e x movement (tolerance %.2e); %s" % (
+        "4 ranks, rank 2 lost, a replacement joins", ratio, 10 * (96 + 3) * U,
+        "FAIL: " + "; ".join(problems) if problems else "ok"))
+    if problems:
+        failures.append("join")
+        print(out[-3000:])
+        print(joined_out[-2000:])
     print("%d passed, %d failed" % (cases - len(failures), len(failures)))
     sys.exit(1 if failures else 0)
 
