@@ -25,6 +25,7 @@ constexpr std::chrono::milliseconds kPollInterval{50};
 // Waits for every child; see RunForkedRanks.
 int WaitForChildren(const char* program, std::vector<pid_t> pids, bool survivors_go_on) {
   int result = 0;
+  bool any_ok = false;  // some child exited 0 (survivors_go_on: the run's result is theirs)
   bool grace = false;  // a child failed: the others are given until kill_at
   Clock::time_point kill_at;
   for (size_t left = pids.size(); left > 0;) {
@@ -58,6 +59,7 @@ int WaitForChildren(const char* program, std::vector<pid_t> pids, bool survivors
     pids[rank] = 0;
     --left;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    any_ok = any_ok || ok;
     if (ok) continue;
     // A plain nonzero exit has printed its reason already; a signal has not.
     if (WIFSIGNALED(status)) {
@@ -71,6 +73,10 @@ int WaitForChildren(const char* program, std::vector<pid_t> pids, bool survivors
       grace = true;
       kill_at = Clock::now() + kForkGrace;
     }
+  }
+  if (survivors_go_on && result == 0 && !any_ok) {
+    std::fprintf(stderr, "%s: no rank survived\n", program);
+    return 1;
   }
   return result;
 }

@@ -246,7 +246,16 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (o.host && o.device) return InvalidArgument("--host and --device exclude each other");
   if (o.sync_bn && !o.model.batch_norm) o.model.batch_norm = true;  // SyncBatchNorm implies BN
   if (!o.elastic_dir.empty() || !o.join.empty()) o.elastic = true;
+  // A replacement is one of the job's ranks from then on: it takes part in
+  // the next recovery's question whether another one joins.
+  if (!o.join.empty() && o.elastic_dir.empty()) o.elastic_dir = o.join;
   if (!o.join.empty() && o.num_procs > 1) return InvalidArgument("--join is one process: leave -np out");
+  // The other survivors wait for rank 0's answer in a collective meanwhile.
+  const int timeout = o.timeout_ms > 0 ? o.timeout_ms : 300000;
+  if (o.rejoin_wait_ms >= timeout) {
+    return InvalidArgument("--rejoin-wait-ms must be below the communicators' timeout (" + std::to_string(timeout) +
+                           " ms)");
+  }
   return o;
 }
 

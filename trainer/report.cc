@@ -50,14 +50,15 @@ std::vector<BucketSummary> SummariseBuckets(const RunInfo& info) {
   const size_t nb = info.buckets.size();
   std::vector<BucketSummary> out(nb);
   if (info.rank_buckets.empty() || nb == 0) return out;
-  const size_t steps = info.rank_buckets[0].size() / nb;
-  const size_t skip = WarmupSteps(static_cast<int64_t>(steps));
   const double wire = static_cast<double>(GradDtypeBytes(info.grad_dtype));
   for (size_t b = 0; b < nb; ++b) {
     BucketSummary& s = out[b];
     s.bytes = static_cast<double>(info.buckets[b].count) * wire;
     s.model_ms = info.fit.PredictMs(s.bytes, info.nranks);
     for (const auto& rank : info.rank_buckets) {
+      // Each rank's own count: a replacement that joined late holds fewer.
+      const size_t steps = rank.size() / nb;
+      const size_t skip = WarmupSteps(static_cast<int64_t>(steps));
       std::vector<double> ready, start, wait, ar, conv;
       for (size_t i = skip; i < steps; ++i) {
         const BucketTiming& t = rank[i * nb + b];

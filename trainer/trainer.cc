@@ -90,6 +90,7 @@ class Rank {
   int rank_, nranks_;           // change only in an elastic recovery
   std::vector<int> original_;   // rank -> the rank it had at the start
   size_t original_count_ = 0;   // ranks at the start
+  int micro0_ = 0;              // the micro-batch at the start (PlanFor keeps it where it can)
   int rows_ = 0;                // rows the model's and the batch's buffers hold
   int64_t start_step_ = 0;      // a joining replacement starts where the job is
   int joined_ = 0;              // replacements joined so far (for their original rank ids)
@@ -130,7 +131,10 @@ Rank::~Rank() {
 Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   const bool joining = !o_.join.empty();
   if (joining) RETURN_IF_ERROR(Join(&start_step_));  // sets the ranks, communicators and plan
-  if (!joining) plan_ = ShardPlan{o_.batch, o_.accum, nranks_};
+  if (!joining) {
+    plan_ = ShardPlan{o_.batch, o_.accum, nranks_};
+    micro0_ = plan_.micro(0);
+  }
   if (!joining && o_.batch % (o_.accum * nranks_) != 0) {
     return base::InvalidArgument(
         "--batch " + std::to_string(o_.batch) +
@@ -445,14 +449,16 @@ Status Rank::Recover(const Status& why, int64_t step, RunInfo* info, int64_t* re
   MakeBnReducer();
   // Go on from the last step every survivor completed, with the state of a
   // survivor that stopped there (the lowest such rank).
-  double done = static_cast<double>(steps_.size());
+  // Steps are numbered from 0; a replacement's records start where it joined.
+  const double next = steps_.empty() ? static_cast<double>(start_step_) : steps_.back().step + 1;
+  double done = next;
   RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), &done, 1, ringoMin));
-  double source = static_cast<double>(steps_.size()) == done ? rank_ : nranks_;
+  double source = next == done ? rank_ : nranks_;
   RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), &source, 1, ringoMin));
   RETURN_IF_ERROR(BroadcastState(static_cast<int>(source)));
   const int64_t back_to = static_cast<int64_t>(done);
-  steps_.resize(static_cast<size_t>(back_to));
-  bucket_times_.resize(std::min(bucket_times_.size(), static_cast<size_t>(back_to) * info->buckets.size()));
+  while (!steps_.empty() && steps_.back().step >= static_cast<double>(back_to)) steps_.pop_back();
+  bucket_times_.resize(std::min(bucket_times_.size(), steps_.size() * info->buckets.size()));
   while (!info->evals.empty() && info->evals.back().step > back_to) info->evals.pop_back();
   info->final_test_acc = info->evals.empty() ? -1 : info->evals.back().test_acc;
   loss_sum_ = correct_sum_ = count_sum_ = 0;
@@ -474,8 +480,7 @@ Status Rank::Recover(const Status& why, int64_t step, RunInfo* info, int64_t* re
 }
 
 ShardPlan Rank::PlanFor(int n) const {
-  const int micro0 = o_.batch / (o_.accum * static_cast<int>(original_count_));
-  if (micro0 > 0 && o_.batch % (micro0 * n) == 0) return ShardPlan{o_.batch, o_.batch / (micro0 * n), n};
+  if (micro0_ > 0 && o_.batch % (micro0_ * n) == 0) return ShardPlan{o_.batch, o_.batch / (micro0_ * n), n};
   if (o_.batch % (o_.accum * n) == 0) return ShardPlan{o_.batch, o_.accum, n};
   return ShardPlan{o_.batch, o_.accum, n};
 }
@@ -530,10 +535,20 @@ Status Rank::MaybeGrow(int64_t step, RunInfo* info) {
   if (asked == 0) return base::OkStatus();
   const int n = nranks_ + 1;
   const ShardPlan next = PlanFor(n);
+  // The newcomer's id: after every id the job has given (never a lost rank's,
+  // so --kill-rank never names it).
+  std::vector<int> ids = original_;
+  ids.push_back(static_cast<int>(original_count_) + joined_);
   ringoUniqueId id{};
   if (rank_ == 0) {
     RETURN_IF_ERROR(RingoCall(ringoCommGetUniqueId(main_comm_.get(), &id), "ringoCommGetUniqueId", main_comm_.get()));
-    const std::string grow = std::to_string(n) + " " + std::to_string(step) + " " + std::to_string(next.accum) + "\n";
+    // n, step, accumulation, starting micro-batch, starting rank count, joins
+    // so far, then every rank's id in the grown communicator.
+    std::string grow = std::to_string(n) + " " + std::to_string(step) + " " + std::to_string(next.accum) + " " +
+                       std::to_string(micro0_) + " " + std::to_string(original_count_) + " " +
+                       std::to_string(joined_ + 1);
+    for (int i : ids) grow += " " + std::to_string(i);
+    grow += "\n";
     RETURN_IF_ERROR(WriteWhole(JoinPath(o_.elastic_dir, "grow.info"), grow.data(), grow.size()));
     RETURN_IF_ERROR(WriteWhole(JoinPath(o_.elastic_dir, "grow.id"), &id, sizeof(id)));
     unlink(JoinPath(o_.elastic_dir, "join").c_str());
@@ -546,7 +561,8 @@ Status Rank::MaybeGrow(int64_t step, RunInfo* info) {
   grad_comm_.Replace(nullptr, /*destroy=*/true);
   RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_));
   nranks_ = n;
-  original_.push_back(static_cast<int>(original_count_) + joined_++);
+  original_ = ids;
+  ++joined_;
   plan_ = next;
   if (plan_.max_micro() > rows_) return base::InvalidUsage("--elastic: the grown plan exceeds the buffers");
   MakeBnReducer();
@@ -574,12 +590,24 @@ Status Rank::Join(int64_t* step) {
   const auto until = Clock::now() + std::chrono::milliseconds(wait_ms);
   const std::string info_path = JoinPath(dir, "grow.info"), id_path = JoinPath(dir, "grow.id");
   while (!(Exists(info_path) && Exists(id_path))) {
-    if (Clock::now() >= until) return base::Timeout("--join: no grow id in " + dir + " after " + std::to_string(wait_ms) + " ms");
+    if (Clock::now() >= until) {
+      unlink(JoinPath(dir, "join").c_str());  // a stale request must not make a later recovery grow
+      return base::Timeout("--join: no grow id in " + dir + " after " + std::to_string(wait_ms) + " ms");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  long long n = 0, at = 0, accum = 0;
+  long long n = 0, at = 0, accum = 0, micro0 = 0, count0 = 0, joined = 0;
+  std::vector<int> ids;
   FILE* f = std::fopen(info_path.c_str(), "r");
-  const int got = f != nullptr ? std::fscanf(f, "%lld %lld %lld", &n, &at, &accum) : 0;
+  int got = f != nullptr ? std::fscanf(f, "%lld %lld %lld %lld %lld %lld", &n, &at, &accum, &micro0, &count0, &joined) : 0;
+  for (long long i = 0; got == 6 && i < n; ++i) {
+    int v = 0;
+    if (std::fscanf(f, "%d", &v) != 1) {
+      got = 0;
+      break;
+    }
+    ids.push_back(v);
+  }
   if (f) std::fclose(f);
   ringoUniqueId id{};
   FILE* g = std::fopen(id_path.c_str(), "rb");
@@ -587,7 +615,9 @@ Status Rank::Join(int64_t* step) {
   if (g) std::fclose(g);
   unlink(info_path.c_str());
   unlink(id_path.c_str());
-  if (got != 3 || !read || n < 2 || accum < 1) return base::InvalidArgument("--join: unreadable grow files in " + dir);
+  if (got != 6 || !read || n < 2 || accum < 1 || micro0 < 1) {
+    return base::InvalidArgument("--join: unreadable grow files in " + dir);
+  }
   ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
   config.device_kind = RINGO_DEVICE_HOST;
   config.timeout_ms = o_.timeout_ms;
@@ -598,8 +628,10 @@ Status Rank::Join(int64_t* step) {
   rank_ = static_cast<int>(n - 1);
   nranks_ = static_cast<int>(n);
   RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_));
-  original_.resize(static_cast<size_t>(n));  // the job's own numbering is not known here
-  for (int r = 0; r < nranks_; ++r) original_[r] = r;
+  original_ = ids;
+  original_count_ = static_cast<size_t>(count0);
+  joined_ = static_cast<int>(joined);
+  micro0_ = static_cast<int>(micro0);
   plan_ = ShardPlan{o_.batch, static_cast<int>(accum), nranks_};
   *step = at;
   std::fprintf(stderr, "ringo-train: joined the job as rank %d of %d at step %lld\n", rank_, nranks_, at);
@@ -634,6 +666,19 @@ Status Rank::Train(const ringoUniqueId& id, RunInfo* info) {
     int64_t resume = 0;
     RETURN_IF_ERROR(Recover(st, s, info, &resume));
     s = resume - 1;  // the loop's ++s: the first step not every survivor completed
+  }
+  if (o_.elastic && nranks_ > 1 && total > 0) {
+    // A recovery during the last step's evaluation resumes at the end: the
+    // ranks agree whether each holds that evaluation, and make it again if not.
+    double have = !info->evals.empty() && info->evals.back().step == total ? 1 : 0;
+    RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), &have, 1, ringoMin));
+    if (have == 0) {
+      while (!info->evals.empty() && info->evals.back().step == total) info->evals.pop_back();
+      EvalRecord ev{total, static_cast<int>((total - 1) / per_epoch), -1, 0, 0};
+      ASSIGN_OR_RETURN(ev.test_acc, Evaluate());
+      info->evals.push_back(ev);
+      info->final_test_acc = ev.test_acc;
+    }
   }
   RETURN_IF_ERROR(Gather(info));
   info->nranks = nranks_;

@@ -86,8 +86,12 @@ c10::intrusive_ptr<ProcessGroupRingo> ProcessGroupRingo::Shrink() {
   work->RunOnFailedCommunicator();
   worker_->Post(work);
   work->wait(std::chrono::milliseconds(0));  // throws the shrink's error
-  return c10::make_intrusive<ProcessGroupRingo>(store_, Comm::Adopt(child->comm, child->rank, child->size),
-                                                timeout_);
+  auto group = c10::make_intrusive<ProcessGroupRingo>(store_, Comm::Adopt(child->comm, child->rank, child->size),
+                                                      timeout_);
+  // The child shares the store: its keys live apart from this group's (the
+  // survivors shrink in the same order, so they agree on the prefix).
+  group->key_prefix_ = key_prefix_ + "shrink" + std::to_string(++shrinks_) + "/";
+  return group;
 }
 
 ProcessGroupRingo::~ProcessGroupRingo() {
@@ -242,7 +246,8 @@ void ProcessGroupRingo::monitoredBarrier(const c10d::BarrierOptions& opts, bool 
   const std::chrono::milliseconds timeout =
       opts.timeout == c10d::kUnsetTimeout ? timeout_
                                           : std::chrono::duration_cast<std::chrono::milliseconds>(opts.timeout);
-  const std::string base = "ringo/monitored_barrier/" + std::to_string(++monitored_barriers_) + "/";
+  const std::string base =
+      "ringo/" + key_prefix_ + "monitored_barrier/" + std::to_string(++monitored_barriers_) + "/";
   const std::string verdict_key = base + "verdict";
   const int rank = getRank();
   if (rank != 0) {

@@ -121,6 +121,8 @@ class ProcessGroupRingo : public GroupBase {
   const std::chrono::milliseconds timeout_;
   std::atomic<uint64_t> sequence_{0};
   uint64_t monitored_barriers_ = 0;  // this rank's monitoredBarrier calls, naming each one's keys
+  std::string key_prefix_;           // this group's store keys: "" or, for a shrunk group, its lineage
+  uint64_t shrinks_ = 0;             // children made by Shrink (their key prefixes)
 #ifdef RINGO_TORCH_CUDA
   std::unique_ptr<CudaGroup> cuda_;
 #endif

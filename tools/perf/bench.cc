@@ -309,10 +309,9 @@ StatusOr<void*> Bench::Capture(const Run& run, int calls) {
   Status issued;
   for (int i = 0; i < calls && issued.ok(); ++i) issued = Issue(run);
   StatusOr<void*> graph = backend_->EndCapture();  // the capture ends even after a failed call
+  if (graph.ok()) graphs_.push_back(*graph);       // freed with the others, whatever follows
   RETURN_IF_ERROR(issued.WithContext("a collective in CUDA graph capture"));
-  RETURN_IF_ERROR(graph.status());
-  graphs_.push_back(*graph);
-  return *graph;
+  return graph;
 }
 
 // -G N (nccl-tests' -G): the -n iterations captured once in a CUDA graph, the

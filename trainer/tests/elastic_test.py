@@ -15,7 +15,8 @@ uninterrupted 4-rank run (and, for the last, the 2-rank one):
   with 2 micro-batches accumulated;
 - 4 ranks, rank 2 killed at step 60, the survivors waiting in an
   --elastic-dir for a replacement, which the test starts (ringo-train
-  --join DIR) when the job reports the loss: 4 ranks go on.
+  --join DIR) when the job reports the loss: 4 ranks go on; and once more,
+  with rank 1 killed by the test when the join is reported (1500 steps).
 
 The tolerance is the equivalence test's (equivalence_test.py): the runs
 differ in the order of fp32 sums only, each step's gradient by at most
@@ -127,6 +128,53 @@ def main():
         "FAIL: " + "; ".join(problems) if problems else "ok"))
     if problems:
         failures.append("join")
+        print(out[-3000:])
+        print(joined_out[-2000:])
+    # A second loss after the replacement joined: the test kills rank 1 when
+    # the job reports the join; the replacement and ranks 0 and 3 go on, and
+    # the parameters still match an uninterrupted run of as many steps.
+    cases += 1
+    jdir = tempfile.mkdtemp(prefix="join2-", dir=tmp)
+    out_path = os.path.join(tmp, "join2.bin")
+    long_steps = ["--steps", "1500"]
+    ref_long, _ = run("ref96_4_long", ["-np", "4", "--batch", "96"] + long_steps)
+    init_long, _ = run("init96_long", ["-np", "1", "--batch", "96", "--lr", "0"] + long_steps)
+    job = subprocess.Popen([binary] + COMMON + long_steps + ["-np", "4", "--batch", "96", "--elastic", "--kill-rank",
+                                                             "2", "--kill-step", "60", "--elastic-dir", jdir,
+                                                             "--rejoin-wait-ms", "60000", "--dump-params", out_path],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines, joiner, killed = [], None, False
+    for line in job.stdout:
+        lines.append(line)
+        if joiner is None and "lost rank 2" in line:
+            joiner = subprocess.Popen([binary] + COMMON + long_steps + ["--batch", "96", "--join", jdir],
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if not killed and "a replacement joined" in line:
+            children = subprocess.run(["pgrep", "-P", str(job.pid)], stdout=subprocess.PIPE, text=True).stdout.split()
+            os.kill(int(sorted(children, key=int)[1]), 9)  # rank 1 (rank 2's process is gone)
+            killed = True
+    job.wait(timeout=300)
+    joined_out = joiner.communicate(timeout=300)[0] if joiner else ""
+    out = "".join(lines)
+    problems = []
+    if job.returncode != 0 or joiner is None or joiner.returncode != 0:
+        problems.append("exit codes: job %s, replacement %s" % (job.returncode, joiner and joiner.returncode))
+    if not re.search(r"step \d+: lost rank 1; 3 ranks go on from step \d+", out):
+        problems.append("no second recovery naming rank 1 in the report")
+    ratio = float("inf")
+    if os.path.exists(out_path):
+        got = np.fromfile(out_path, dtype=np.float32).astype(np.float64)
+        moved = np.max(np.abs(ref_long - init_long))
+        ratio = np.max(np.abs(got - ref_long)) / moved
+        if ratio > 10 * (96 + 3) * U:
+            problems.append("max |w - w_ref| = %.2e x movement" % ratio)
+    else:
+        problems.append("no parameters written")
+    print("%-44s %.2e x movement (tolerance %.2e); %s" % (
+        "... and rank 1 lost after the join", ratio, 10 * (96 + 3) * U,
+        "FAIL: " + "; ".join(problems) if problems else "ok"))
+    if problems:
+        failures.append("join then loss")
         print(out[-3000:])
         print(joined_out[-2000:])
     print("%d passed, %d failed" % (cases - len(failures), len(failures)))
