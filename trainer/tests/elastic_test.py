@@ -141,7 +141,9 @@ def main():
     init_long, _ = run("init96_long", ["-np", "1", "--batch", "96", "--lr", "0"] + long_steps)
     job = subprocess.Popen([binary] + COMMON + long_steps + ["-np", "4", "--batch", "96", "--elastic", "--kill-rank",
                                                              "2", "--kill-step", "60", "--elastic-dir", jdir,
-                                                             "--rejoin-wait-ms", "60000", "--dump-params", out_path],
+                                                             # after the second loss rank 0 waits this long
+                                                             # for another replacement, which never comes
+                                                             "--rejoin-wait-ms", "8000", "--dump-params", out_path],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines, joiner, killed = [], None, False
     for line in job.stdout:
