@@ -24,7 +24,10 @@ export RINGO_SOCKET_IFNAME=lo
 # run NAME N MODE [WRAP...]: N ranks of the multihost program, waited for.
 run() {
   local name=$1 n=$2 mode=$3; shift 3
-  local port=$(( 20000 + RANDOM % 30000 )) r pids=() status=0
+  # A port the kernel just gave out and nothing holds (a random one was
+  # sometimes taken by another test: "Address already in use").
+  local port r pids=() status=0
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   for ((r = 0; r < n; r++)); do
     env RANK=$r WORLD_SIZE=$n RINGO_COMM_ID="127.0.0.1:$port" ${RANK_ENV:-RINGO_HOSTID=socket-host$r} \
       RINGO_SLOT_BYTES=64 RINGO_DEBUG=INFO "$@" "$BIN" "$mode" > "$LOGS/$name.rank$r.log" 2>&1 &
