@@ -181,6 +181,9 @@ class Communicator {
   // `st` with this rank's own hang diagnosis of collective #`seq` appended
   // when it made one and `st` (a failure relayed from another rank) lacks it.
   base::Status WithDiagnosis(base::Status st, uint64_t seq) const;
+  // A split's or shrink's options: `options`, or (null) this communicator's
+  // timeout; a child inheriting the device lives where this one does.
+  CommOptions ChildOptions(const CommOptions* options) const;
   // This call's wait context (abort flag, patience, wait cells).
   transport::WaitContext MakeWait(const char* coll) const;
   // Records `st` as the communicator's error (the first one sticks), raises

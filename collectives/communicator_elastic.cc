@@ -93,17 +93,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<i
   const int hash = ExcludeHash(out);
   const uint64_t context = transport::ChildContext(context_, kShrinkBase + seq, hash);
   ASSIGN_OR_RETURN(std::unique_ptr<transport::Exchange> sub, exchange_->Subgroup(context, members));
-  CommOptions child_options;
-  if (options != nullptr) {
-    child_options = *options;
-  } else {
-    child_options.timeout_ms = timeout_ms_;
-    child_options.device_wish = kInheritDevice;
-  }
-  if (child_options.device_wish == kInheritDevice) {
-    child_options.device_wish = static_cast<int32_t>(device_ >= 0 ? DeviceWish::kCuda : DeviceWish::kHost);
-    child_options.cuda_device = device_;
-  }
+  const CommOptions child_options = ChildOptions(options);
   std::unique_ptr<Communicator> child(
       new Communicator(child_rank, static_cast<int>(members.size()), config_, child_options));
   child->exchange_ = std::move(sub);

@@ -123,6 +123,21 @@ StatusOr<std::vector<std::unique_ptr<Communicator>>> Communicator::InitAll(int n
   return comms;
 }
 
+CommOptions Communicator::ChildOptions(const CommOptions* options) const {
+  CommOptions child;
+  if (options != nullptr) {
+    child = *options;
+  } else {
+    child.timeout_ms = timeout_ms_;
+    child.device_wish = kInheritDevice;
+  }
+  if (child.device_wish == kInheritDevice) {  // a child lives where its parent does
+    child.device_wish = static_cast<int32_t>(device_ >= 0 ? DeviceWish::kCuda : DeviceWish::kHost);
+    child.cuda_device = device_;
+  }
+  return child;
+}
+
 StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key, const CommOptions* options) {
   struct Wish {
     int32_t color;
@@ -149,18 +164,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Split(int color, int key, 
   const int child_rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   const uint64_t context = transport::ChildContext(context_, seq, color);
   ASSIGN_OR_RETURN(std::unique_ptr<transport::Exchange> sub, exchange_->Subgroup(context, members));
-  CommOptions child_options;
-  if (options != nullptr) {
-    child_options = *options;
-  } else {
-    child_options.timeout_ms = timeout_ms_;
-    child_options.device_wish = kInheritDevice;
-  }
-  if (child_options.device_wish == kInheritDevice) {
-    // A child lives where its parent does.
-    child_options.device_wish = static_cast<int32_t>(device_ >= 0 ? DeviceWish::kCuda : DeviceWish::kHost);
-    child_options.cuda_device = device_;
-  }
+  const CommOptions child_options = ChildOptions(options);
   std::unique_ptr<Communicator> child(
       new Communicator(child_rank, static_cast<int>(members.size()), config_, child_options));
   child->exchange_ = std::move(sub);

@@ -79,6 +79,13 @@ class Rank {
   Status Join(int64_t* step);
   // The parameters, momentum and batch-norm statistics from rank 0.
   Status BroadcastState(int root);
+  // After a shrink or grow: `main` becomes the main communicator (the old one
+  // aborted, or destroyed with `destroy_old`), a gradient communicator split
+  // from it, this rank `rank` of `size` with the ranks' ids `ids` and `plan`.
+  Status Regroup(ringoComm_t main, bool destroy_old, int rank, int size, std::vector<int> ids,
+                 const ShardPlan& plan);
+  // The shares of the current plan, as the report prints them.
+  std::string Layout() const;
   StatusOr<double> Evaluate();
   Status Gather(RunInfo* info);
   void AbortAll() {
@@ -434,19 +441,7 @@ Status Rank::Recover(const Status& why, int64_t step, RunInfo* info, int64_t* re
   int new_rank = -1, new_size = 0;
   RETURN_IF_ERROR(RingoCall(ringoCommUserRank(child, &new_rank), "ringoCommUserRank", child));
   RETURN_IF_ERROR(RingoCall(ringoCommCount(child, &new_size), "ringoCommCount", child));
-  main_comm_.Replace(child);
-  grad_comm_.Replace(nullptr);
-  RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, new_rank));
-  rank_ = new_rank;
-  nranks_ = new_size;
-  original_ = survivors;
-  plan_ = PlanFor(nranks_);
-  if (plan_.max_micro() > rows_) {
-    return base::InvalidUsage("--elastic: " + std::to_string(nranks_) + " ranks would take " +
-                              std::to_string(plan_.max_micro()) + " rows each, more than the " +
-                              std::to_string(rows_) + " the buffers hold");
-  }
-  MakeBnReducer();
+  RETURN_IF_ERROR(Regroup(child, /*destroy_old=*/false, new_rank, new_size, survivors, PlanFor(new_size)));
   // Go on from the last step every survivor completed, with the state of a
   // survivor that stopped there (the lowest such rank).
   // Steps are numbered from 0; a replacement's records start where it joined.
@@ -466,11 +461,9 @@ Status Rank::Recover(const Status& why, int64_t step, RunInfo* info, int64_t* re
   *resume = back_to;
   const double ms = Ms(start, Clock::now());
   char line[256];
-  std::snprintf(line, sizeof(line),
-                "step %lld: lost rank %s; %d ranks go on from step %lld, %d..%d rows x %d micro-batch%s each, "
-                "%.1f ms",
+  std::snprintf(line, sizeof(line), "step %lld: lost rank %s; %d ranks go on from step %lld, %s each, %.1f ms",
                 static_cast<long long>(step), lost.c_str(), nranks_, static_cast<long long>(back_to),
-                plan_.micro(nranks_ - 1), plan_.max_micro(), plan_.accum, plan_.accum == 1 ? "" : "es", ms);
+                Layout().c_str(), ms);
   info->recoveries.push_back(line);
   if (rank_ == 0) {
     std::printf("ringo-train: %s\n", line);
@@ -483,6 +476,29 @@ ShardPlan Rank::PlanFor(int n) const {
   if (micro0_ > 0 && o_.batch % (micro0_ * n) == 0) return ShardPlan{o_.batch, o_.batch / (micro0_ * n), n};
   if (o_.batch % (o_.accum * n) == 0) return ShardPlan{o_.batch, o_.accum, n};
   return ShardPlan{o_.batch, o_.accum, n};
+}
+
+Status Rank::Regroup(ringoComm_t main, bool destroy_old, int rank, int size, std::vector<int> ids,
+                     const ShardPlan& plan) {
+  main_comm_.Replace(main, destroy_old);
+  grad_comm_.Replace(nullptr, destroy_old);
+  RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank));
+  rank_ = rank;
+  nranks_ = size;
+  original_ = std::move(ids);
+  plan_ = plan;
+  if (plan_.max_micro() > rows_) {
+    return base::InvalidUsage("--elastic: " + std::to_string(nranks_) + " ranks would take " +
+                              std::to_string(plan_.max_micro()) + " rows each, more than the " +
+                              std::to_string(rows_) + " the buffers hold");
+  }
+  MakeBnReducer();
+  return base::OkStatus();
+}
+
+std::string Rank::Layout() const {
+  return std::to_string(plan_.micro(nranks_ - 1)) + ".." + std::to_string(plan_.max_micro()) + " rows x " +
+         std::to_string(plan_.accum) + (plan_.accum == 1 ? " micro-batch" : " micro-batches");
 }
 
 Status Rank::BroadcastState(int root) {
@@ -557,23 +573,13 @@ Status Rank::MaybeGrow(int64_t step, RunInfo* info) {
   ringoComm_t grown = nullptr;
   RETURN_IF_ERROR(RingoCall(ringoCommGrow(main_comm_.get(), n, rank_ == 0 ? &id : nullptr, -1, &grown, nullptr),
                             "ringoCommGrow", main_comm_.get()));
-  main_comm_.Replace(grown, /*destroy=*/true);
-  grad_comm_.Replace(nullptr, /*destroy=*/true);
-  RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_));
-  nranks_ = n;
-  original_ = ids;
+  RETURN_IF_ERROR(Regroup(grown, /*destroy_old=*/true, rank_, n, ids, next));
   ++joined_;
-  plan_ = next;
-  if (plan_.max_micro() > rows_) return base::InvalidUsage("--elastic: the grown plan exceeds the buffers");
-  MakeBnReducer();
   RETURN_IF_ERROR(BroadcastState(0));
   RETURN_IF_ERROR(StartSync(info));
   char line[256];
-  std::snprintf(line, sizeof(line),
-                "step %lld: a replacement joined as rank %d; %d ranks go on, %d..%d rows x %d micro-batch%s each, "
-                "%.1f ms",
-                static_cast<long long>(step), n - 1, n, plan_.micro(n - 1), plan_.max_micro(), plan_.accum,
-                plan_.accum == 1 ? "" : "es", Ms(start, Clock::now()));
+  std::snprintf(line, sizeof(line), "step %lld: a replacement joined as rank %d; %d ranks go on, %s each, %.1f ms",
+                static_cast<long long>(step), n - 1, n, Layout().c_str(), Ms(start, Clock::now()));
   info->recoveries.push_back(line);
   if (rank_ == 0) {
     std::printf("ringo-train: %s\n", line);
