@@ -140,21 +140,13 @@ ringoResult_t ringoCommInitRankConfig(ringoComm_t* comm, int nranks, ringoUnique
     if (rank < 0 || rank >= nranks) {
       return base::InvalidArgument("rank " + std::to_string(rank) + " is not in [0, " + std::to_string(nranks) + ")");
     }
-    ringoConfig_t cfg = RINGO_CONFIG_INITIALIZER;
-    if (config != nullptr) {
-      if (config->size < sizeof(ringoConfig_t)) {
-        return base::InvalidArgument("config->size " + std::to_string(config->size) +
-                                     " is smaller than sizeof(ringoConfig_t); use RINGO_CONFIG_INITIALIZER");
-      }
-      std::memcpy(&cfg, config, sizeof(cfg));
-    }
-    if (cfg.blocking != 0 && cfg.blocking != 1) return base::InvalidArgument("config->blocking must be 0 or 1");
-    if (cfg.timeout_ms < 0) return base::InvalidArgument("config->timeout_ms is negative");
+    ASSIGN_OR_RETURN(const ringoConfig_t cfg, ringo::collectives::internal::ReadConfig(config));
     ASSIGN_OR_RETURN(const DeviceWish wish, ResolveDeviceWish(cfg.device_kind, nranks == 1));
     ASSIGN_OR_RETURN(transport::UniqueId id, transport::UniqueId::Decode(unique_id.internal));
     CommOptions options;
     options.timeout_ms = cfg.timeout_ms;
     options.device_wish = static_cast<int32_t>(wish);
+    options.tagged = cfg.tagged_p2p == 1;
     std::vector<int> cuda_devices;  // one rank on a GPU: InitAll with one rank
     if (wish != DeviceWish::kHost) {
       // The calling thread's current device, as NCCL; read here, since a

@@ -29,34 +29,6 @@ using ringo::collectives::internal::Register;
 using ringo::collectives::internal::ResolveReady;
 using ringo::collectives::internal::Unregister;
 
-// A child's options from `config` (null: inherited, *inherit set); whether
-// to block in *blocking.
-Status ChildOptions(const ringoConfig_t* config, const Communicator* parent, CommOptions* options, bool* inherit,
-                    bool* blocking) {
-  *inherit = config == nullptr;
-  *blocking = true;
-  if (config == nullptr) return Status();
-  if (config->size < sizeof(ringoConfig_t)) {
-    return base::InvalidArgument("config->size " + std::to_string(config->size) +
-                                 " is smaller than sizeof(ringoConfig_t); use RINGO_CONFIG_INITIALIZER");
-  }
-  if (config->blocking != 0 && config->blocking != 1) return base::InvalidArgument("config->blocking must be 0 or 1");
-  if (config->timeout_ms < 0) return base::InvalidArgument("config->timeout_ms is negative");
-  const int kind = config->device_kind;
-  if (kind != RINGO_DEVICE_AUTO && kind != RINGO_DEVICE_HOST && kind != RINGO_DEVICE_CUDA) {
-    return base::InvalidArgument("config->device_kind " + std::to_string(kind) + " is not a ringoDeviceKind_t");
-  }
-  const bool gpu = parent != nullptr && parent->kind() == ringo::collectives::DeviceKind::kCuda;
-  if (kind == RINGO_DEVICE_CUDA && parent != nullptr && !gpu) {
-    return base::InvalidUsage("config->device_kind is RINGO_DEVICE_CUDA, but the parent is a host communicator");
-  }
-  *blocking = config->blocking == 1;
-  options->timeout_ms = config->timeout_ms;
-  options->device_wish = kind == RINGO_DEVICE_HOST ? static_cast<int32_t>(ringo::collectives::DeviceWish::kHost)
-                                                   : ringo::collectives::kInheritDevice;
-  return Status();
-}
-
 // Makes the new communicator now or in the background (ringoInProgress), as
 // init does, and hands out its handle.
 Status Make(ringoComm_t* newcomm, bool blocking,
@@ -108,7 +80,7 @@ ringoResult_t ringoCommShrink(ringoComm_t comm, int* excludeRanksList, int exclu
     ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
     CommOptions options;
     bool inherit = true, blocking = true;
-    RETURN_IF_ERROR(ChildOptions(config, c, &options, &inherit, &blocking));
+    RETURN_IF_ERROR(ringo::collectives::internal::ChildConfig(config, c, &options, &inherit, &blocking));
     std::vector<int> exclude(excludeRanksList, excludeRanksList + excludeRanksCount);
     return Make(newcomm, blocking, [c, exclude, shrinkFlags, options, inherit]() {
       return c->Shrink(exclude, shrinkFlags, inherit ? nullptr : &options);
@@ -156,7 +128,7 @@ ringoResult_t ringoCommGrow(ringoComm_t comm, int nRanks, const ringoUniqueId* u
     }
     CommOptions options;
     bool inherit = true, blocking = true;
-    RETURN_IF_ERROR(ChildOptions(config, parent, &options, &inherit, &blocking));
+    RETURN_IF_ERROR(ringo::collectives::internal::ChildConfig(config, parent, &options, &inherit, &blocking));
     if (parent == nullptr) {
       // A new rank has no parent to inherit from: host memory, unless its
       // config asks for its current GPU (as the existing ranks' must agree).

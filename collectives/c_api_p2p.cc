@@ -129,6 +129,42 @@ ringoResult_t ringoRecv(void* recvbuff, size_t count, ringoDataType_t datatype, 
   });
 }
 
+namespace {
+
+// ringoSendTagged and ringoRecvTagged: checked here, run now (never queued).
+ringoResult_t IssueTagged(const char* name, bool send, void* buf, size_t count, ringoDataType_t datatype, int peer,
+                          int tag, int* source, ringoComm* comm, ringoStream_t stream) {
+  return Guard(name, comm, [&]() -> Status {
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    RETURN_IF_ERROR(CheckStream(c, stream));
+    if (c->kind() != ringo::collectives::DeviceKind::kHost) {
+      return base::InvalidUsage(std::string(name) + " runs on host communicators only");
+    }
+    ASSIGN_OR_RETURN(const size_t bytes, BytesOf(count, datatype, 1));
+    if (!(peer == RINGO_ANY_SOURCE && !send)) RETURN_IF_ERROR(CheckRank(peer, c->nranks(), "peer"));
+    if (tag < 0) return base::InvalidArgument("tag " + std::to_string(tag) + " is negative");
+    if (bytes > 0) RETURN_IF_ERROR(c->CheckBuffer(buf, send ? "sendbuff" : "recvbuff"));
+    if (ringo::collectives::internal::InGroup()) {
+      return base::InvalidUsage(std::string(name) + " cannot be grouped (call it outside ringoGroupStart/End)");
+    }
+    if (c->finalized()) return base::InvalidUsage("the communicator was finalized");
+    return c->RunTagged(send, buf, bytes, peer, tag, source);
+  });
+}
+
+}  // namespace
+
+ringoResult_t ringoSendTagged(const void* sendbuff, size_t count, ringoDataType_t datatype, int peer, int tag,
+                              ringoComm_t comm, ringoStream_t stream) {
+  return IssueTagged("ringoSendTagged", true, const_cast<void*>(sendbuff), count, datatype, peer, tag, nullptr, comm,
+                     stream);
+}
+
+ringoResult_t ringoRecvTagged(void* recvbuff, size_t count, ringoDataType_t datatype, int peer, int tag,
+                              int* source, ringoComm_t comm, ringoStream_t stream) {
+  return IssueTagged("ringoRecvTagged", false, recvbuff, count, datatype, peer, tag, source, comm, stream);
+}
+
 ringoResult_t ringoAllToAll(const void* sendbuff, void* recvbuff, size_t count, ringoDataType_t datatype,
                             ringoComm_t comm, ringoStream_t stream) {
   return IssueP2p("ringoAllToAll", comm, stream, [&](Communicator* c, QueuedOp& op) -> Status {
@@ -230,29 +266,8 @@ ringoResult_t ringoCommSplit(ringoComm_t comm, int color, int key, ringoComm_t* 
     op.color = color < 0 ? RINGO_SPLIT_NOCOLOR : color;
     op.key = key;
     op.newcomm = newcomm;
-    if (config != nullptr) {
-      if (config->size < sizeof(ringoConfig_t)) {
-        return base::InvalidArgument("config->size " + std::to_string(config->size) +
-                                     " is smaller than sizeof(ringoConfig_t); use RINGO_CONFIG_INITIALIZER");
-      }
-      if (config->blocking != 0 && config->blocking != 1) {
-        return base::InvalidArgument("config->blocking must be 0 or 1");
-      }
-      if (config->timeout_ms < 0) return base::InvalidArgument("config->timeout_ms is negative");
-      const int kind = config->device_kind;
-      if (kind != RINGO_DEVICE_AUTO && kind != RINGO_DEVICE_HOST && kind != RINGO_DEVICE_CUDA) {
-        return base::InvalidArgument("config->device_kind " + std::to_string(kind) + " is not a ringoDeviceKind_t");
-      }
-      const bool gpu = c->kind() == ringo::collectives::DeviceKind::kCuda;
-      if (kind == RINGO_DEVICE_CUDA && !gpu) {
-        return base::InvalidUsage("config->device_kind is RINGO_DEVICE_CUDA, but the parent is a host communicator");
-      }
-      op.inherit = false;
-      op.options.timeout_ms = config->timeout_ms;
-      op.options.device_wish = kind == RINGO_DEVICE_HOST
-                                   ? static_cast<int32_t>(ringo::collectives::DeviceWish::kHost)
-                                   : ringo::collectives::kInheritDevice;
-    }
+    bool blocking = true;  // a split blocks, as NCCL's
+    RETURN_IF_ERROR(ringo::collectives::internal::ChildConfig(config, c, &op.options, &op.inherit, &blocking));
     if (ringo::collectives::internal::InGroup()) {
       ringo::collectives::internal::Queue(op);
       return Status();

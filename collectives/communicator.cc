@@ -8,6 +8,7 @@
 
 #include "base/cuda.h"
 #include "base/logging.h"
+#include "collectives/engines/host_tagged.h"
 #include "kernels/signature.h"
 
 namespace ringo::collectives {
@@ -30,6 +31,7 @@ Communicator::~Communicator() {
   // engines stop their threads.
   engines_.clear();
   p2p_.reset();
+  tagged_.reset();
   // What this rank posted for its peers on other hosts goes out before the
   // connections close (a collective returns once its slots are posted).
   if (connector_ != nullptr) connector_->Shutdown(!failed_.load() && !abort_.load(), timeout_ms_);
@@ -151,6 +153,29 @@ Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const O
   return Finish(st, call.fatal);
 }
 
+Status Communicator::RunTagged(bool send, void* buf, size_t bytes, int peer, int32_t tag, int* source,
+                               const OpTrace& trace) {
+  std::lock_guard<std::mutex> run_lock(run_mu_);
+  RETURN_IF_ERROR(CheckUsable());
+  if (tagged_ == nullptr) {
+    return base::InvalidUsage(std::string(send ? "ringoSendTagged" : "ringoRecvTagged") +
+                              (device_ >= 0 ? " runs on host communicators only"
+                                            : " needs a communicator made with config->tagged_p2p = 1"));
+  }
+  const transport::WaitContext wait = MakeWait(send ? "ringoSendTagged" : "ringoRecvTagged");
+  FlightRecorder& recorder = observer_->recorder();
+  TraceEntry* entry = nullptr;
+  if (recorder.on()) {
+    entry = recorder.Begin(send ? TraceOp::kSend : TraceOp::kRecv, 0, static_cast<int64_t>(bytes), peer,
+                           static_cast<uint8_t>(base::DataType::kInt8), 0, trace.group, trace.called,
+                           trace.called != 0 ? trace.called : TraceTicks(), label_);
+  }
+  const Status st = send ? tagged_->Send(buf, bytes, peer, tag, wait)
+                         : tagged_->Recv(buf, bytes, peer, tag, source, wait);
+  recorder.Finish(entry, st.ok() ? TraceState::kDone : TraceState::kFailed);
+  return Finish(st, tagged_->fatal());
+}
+
 void Communicator::Fail(const Status& st) {
   {
     std::lock_guard<std::mutex> lock(error_mu_);
@@ -174,6 +199,7 @@ void Communicator::AbortEngines(const Status& why) {
   if (pages_ != nullptr) pages_->Abort(why, sequence_);
   for (const auto& engine : engines_) engine->Abort(why, sequence_);
   if (p2p_ != nullptr) p2p_->Abort(why, sequence_);
+  if (tagged_ != nullptr) tagged_->Abort(why, sequence_);
 }
 
 Status Communicator::CheckBuffer(const void* ptr, const char* name) const {

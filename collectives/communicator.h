@@ -38,6 +38,7 @@
 namespace ringo::collectives {
 
 struct EngineSetup;
+class HostTagged;
 
 enum class DeviceKind : int { kHost = 0, kCuda = 1 };
 
@@ -47,6 +48,9 @@ struct CommOptions {
   // header needs no more) and, when it wishes for a GPU, its CUDA device.
   int32_t device_wish = 0;  // DeviceWish::kHost; Split: kInheritDevice
   int cuda_device = -1;
+  // Connect every pair for tagged point-to-point (engines/host_tagged.h) at
+  // init; any rank asking is enough. Host communicators only.
+  bool tagged = false;
 };
 // CommOptions::device_wish of a split child that lives where its parent does.
 inline constexpr int32_t kInheritDevice = -1;
@@ -89,6 +93,14 @@ class Communicator {
   // ringoSend/ringoRecv, or every one a group queued for this communicator.
   // Failures fail the communicator, as Run's.
   base::Status RunP2p(const std::vector<P2pOp>& ops, void* stream = nullptr, const OpTrace& trace = OpTrace());
+
+  // ringoSendTagged (send) and ringoRecvTagged (peer may be kAnySource; the
+  // sender in *source): engines/host_tagged.h. InvalidUsage, leaving the
+  // communicator as it was, where it was made without tagged pairs or a
+  // receive meets a message of another size; other failures fail it, as
+  // Run's.
+  base::Status RunTagged(bool send, void* buf, size_t bytes, int peer, int32_t tag, int* source,
+                         const OpTrace& trace = OpTrace());
 
   // ringoCommSplit: collective over this communicator's ranks (each passes
   // its color and key); returns this rank's child (null for a negative
@@ -214,6 +226,7 @@ class Communicator {
   std::shared_ptr<transport::HostPages> pages_;
   std::vector<std::unique_ptr<Engine>> engines_;  // asked in this order
   std::unique_ptr<PointToPoint> p2p_;
+  std::unique_ptr<HostTagged> tagged_;  // null unless made with CommOptions::tagged
   transport::WaitContext wait_;  // the patience every call starts from
   bool check_ = true;            // RINGO_CHECK as the ranks agreed: calls carry signatures
   internal::UserOps user_ops_;

@@ -13,6 +13,7 @@
 #include "base/logging.h"
 #include "collectives/communicator.h"
 #include "collectives/device_choice.h"
+#include "collectives/engines/host_tagged.h"
 #include "collectives/engines/registry.h"
 #include "collectives/engines/setup.h"
 #include "collectives/internal/gpu_placement.h"
@@ -57,7 +58,7 @@ struct RankRecord {
   transport::PeerInfo peer;
   SharedSettings shared;
   int32_t device_wish;  // DeviceWish
-  int32_t reserved;
+  int32_t tagged;       // 1: it asks for tagged point-to-point pairs
 };
 
 }  // namespace
@@ -67,6 +68,7 @@ struct Communicator::Agreement {
   std::vector<int> domains;  // every rank's memory domain (transport::MemoryDomains)
   CommSettings settings;     // rank 0's shared settings, this rank's local ones
   bool cuda = false;         // the ranks run on GPU memory
+  bool tagged = false;       // some rank asked for tagged point-to-point pairs
 };
 
 Communicator::Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options)
@@ -130,6 +132,7 @@ CommOptions Communicator::ChildOptions(const CommOptions* options) const {
   } else {
     child.timeout_ms = timeout_ms_;
     child.device_wish = kInheritDevice;
+    child.tagged = tagged_ != nullptr;
   }
   if (child.device_wish == kInheritDevice) {  // a child lives where its parent does
     child.device_wish = static_cast<int32_t>(device_ >= 0 ? DeviceWish::kCuda : DeviceWish::kHost);
@@ -210,6 +213,7 @@ StatusOr<Communicator::Agreement> Communicator::Agree(transport::Exchange& excha
   mine.peer.numa = LocalNumaNode(config_);
   mine.shared = a.settings.shared;
   mine.device_wish = options.device_wish;
+  mine.tagged = options.tagged ? 1 : 0;
   if (options.device_wish != static_cast<int32_t>(DeviceWish::kHost)) mine.peer.device = options.cuda_device;
   std::vector<RankRecord> records(nranks_);
   RETURN_IF_ERROR(exchange.AllGather(&mine, sizeof(mine), records.data()));
@@ -221,6 +225,7 @@ StatusOr<Communicator::Agreement> Communicator::Agree(transport::Exchange& excha
     shared.push_back(r.shared);
     wishes.push_back(static_cast<DeviceWish>(r.device_wish));
     hosts.push_back(r.peer.host_hash);
+    a.tagged = a.tagged || r.tagged != 0;
   }
   RETURN_IF_ERROR(transport::ValidatePeerInfos(a.peers));
   RETURN_IF_ERROR(ValidateShared(shared));
@@ -358,6 +363,12 @@ Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agr
   RETURN_IF_ERROR(transport::AgreeOk(exchange, made.status(), "connect its engines"));
   engines_ = std::move(made->engines);
   p2p_ = std::move(made->p2p);
+  if (agreed.tagged && !agreed.cuda) {
+    // Every pair, now: a receive from any source must hear every rank.
+    tagged_ = std::make_unique<HostTagged>(rank_, nranks_, connector_.get(),
+                                           TaggedSlotBytes(agreed.settings.shared.slot_bytes));
+    RETURN_IF_ERROR(transport::AgreeOk(exchange, tagged_->Connect(&abort_), "connect its tagged pairs"));
+  }
   for (const auto& e : engines_) async_engines_ = async_engines_ || e->asynchronous();
   if (device_ >= 0) {
     RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: CUDA device " << device_ << ", "

@@ -1,9 +1,13 @@
 #include "collectives/internal/boundary.h"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <unordered_set>
 #include <vector>
 
 #include "base/logging.h"
+#include "collectives/device_choice.h"
 
 using ringo::base::Status;
 using ringo::base::StatusOr;
@@ -154,5 +158,43 @@ CallScope::CallScope(const char* fn, ringoComm* comm) {
 }
 
 uint64_t CallScope::Ticks() { return TracingOn() ? t_call_ticks : 0; }
+
+base::StatusOr<ringoConfig_t> ReadConfig(const ringoConfig_t* config) {
+  ringoConfig_t cfg = RINGO_CONFIG_INITIALIZER;
+  if (config == nullptr) return cfg;
+  // Every version's config has these first five fields.
+  constexpr size_t kOldest = offsetof(ringoConfig_t, tagged_p2p);
+  if (config->size < kOldest) {
+    return base::InvalidArgument("config->size " + std::to_string(config->size) +
+                                 " is smaller than any ringoConfig_t; use RINGO_CONFIG_INITIALIZER");
+  }
+  std::memcpy(&cfg, config, std::min(config->size, sizeof(cfg)));
+  cfg.size = sizeof(cfg);
+  if (cfg.blocking != 0 && cfg.blocking != 1) return base::InvalidArgument("config->blocking must be 0 or 1");
+  if (cfg.timeout_ms < 0) return base::InvalidArgument("config->timeout_ms is negative");
+  if (cfg.tagged_p2p != 0 && cfg.tagged_p2p != 1) return base::InvalidArgument("config->tagged_p2p must be 0 or 1");
+  return cfg;
+}
+
+Status ChildConfig(const ringoConfig_t* config, const Communicator* parent, CommOptions* options, bool* inherit,
+                   bool* blocking) {
+  *inherit = config == nullptr;
+  *blocking = true;
+  if (config == nullptr) return Status();
+  ASSIGN_OR_RETURN(const ringoConfig_t cfg, ReadConfig(config));
+  const int kind = cfg.device_kind;
+  if (kind != RINGO_DEVICE_AUTO && kind != RINGO_DEVICE_HOST && kind != RINGO_DEVICE_CUDA) {
+    return base::InvalidArgument("config->device_kind " + std::to_string(kind) + " is not a ringoDeviceKind_t");
+  }
+  const bool gpu = parent != nullptr && parent->kind() == DeviceKind::kCuda;
+  if (kind == RINGO_DEVICE_CUDA && parent != nullptr && !gpu) {
+    return base::InvalidUsage("config->device_kind is RINGO_DEVICE_CUDA, but the parent is a host communicator");
+  }
+  *blocking = cfg.blocking == 1;
+  options->timeout_ms = cfg.timeout_ms;
+  options->device_wish = kind == RINGO_DEVICE_HOST ? static_cast<int32_t>(DeviceWish::kHost) : kInheritDevice;
+  options->tagged = cfg.tagged_p2p == 1;
+  return Status();
+}
 
 }  // namespace ringo::collectives::internal

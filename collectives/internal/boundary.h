@@ -107,6 +107,17 @@ inline base::StatusOr<Communicator*> ResolveReady(ringoComm* comm) {
 
 const char* ThreadLastError();
 
+// The caller's ringoConfig_t over RINGO_CONFIG_INITIALIZER's defaults: its
+// `size` may be an earlier header's (fields it lacks keep their defaults),
+// never less than the fields every version has. Checks blocking and
+// timeout_ms.
+base::StatusOr<ringoConfig_t> ReadConfig(const ringoConfig_t* config);
+// A split's, shrink's or grow's child options from `config` (null: every
+// option inherited from the parent, *inherit set); whether the call blocks
+// in *blocking. `parent` may be null (a rank joining by ringoCommGrow).
+base::Status ChildConfig(const ringoConfig_t* config, const Communicator* parent, CommOptions* options,
+                         bool* inherit, bool* blocking);
+
 }  // namespace ringo::collectives::internal
 
 #endif  // RINGO_COLLECTIVES_INTERNAL_BOUNDARY_H_

@@ -129,10 +129,15 @@ typedef struct {
                          poll ringoCommGetAsyncError until it is not ringoInProgress */
   int timeout_ms;     /* deadline of every wait on a peer; 0: RINGO_TIMEOUT_MS */
   int device_kind;    /* a ringoDeviceKind_t */
+  int tagged_p2p;     /* 1: connect every pair of ranks at init for ringoSendTagged /
+                         ringoRecvTagged (host communicators; any rank asking is
+                         enough; a split or shrink without a config inherits it).
+                         A config from a header without this field (a smaller
+                         `size`) is accepted and reads it as 0. */
 } ringoConfig_t;
 
 #define RINGO_CONFIG_INITIALIZER \
-  { sizeof(ringoConfig_t), RINGO_VERSION_CODE, 1, 0, RINGO_DEVICE_AUTO }
+  { sizeof(ringoConfig_t), RINGO_VERSION_CODE, 1, 0, RINGO_DEVICE_AUTO, 0 }
 
 /* Writes the library's version (RINGO_VERSION_CODE form). Thread-safe. */
 RINGO_API ringoResult_t ringoGetVersion(int* version);
@@ -290,6 +295,31 @@ RINGO_API ringoResult_t ringoSend(const void* sendbuff, size_t count, ringoDataT
 /* Receives `count` elements from rank `peer` into recvbuff (see ringoSend). */
 RINGO_API ringoResult_t ringoRecv(void* recvbuff, size_t count, ringoDataType_t datatype, int peer,
                                   ringoComm_t comm, ringoStream_t stream);
+
+/* Tagged point-to-point (defined when this header has it). */
+#define RINGO_HAS_TAGGED 1
+/* ringoRecvTagged's peer for a message from any rank. */
+#define RINGO_ANY_SOURCE -1
+
+/* Tagged messages, on host communicators made with config->tagged_p2p = 1:
+ * a message sent to rank r with tag t (>= 0) is taken by the first
+ * ringoRecvTagged rank r posts with tag t from this rank or from
+ * RINGO_ANY_SOURCE; messages of one sender with one tag are taken in the
+ * order sent; the sizes in bytes must agree. A stream of its own, apart
+ * from ringoSend/ringoRecv's. Blocking, and not in groups: a send returns
+ * once its bytes are in the receiver's FIFO or taken (a message larger than
+ * the FIFO waits for the receiver's tagged calls), a receive once it holds
+ * its message. While either waits, it takes in whatever other ranks send
+ * this rank (held until a receive asks for it), so ranks that send to each
+ * other at once do not deadlock. A send to oneself is held for a later
+ * receive. `stream` must be NULL. */
+RINGO_API ringoResult_t ringoSendTagged(const void* sendbuff, size_t count, ringoDataType_t datatype, int peer,
+                                        int tag, ringoComm_t comm, ringoStream_t stream);
+/* Receives the first message with `tag` from `peer` (or RINGO_ANY_SOURCE)
+ * into recvbuff; the sender's rank in *source (may be NULL). A matching
+ * message of another size is ringoInvalidUsage and stays queued. */
+RINGO_API ringoResult_t ringoRecvTagged(void* recvbuff, size_t count, ringoDataType_t datatype, int peer, int tag,
+                                        int* source, ringoComm_t comm, ringoStream_t stream);
 
 /* recvbuff[r * count + i] = sendbuff of rank r [rank * count + i]: each rank
  * sends block p of its input to rank p. In place (sendbuff == recvbuff)
