@@ -44,6 +44,9 @@ std::unique_ptr<Comm> Comm::Create(c10d::Store& store, int rank, int size,
   config.timeout_ms =
       static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, static_cast<int64_t>(INT_MAX)));
   config.device_kind = device_kind;
+  // Host groups connect every pair for send/recv with gloo's matching (tags,
+  // any source): Ringo's tagged point-to-point.
+  config.tagged_p2p = device_kind == RINGO_DEVICE_HOST ? 1 : 0;
   ringoComm_t comm = nullptr;
   ringoResult_t rc = ringoCommInitRankConfig(&comm, size, id, rank, &config);
   if (rc != ringoSuccess) {

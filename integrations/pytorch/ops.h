@@ -8,7 +8,9 @@
 #ifndef RINGO_INTEGRATIONS_PYTORCH_OPS_H_
 #define RINGO_INTEGRATIONS_PYTORCH_OPS_H_
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "integrations/pytorch/comm.h"
@@ -76,8 +78,11 @@ Body RecvBody(at::Tensor tensor, int peer);
 // *first) and returns what to do once the group has run (a staged receive
 // buffer copied back).
 using P2pIssue = std::function<std::function<void()>(const RunContext&, ringoResult_t* first)>;
-P2pIssue SendIssue(at::Tensor tensor, int peer);
-P2pIssue RecvIssue(at::Tensor tensor, int peer);
+// Host send and receive, with gloo's matching: tagged (ringoSendTagged,
+// ringoRecvTagged); `peer` RINGO_ANY_SOURCE receives from any rank, its
+// sender written to *source.
+P2pIssue SendIssue(at::Tensor tensor, int peer, int tag);
+P2pIssue RecvIssue(at::Tensor tensor, int peer, int tag, std::shared_ptr<std::atomic<int>> source);
 // Splits are counts of dim-0 slices per peer; empty: equal splits.
 Body AllToAllBaseBody(at::Tensor output, at::Tensor input, std::vector<int64_t> output_splits,
                       std::vector<int64_t> input_splits);

@@ -47,22 +47,24 @@ Body RecvBody(at::Tensor tensor, int peer) {
   };
 }
 
-P2pIssue SendIssue(at::Tensor tensor, int peer) {
-  return [tensor, peer](const RunContext& ctx, ringoResult_t* first) -> std::function<void()> {
+P2pIssue SendIssue(at::Tensor tensor, int peer, int tag) {
+  return [tensor, peer, tag](const RunContext& ctx, ringoResult_t* first) -> std::function<void()> {
     at::Tensor buf = Dense(tensor);
     const ringoResult_t rc =
-        ringoSend(buf.data_ptr(), Bytes(buf), ringoUint8, peer, ctx.comm->get(), ctx.stream);
+        ringoSendTagged(buf.data_ptr(), Bytes(buf), ringoUint8, peer, tag, ctx.comm->get(), ctx.stream);
     if (*first == ringoSuccess) *first = rc;
-    return [buf] {};  // keeps a staged copy alive until the group has run
+    return [] {};
   };
 }
 
-P2pIssue RecvIssue(at::Tensor tensor, int peer) {
-  return [tensor, peer](const RunContext& ctx, ringoResult_t* first) -> std::function<void()> {
+P2pIssue RecvIssue(at::Tensor tensor, int peer, int tag, std::shared_ptr<std::atomic<int>> source) {
+  return [tensor, peer, tag, source](const RunContext& ctx, ringoResult_t* first) -> std::function<void()> {
     at::Tensor buf = Dense(tensor);
-    const ringoResult_t rc =
-        ringoRecv(buf.data_ptr(), Bytes(buf), ringoUint8, peer, ctx.comm->get(), ctx.stream);
+    int from = -1;
+    const ringoResult_t rc = ringoRecvTagged(buf.data_ptr(), Bytes(buf), ringoUint8, peer, tag, &from,
+                                             ctx.comm->get(), ctx.stream);
     if (*first == ringoSuccess) *first = rc;
+    if (rc == ringoSuccess && source != nullptr) source->store(from);
     return [tensor, buf]() mutable {
       if (!buf.is_same(tensor)) tensor.copy_(buf);
     };

@@ -313,13 +313,13 @@ WorkPtr ProcessGroupRingo::barrier(const c10d::BarrierOptions& /*opts*/) {
 
 #if RINGO_TORCH_P2P
 
-WorkPtr ProcessGroupRingo::send(std::vector<at::Tensor>& tensors, int dst_rank, int /*tag*/) {
+WorkPtr ProcessGroupRingo::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
   CheckSingle(tensors, "send");
   CheckPeer(dst_rank, getSize(), "send");
   if (tensors[0].device().is_cpu()) {
     ++sequence_;
     auto work = c10::make_intrusive<HostWork>(getRank(), c10d::OpType::SEND, "ringo:send", tensors,
-                                              std::vector<at::Tensor>{}, SendIssue(tensors[0], dst_rank));
+                                              std::vector<at::Tensor>{}, SendIssue(tensors[0], dst_rank, tag));
     worker_->Post(work);
     return work;
   }
@@ -327,13 +327,14 @@ WorkPtr ProcessGroupRingo::send(std::vector<at::Tensor>& tensors, int dst_rank, 
                 tensors[0].device());
 }
 
-WorkPtr ProcessGroupRingo::recv(std::vector<at::Tensor>& tensors, int src_rank, int /*tag*/) {
+WorkPtr ProcessGroupRingo::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
   CheckSingle(tensors, "recv");
   CheckPeer(src_rank, getSize(), "recv");
   if (tensors[0].device().is_cpu()) {
     ++sequence_;
     auto work = c10::make_intrusive<HostWork>(getRank(), c10d::OpType::RECV, "ringo:recv",
-                                              std::vector<at::Tensor>{}, tensors, RecvIssue(tensors[0], src_rank));
+                                              std::vector<at::Tensor>{}, tensors,
+                                              RecvIssue(tensors[0], src_rank, tag, nullptr));
     worker_->Post(work);
     return work;
   }
@@ -443,10 +444,24 @@ WorkPtr ProcessGroupRingo::scatter(std::vector<at::Tensor>&, std::vector<std::ve
 
 #endif  // RINGO_TORCH_P2P
 
-WorkPtr ProcessGroupRingo::recvAnysource(std::vector<at::Tensor>& /*tensors*/, int /*tag*/) {
-  TORCH_CHECK(false,
-              "ringo_torch: recv without src (from any source) is not supported yet: Ringo's C API has no "
-              "receive that takes whichever sender comes first; pass src");
+WorkPtr ProcessGroupRingo::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+#if RINGO_TORCH_P2P
+  CheckSingle(tensors, "recv");
+  TORCH_CHECK(tensors[0].device().is_cpu(),
+              "ringo_torch: recv from any source takes CPU tensors (GPU receives name their source)");
+  ++sequence_;
+  auto source = std::make_shared<std::atomic<int>>(-1);
+  auto work = c10::make_intrusive<HostWork>(getRank(), c10d::OpType::RECVANYSOURCE, "ringo:recv",
+                                            std::vector<at::Tensor>{}, tensors,
+                                            RecvIssue(tensors[0], RINGO_ANY_SOURCE, tag, source));
+  work->SetSource(source);
+  worker_->Post(work);
+  return work;
+#else
+  (void)tensors;
+  (void)tag;
+  NotYet("recvAnysource");
+#endif
 }
 
 }  // namespace ringo::pytorch

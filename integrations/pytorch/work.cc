@@ -56,25 +56,33 @@ void HostWork::Run(Comm* comm, std::exception_ptr error) {
   Complete(error);
 }
 
+int HostWork::sourceRank() const {
+  if (source_ == nullptr) return WorkBase::sourceRank();  // c10d's error
+  return source_->load();
+}
+
 void HostWork::RunBatch(const std::vector<c10::intrusive_ptr<HostWork>>& batch, Comm* comm,
                         std::exception_ptr error) {
 #if RINGO_TORCH_P2P
-  std::vector<std::function<void()>> finish;
   if (!error) {
     try {
       comm->CheckUsable(batch.front()->title_.c_str());
-      comm->Label(batch.front()->title_.c_str());  // "send" or "recv" (each record also says which)
-      ringoResult_t first = ringoSuccess;
-      comm->Check(ringoGroupStart(), "send/recv");
-      for (const auto& w : batch) finish.push_back(w->issue_(RunContext{comm, nullptr}, &first));
-      const ringoResult_t end = ringoGroupEnd();
-      comm->Check(first != ringoSuccess ? first : end, batch.size() > 1 ? "send/recv (grouped)" : batch.front()->title_.c_str());
-      for (auto& f : finish) f();
+      // The sends, then the receives: a send returns once posted, so each
+      // receive's match is on its way whatever order the ranks posted in.
+      for (const bool sends : {true, false}) {
+        for (const auto& w : batch) {
+          if ((w->retrieveOpType() == c10d::OpType::SEND) != sends) continue;
+          comm->Label(w->title_.c_str());
+          ringoResult_t rc = ringoSuccess;
+          std::function<void()> finish = w->issue_(RunContext{comm, nullptr}, &rc);
+          comm->Check(rc, w->title_.c_str());
+          finish();
+        }
+      }
     } catch (...) {
       error = std::current_exception();
     }
   }
-  finish.clear();
 #endif
   for (const auto& w : batch) w->Complete(error);
 }

@@ -5,12 +5,15 @@
 // future completed with the output tensors (or the error) before the Work
 // itself completes, as gloo's, which is what DDP's buckets wait on.
 //
-// Sends and receives (isend/irecv) wait in the queue until something needs
-// one of them (its wait(), isCompleted() or getFuture()) or another operation
-// is queued behind them; then the worker runs every send and receive queued
-// together as one Ringo group, so that they progress together whatever
-// their order (an irecv before its isend on both ranks, which Ringo's
-// blocking calls one by one would deadlock).
+// Sends and receives (isend/irecv, recv from any source) wait in the queue
+// until something needs one of them (its wait(), isCompleted() or
+// getFuture()) or another operation is queued behind them; then the worker
+// runs every send and receive queued together: the sends first, then the
+// receives, in the order posted. They are Ringo's tagged calls (gloo's
+// matching: a receive takes the first send with its tag from its source, or
+// from any rank), and a tagged send returns once posted while taking in
+// what arrives meanwhile, so an irecv posted before its isend on both ranks
+// does not deadlock.
 #ifndef RINGO_INTEGRATIONS_PYTORCH_WORK_H_
 #define RINGO_INTEGRATIONS_PYTORCH_WORK_H_
 
@@ -60,6 +63,11 @@ class HostWork : public WorkBase {
                        std::exception_ptr error);
 
   bool p2p() const { return p2p_; }
+  // A receive from any source: where its issue writes the sender.
+  void SetSource(std::shared_ptr<std::atomic<int>> source) { source_ = std::move(source); }
+  // The sender of a receive from any source, once completed (c10d's error
+  // for any other Work).
+  int sourceRank() const override;
   // Runs even on a communicator that failed earlier (a shrink after a
   // failure); set before Post.
   void RunOnFailedCommunicator() { on_failed_ = true; }
@@ -79,6 +87,7 @@ class HostWork : public WorkBase {
   P2pIssue issue_;
 #endif
   std::atomic<bool> wanted_{false};
+  std::shared_ptr<std::atomic<int>> source_;
   Worker* worker_ = nullptr;  // set by Worker::Post
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

@@ -11,8 +11,11 @@ ringo against gloo on the same inputs (N processes, --nranks):
   refusals.
 - DistributedDataParallel over a model with a sparse embedding: a few SGD
   steps on each backend from the same seed, the parameters compared.
-- a receive from any source (dist.recv without src): refused, saying so
-  (gloo has it; Ringo's C API does not yet).
+- receives from any source (dist.recv and irecv without src; the sender
+  returned or from the Work's source rank) and tags: one message from each
+  rank; tags taken out of order; several receives outstanding at once, from
+  any source and by source; irecv posted before isend on every rank; a
+  receive of another size (refused, the message kept).
 - the monitored barrier: passing on every rank; rank N-1 staying away
   (rank 0 raises "Rank N-1 failed to pass monitoredBarrier in ... ms", as
   gloo's does, and the ranks that came learn of the failure); ranks 1..N-1
@@ -136,15 +139,119 @@ def worker(args):
 
     cases.run("sparse_all_reduce.refusals", sparse_refusals)
 
-    def any_source_refused():
-        try:
-            dist.recv(torch.zeros(3))
-        except RuntimeError as e:
-            assert "from any source" in str(e), str(e)
-        else:
-            raise AssertionError("a receive from any source was accepted")
+    # ---- receive from any source, and tags --------------------------------------
+    # Each case runs on ringo (the default group) and on gloo, and the two
+    # outcomes must be the same (as sets where the order among senders is
+    # the race's).
+    def on_both(fn, what):
+        mine, ref = fn(None), fn(gloo)
+        assert mine == ref, "%s: ringo %s, gloo %s" % (what, mine, ref)
 
-    cases.run("recv_any_source.refused_with_a_message", any_source_refused)
+    def any_source(group):
+        # Rank 0 takes one message from every other rank, from any source.
+        if rank != 0:
+            dist.send(torch.full((5,), float(rank)), dst=0, group=group, tag=7)
+            return None
+        got = set()
+        for _ in range(n - 1):
+            t = torch.zeros(5)
+            src = dist.recv(t, group=group, tag=7)
+            assert torch.equal(t, torch.full((5,), float(src))), "%s from rank %d" % (t, src)
+            got.add(src)
+        return sorted(got)
+
+    cases.run("recv_any_source.one_from_each", lambda: on_both(any_source, "senders"))
+
+    def tags_out_of_order(group):
+        # Rank 1 sends tags 1, 2, 3; rank 0 receives 3, then 2, then 1.
+        if rank == 1:
+            works = [dist.isend(torch.full((t + 1,), float(t)), dst=0, group=group, tag=t) for t in (1, 2, 3)]
+            for w in works:
+                w.wait()
+        if rank != 0:
+            return None
+        out = []
+        for t in (3, 2, 1):
+            x = torch.zeros(t + 1)
+            dist.recv(x, src=1, group=group, tag=t)
+            out.append(x.tolist())
+        return out
+
+    cases.run("tags.taken_out_of_order", lambda: on_both(tags_out_of_order, "tagged receives"))
+
+    def many_outstanding(group):
+        # Rank 0 posts receives from any source (tag 5) and by source (tag 6)
+        # all at once, then waits; every other rank sends two tag-5 messages,
+        # rank 1 also one tag-6 message, before (odd ranks) or after its
+        # tag-5 ones.
+        if rank != 0:
+            works = []
+            if rank == 1 and n % 2 == 0:
+                works.append(dist.isend(torch.tensor([600.0]), dst=0, group=group, tag=6))
+            for k in range(2):
+                works.append(dist.isend(torch.tensor([rank * 10.0 + k]), dst=0, group=group, tag=5))
+            if rank == 1 and n % 2 == 1:
+                works.append(dist.isend(torch.tensor([600.0]), dst=0, group=group, tag=6))
+            for w in works:
+                w.wait()
+            return None
+        bufs, works, kinds = [], [], []
+        for i in range(2 * (n - 1) + 1):
+            b = torch.zeros(1)
+            bufs.append(b)
+            if i == 1:
+                works.append(dist.irecv(b, src=1, group=group, tag=6))
+                kinds.append("by source")
+            else:
+                works.append(dist.irecv(b, group=group, tag=5))
+                kinds.append("any")
+        got = []
+        per_sender = {}
+        for b, w, kind in zip(bufs, works, kinds):
+            w.wait()
+            if kind == "any":
+                src = w._source_rank()
+                value = int(b.item())
+                assert value // 10 == src, "value %d from rank %d" % (value, src)
+                # One sender's messages arrive in the order sent.
+                assert per_sender.get(src, -1) < value % 10, "rank %d's messages out of order" % src
+                per_sender[src] = value % 10
+                got.append((src, value))
+            else:
+                got.append(("tag 6", int(b.item())))
+        return sorted(got, key=str)
+
+    cases.run("recv_any_source.several_outstanding_mixed", lambda: on_both(many_outstanding, "receives"))
+
+    def irecv_first_everywhere(group):
+        # Every rank posts its receive from the previous rank before its send
+        # to the next: both backends must not deadlock.
+        prev, nxt = (rank - 1) % n, (rank + 1) % n
+        inbox = torch.zeros(300000)
+        r = dist.irecv(inbox, src=prev, group=group, tag=2)
+        s = dist.isend(torch.full((300000,), float(rank)), dst=nxt, group=group, tag=2)
+        r.wait()
+        s.wait()
+        return inbox[0].item() == prev and inbox[-1].item() == prev
+
+    cases.run("send_recv.irecv_before_isend", lambda: on_both(irecv_first_everywhere, "ring exchange"))
+
+    def recv_any_size_mismatch():
+        # Another size than the message's: gloo and ringo both raise on the
+        # receiver (ringo keeps the message for a receive of the right size).
+        if rank == 1:
+            dist.send(torch.zeros(4), dst=0, tag=9)
+        elif rank == 0:
+            try:
+                dist.recv(torch.zeros(3), tag=9)
+            except RuntimeError as e:
+                assert "size" in str(e), str(e)
+            else:
+                raise AssertionError("a receive of another size was accepted")
+            assert dist.recv(torch.zeros(4), tag=9) == 1
+        dist.barrier()
+
+    cases.run("recv_any_source.size_mismatch", recv_any_size_mismatch)
 
     def ddp_sparse():
         from torch.nn.parallel import DistributedDataParallel as DDP
