@@ -130,6 +130,9 @@ const std::vector<EnvVarInfo>& Table() {
       {"RINGO_TRACE_BUFFER", "int", "2000",
        "Operations each communicator's flight recorder keeps (its last ones: arguments, group, when "
        "called, started and finished, state); 0 turns the recorder off."},
+      {"RINGO_TRACE_GPU_TIMES", "bool", "1",
+       "GPU communicators: time each recorded operation on the GPU (two CUDA events around its launch), so "
+       "that the flight record shows when it started and finished there; 0 records the enqueue only."},
       {"RINGO_TRACE_DIR", "string", "",
        "Folder where the flight recorders are written as JSON lines, one file per rank and "
        "communicator, on a fault, a timeout or an abort, on ringoCommDumpTrace, and on "
@@ -264,6 +267,7 @@ Config* Load() {
   bool_var("RINGO_DETERMINISTIC", &config->deterministic);
   bool_var("RINGO_REQUIRE_GPU", &config->require_gpu);
   int_var("RINGO_TRACE_BUFFER", &config->trace_buffer, 0, int64_t{1} << 24);
+  bool_var("RINGO_TRACE_GPU_TIMES", &config->trace_gpu_times);
   config->trace_dir = config->Get("RINGO_TRACE_DIR").value_or("");
   int_var("RINGO_TRACE_SIGNAL", &config->trace_signal, 0, 64);
   int_var("RINGO_STALL_MS", &config->stall_ms, 0);

@@ -59,6 +59,7 @@ struct Config {
   std::string host_id;                   // RINGO_HOSTID ("": boot id, host name, network namespace)
   bool require_gpu = false;              // RINGO_REQUIRE_GPU
   int64_t trace_buffer = 2000;           // RINGO_TRACE_BUFFER: operations each communicator records (0: off)
+  bool trace_gpu_times = true;           // RINGO_TRACE_GPU_TIMES: GPU operations timed by events
   std::string trace_dir;                 // RINGO_TRACE_DIR: where records are written ("": nowhere)
   int64_t trace_signal = 0;              // RINGO_TRACE_SIGNAL: the signal that dumps every record (0: none)
   int64_t stall_ms = 10000;              // RINGO_STALL_MS: a wait this long is diagnosed (0: never)

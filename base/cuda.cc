@@ -64,6 +64,13 @@ Status CudaEvent::Record(void*) { return NoCuda("cudaEventRecord"); }
 Status CudaEvent::Synchronize() { return Status(); }
 void CudaEvent::Reset() { event_ = nullptr; }
 
+StatusOr<std::unique_ptr<CudaEventSet>> CudaEventSet::Create(int, int) { return NoCuda("cudaEventCreate"); }
+CudaEventSet::~CudaEventSet() = default;
+Status CudaEventSet::Record(int, void*) { return NoCuda("cudaEventRecord"); }
+StatusOr<bool> CudaEventSet::Done(int) { return NoCuda("cudaEventQuery"); }
+StatusOr<float> CudaEventSet::ElapsedMs(int, int) { return NoCuda("cudaEventElapsedTime"); }
+Status CudaEventSet::RecordAndWait(int) { return NoCuda("cudaEventRecord"); }
+
 #else
 
 namespace {
@@ -310,6 +317,54 @@ void CudaEvent::Reset() {
   if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
   event_ = nullptr;
   recorded_ = false;
+}
+
+StatusOr<std::unique_ptr<CudaEventSet>> CudaEventSet::Create(int device, int n) {
+  ASSIGN_OR_RETURN(ScopedDevice scope, ScopedDevice::Enter(device));
+  std::unique_ptr<CudaEventSet> set(new CudaEventSet());
+  set->device_ = device;
+  cudaStream_t stream = nullptr;
+  RINGO_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  set->stream_ = stream;
+  for (int i = 0; i < n; ++i) {
+    cudaEvent_t ev = nullptr;
+    RINGO_CUDA_RETURN_IF_ERROR(cudaEventCreate(&ev));  // with timing
+    set->events_.push_back(ev);
+  }
+  return set;
+}
+
+CudaEventSet::~CudaEventSet() {
+  if (device_ < 0) return;
+  auto scope = ScopedDevice::Enter(device_);
+  for (void* ev : events_) cudaEventDestroy(static_cast<cudaEvent_t>(ev));
+  if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+}
+
+Status CudaEventSet::Record(int i, void* stream) {
+  RINGO_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(events_[i]), static_cast<cudaStream_t>(stream)));
+  return Status();
+}
+
+StatusOr<bool> CudaEventSet::Done(int i) {
+  const cudaError_t rc = cudaEventQuery(static_cast<cudaEvent_t>(events_[i]));
+  if (rc == cudaErrorNotReady) return false;
+  RETURN_IF_ERROR(CudaCallStatus(static_cast<int>(rc), "cudaEventQuery", __FILE__, __LINE__));
+  return true;
+}
+
+StatusOr<float> CudaEventSet::ElapsedMs(int from, int to) {
+  float ms = 0;
+  RINGO_CUDA_RETURN_IF_ERROR(
+      cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(events_[from]), static_cast<cudaEvent_t>(events_[to])));
+  return ms;
+}
+
+Status CudaEventSet::RecordAndWait(int i) {
+  ASSIGN_OR_RETURN(ScopedDevice scope, ScopedDevice::Enter(device_));
+  RINGO_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(events_[i]), static_cast<cudaStream_t>(stream_)));
+  RINGO_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(static_cast<cudaEvent_t>(events_[i])));
+  return Status();
 }
 #endif  // RINGO_HAVE_CUDART
 

@@ -9,7 +9,9 @@
 #ifndef RINGO_BASE_CUDA_H_
 #define RINGO_BASE_CUDA_H_
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -169,6 +171,33 @@ class CudaEvent {
   void* event_ = nullptr;  // cudaEvent_t
   int device_ = -1;
   bool recorded_ = false;
+};
+
+// `n` timing CUDA events on one device, numbered 0..n-1 (the flight
+// recorder's: when GPU work started and finished on its stream).
+class CudaEventSet {
+ public:
+  static StatusOr<std::unique_ptr<CudaEventSet>> Create(int device, int n);
+  ~CudaEventSet();
+  CudaEventSet(const CudaEventSet&) = delete;
+  CudaEventSet& operator=(const CudaEventSet&) = delete;
+
+  int size() const { return static_cast<int>(events_.size()); }
+  // Records event `i` on `stream` (a cudaStream_t).
+  Status Record(int i, void* stream);
+  // Whether the work before event `i` has completed (cudaEventQuery).
+  StatusOr<bool> Done(int i);
+  // Milliseconds from event `from` to event `to` (both completed).
+  StatusOr<float> ElapsedMs(int from, int to);
+  // Records event `i` on a stream of its own, where nothing runs before
+  // it, and waits for it.
+  Status RecordAndWait(int i);
+
+ private:
+  CudaEventSet() = default;
+  int device_ = -1;
+  std::vector<void*> events_;  // cudaEvent_t
+  void* stream_ = nullptr;     // RecordAndWait's cudaStream_t
 };
 
 }  // namespace ringo::base

@@ -113,16 +113,32 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTr
   }
   for (const auto& engine : engines_) {
     if (engine->Takes(call)) {
+      const GpuLaunch gpu = BeginGpuLaunch(entry != nullptr, stream);
       Status st = engine->Run(call);
-      recorder.Finish(entry, !st.ok() ? TraceState::kFailed
-                             : (device_ >= 0 && base::StreamCapturing(stream)) ? TraceState::kCaptured
-                             : device_ >= 0 ? TraceState::kEnqueued
-                                            : TraceState::kDone);
+      recorder.Finish(entry, !st.ok() ? TraceState::kFailed : gpu.state);
+      if (st.ok() && entry != nullptr) EndGpuLaunch(gpu, stream, entry->id, 1);
       return WithDiagnosis(Finish(st, call.fatal), call.seq);
     }
   }
   recorder.Finish(entry, TraceState::kFailed);
   return base::Internal("no engine takes this collective");
+}
+
+Communicator::GpuLaunch Communicator::BeginGpuLaunch(bool recorded, void* stream) {
+  GpuLaunch g;
+  if (device_ < 0) return g;  // host: done when the call returns
+  if (base::StreamCapturing(stream)) {
+    g.state = TraceState::kCaptured;  // recorded once, at capture
+    return g;
+  }
+  g.state = TraceState::kEnqueued;
+  GpuTimes* times = observer_->gpu_times();
+  if (recorded && times != nullptr) g.slot = times->Before(stream);
+  return g;
+}
+
+void Communicator::EndGpuLaunch(const GpuLaunch& g, void* stream, uint64_t first, size_t n) {
+  if (g.slot >= 0) observer_->gpu_times()->After(g.slot, stream, first, n);
 }
 
 Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const OpTrace& trace) {
@@ -145,11 +161,10 @@ Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const O
       if (first == 0) first = e->id;
     }
   }
+  const GpuLaunch gpu = BeginGpuLaunch(first != 0, stream);
   Status st = p2p_->Run(ops, call);
-  recorder.FinishBatch(first, ops.size(), !st.ok() ? TraceState::kFailed
-                                          : (device_ >= 0 && base::StreamCapturing(stream)) ? TraceState::kCaptured
-                                          : device_ >= 0 ? TraceState::kEnqueued
-                                                         : TraceState::kDone);
+  recorder.FinishBatch(first, ops.size(), !st.ok() ? TraceState::kFailed : gpu.state);
+  if (st.ok()) EndGpuLaunch(gpu, stream, first, ops.size());
   return Finish(st, call.fatal);
 }
 

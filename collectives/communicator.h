@@ -202,6 +202,15 @@ class Communicator {
   // the abort flag and tells the peers. Any thread.
   void Fail(const base::Status& st);
   void AbortEngines(const base::Status& why);
+  // Around a call's launch on a GPU stream: how its record ends (enqueued,
+  // captured; host calls: done) and, where GPU times are kept, its start
+  // and finish events (control/gpu_times.h).
+  struct GpuLaunch {
+    TraceState state = TraceState::kDone;
+    int slot = -1;
+  };
+  GpuLaunch BeginGpuLaunch(bool recorded, void* stream);
+  void EndGpuLaunch(const GpuLaunch& g, void* stream, uint64_t first, size_t n);
   // Writes the flight record to RINGO_TRACE_DIR, if set (a fault, an abort).
   void DumpTrace(const char* reason);
 

@@ -192,6 +192,7 @@ Status Communicator::Setup(transport::Exchange& exchange, const CommOptions& opt
   o.peers = agreed.peers;
   o.config = &config_;
   o.gpu = device_ >= 0;
+  o.device = device_;
   observer_ = std::make_unique<Observer>(std::move(o));
   wait_.stall = observer_->stall_hook();
   // Until a call says otherwise, the thread that made it drives it (a

@@ -80,6 +80,17 @@ Observer::Observer(ObserverSetup setup)
     : setup_(std::move(setup)),
       recorder_(setup_.config != nullptr ? static_cast<size_t>(setup_.config->trace_buffer) : kDefaultTraceEntries) {
   const base::Config& config = *setup_.config;
+  const int slots = GpuTimes::SlotsFor(recorder_.capacity());
+  if (setup_.gpu && setup_.device >= 0 && slots > 0 && config.trace_gpu_times) {
+    auto events = MakeCudaEvents(setup_.device, 1 + 2 * slots);
+    if (events.ok()) {
+      gpu_times_ = std::make_unique<GpuTimes>(std::move(events).value(), &recorder_, slots,
+                                              TraceClock::Now().ticks_per_ns);
+    } else {
+      RINGO_LOG(WARN) << "rank " << setup_.rank << ": flight recorder without GPU times: "
+                      << events.status().message();
+    }
+  }
   transport::ControlService* control = setup_.exchange != nullptr ? setup_.exchange->control() : nullptr;
   if (control != nullptr) {
     DiagnosisSetup d;
@@ -148,6 +159,7 @@ base::Status Observer::Dump(const std::string& reason, const std::string& dir_ar
   const std::string dir = !dir_arg.empty() ? dir_arg : setup_.config->trace_dir;
   if (dir.empty() || !recorder_.on()) return base::OkStatus();
   std::lock_guard<std::mutex> lock(dump_mu_);
+  if (gpu_times_ != nullptr) gpu_times_->Poll();  // what the GPU has done by now
   if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
     return base::SystemError("cannot make the trace folder " + dir + ": " + std::strerror(errno));
   }

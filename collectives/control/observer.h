@@ -26,6 +26,7 @@
 #include "base/config.h"
 #include "base/status.h"
 #include "collectives/control/diagnosis.h"
+#include "collectives/control/gpu_times.h"
 #include "collectives/control/recorder.h"
 #include "collectives/control/thread_call.h"
 #include "transport/bootstrap/exchange.h"
@@ -41,6 +42,7 @@ struct ObserverSetup {
   std::vector<transport::PeerInfo> peers;
   const base::Config* config = nullptr;
   bool gpu = false;
+  int device = -1;  // GPU communicators: the CUDA device (the GPU times' events)
 };
 
 class Observer {
@@ -53,6 +55,9 @@ class Observer {
   Observer& operator=(const Observer&) = delete;
 
   FlightRecorder& recorder() { return recorder_; }
+  // GPU communicators with the recorder on: the GPU times of their
+  // operations (gpu_times.h); null otherwise.
+  GpuTimes* gpu_times() { return gpu_times_.get(); }
   const transport::StallHook* stall_hook() const { return diagnosis_ ? diagnosis_->hook() : nullptr; }
   // This rank's diagnosis of call #`seq` ("" where none was made).
   std::string DiagnosisOf(uint64_t seq) const { return diagnosis_ ? diagnosis_->TextFor(seq) : std::string(); }
@@ -66,6 +71,7 @@ class Observer {
  private:
   ObserverSetup setup_;
   FlightRecorder recorder_;
+  std::unique_ptr<GpuTimes> gpu_times_;
   std::atomic<ThreadCall*> driver_{nullptr};
   std::unique_ptr<Diagnosis> diagnosis_;
   bool clock_registered_ = false;

@@ -127,6 +127,7 @@ TraceEntry* FlightRecorder::Begin(TraceOp op, uint64_t seq, int64_t count, int p
   e.started = started != 0 ? started : TraceTicks();
   e.called = called != 0 ? called : e.started;
   e.finished = 0;
+  e.enqueued = 0;
   e.peer = peer;
   e.op = op;
   e.dtype = dtype;
@@ -175,6 +176,21 @@ void FlightRecorder::FinishBatch(uint64_t first, size_t n, TraceState state) {
   }
 }
 
+void FlightRecorder::SetGpuTimes(uint64_t first, size_t n, uint64_t started, uint64_t finished, TraceState state) {
+  for (uint64_t id = first; id < first + n && capacity_ > 0; ++id) {
+    TraceEntry& e = entries_[(id - 1) % capacity_];
+    if (e.id != id) continue;
+    const uint64_t v = e.version.load(std::memory_order_relaxed);
+    e.version.store(v + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    if (e.enqueued == 0) e.enqueued = e.finished;  // the enqueue's, kept
+    e.started = started;
+    e.finished = finished;
+    e.state = state;
+    e.version.store(v + 2, std::memory_order_release);
+  }
+}
+
 TracePosition FlightRecorder::Where() const {
   TracePosition p;
   p.on = on();
@@ -206,6 +222,7 @@ std::vector<std::string> FlightRecorder::JsonLines(const TraceClock& clock) cons
     e.called = src.called;
     e.started = src.started;
     e.finished = src.finished;
+    e.enqueued = src.enqueued;
     e.peer = src.peer;
     e.op = src.op;
     e.dtype = src.dtype;
@@ -234,6 +251,7 @@ std::vector<std::string> FlightRecorder::JsonLines(const TraceClock& clock) cons
     line += ",\"called_ns\":" + std::to_string(clock.WallNs(e.called));
     line += ",\"started_ns\":" + std::to_string(clock.WallNs(e.started));
     if (e.finished != 0) line += ",\"finished_ns\":" + std::to_string(clock.WallNs(e.finished));
+    if (e.enqueued != 0) line += ",\"enqueued_ns\":" + std::to_string(clock.WallNs(e.enqueued));
     line += std::string(",\"state\":\"") + TraceStateName(e.state) + "\"}";
     lines.push_back(std::move(line));
   }

@@ -6,10 +6,13 @@
 // One entry per operation: a collective, or each send and receive of a
 // point-to-point call or group, with its arguments, the group it ran in,
 // and when it was called (the C call, or its ringoGroupEnd for a group's
-// operations, which start then), started (the engine took it; a GPU
-// operation: enqueued) and finished (returned; a GPU operation: enqueued,
-// its completion is the stream's), and its state. Operations captured in a
-// CUDA graph are recorded once, at capture, as "captured".
+// operations, which start then), started (the engine took it) and finished
+// (returned), and its state. A GPU operation is written at enqueue as
+// "enqueued" (started and finished then being the enqueue's); the events
+// recorded around its launch (gpu_times.h) then make it "running", and
+// "done" with the GPU's own start and finish times, the enqueue time kept
+// as "enqueued". Operations captured in a CUDA graph are recorded once, at
+// capture, as "captured".
 //
 // Cost: the owning thread writes an entry in place (no lock, no
 // allocation) and stamps it with the CPU's time-stamp counter; readers on
@@ -72,6 +75,7 @@ struct TraceEntry {
   int64_t count = 0;                 // elements
   uint64_t group = 0;                // the group it ran in (this thread's outermost ringoGroupStart count); 0: none
   uint64_t called = 0, started = 0, finished = 0;  // ticks; 0: not yet
+  uint64_t enqueued = 0;             // GPU operations timed on the GPU: when the call returned; 0: none
   int32_t peer = -1;                 // send/recv: the peer; Broadcast/Reduce: the root; else -1
   TraceOp op = TraceOp::kAllReduce;
   uint8_t dtype = 0;                 // base::DataType
@@ -110,6 +114,11 @@ class FlightRecorder {
   // Finishes the `n` entries begun from id `first` on (a batch of sends and
   // receives); those already overwritten are skipped. first 0: none.
   void FinishBatch(uint64_t first, size_t n, TraceState state);
+  // The GPU's times of the entries from id `first` on (`n` of them), with
+  // `state` (kRunning: finished 0). Entries overwritten since are skipped;
+  // the caller (GpuTimes) never names one the owning thread may be
+  // rewriting, and calls it under its own lock.
+  void SetGpuTimes(uint64_t first, size_t n, uint64_t started, uint64_t finished, TraceState state);
 
   TracePosition Where() const;
 

@@ -1,0 +1,101 @@
+// When GPU operations started and finished, for the flight recorder: a pair
+// of timing events recorded on the caller's stream around each operation's
+// launch (the GPU stamps them as the stream reaches them), placed on the
+// host's clock through an anchor event recorded on an idle stream of its
+// own and waited for (its completion is "now" on both clocks).
+//
+// An operation's entry is written at enqueue as "enqueued" (recorder.h);
+// Poll moves it to "running" once its first event has passed and to "done"
+// with the GPU's start and finish times once its second has, keeping the
+// enqueue time apart. Poll runs at every GPU call (on the calling thread)
+// and before every dump (any thread).
+//
+// Bounds: at most `slots` operations are tracked at once (the recorder's
+// capacity / 2, at most 64); a launch that finds every slot taken first
+// polls, then gives up tracking the oldest (its entry stays "enqueued").
+// So a tracked entry is always among the recorder's newest capacity / 2,
+// never one the calling thread is rewriting. Re-anchored when nothing is
+// tracked and the anchor is older than 10 s (clocks drift apart slowly).
+// Calls captured into a CUDA graph are not tracked (recorded once, at
+// capture). A CUDA error stops the tracking, logged once.
+//
+// Thread safety: every method takes the one lock.
+#ifndef RINGO_COLLECTIVES_CONTROL_GPU_TIMES_H_
+#define RINGO_COLLECTIVES_CONTROL_GPU_TIMES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "base/status.h"
+#include "collectives/control/recorder.h"
+
+namespace ringo::collectives {
+
+// What GpuTimes needs of events: CUDA's (MakeCudaEvents), or a test's.
+class GpuEvents {
+ public:
+  virtual ~GpuEvents() = default;
+  virtual int size() const = 0;  // events 0..size()-1
+  virtual base::Status Record(int event, void* stream) = 0;
+  virtual base::StatusOr<bool> Done(int event) = 0;
+  virtual base::StatusOr<double> ElapsedMs(int from, int to) = 0;
+  // Records `event` where nothing runs before it, waits for it, and
+  // returns TraceTicks() at its completion.
+  virtual base::StatusOr<uint64_t> Anchor(int event) = 0;
+};
+
+// `n` timing events on CUDA device `device`.
+base::StatusOr<std::unique_ptr<GpuEvents>> MakeCudaEvents(int device, int n);
+
+class GpuTimes {
+ public:
+  // Slots for the recorder's capacity; 0 means no tracking at all.
+  static int SlotsFor(size_t capacity);
+  // `events` must hold 1 + 2 * slots events; `ticks_per_ns` converts the
+  // GPU's milliseconds to the recorder's ticks.
+  GpuTimes(std::unique_ptr<GpuEvents> events, FlightRecorder* recorder, int slots, double ticks_per_ns);
+
+  // Before an operation's launch on `stream`: its start event; the slot to
+  // give After, or -1 (not tracked).
+  int Before(void* stream);
+  // After the launch of the entries from id `first` on (`n` of them: a
+  // batch of sends and receives is several): its finish event.
+  void After(int slot, void* stream, uint64_t first, size_t n);
+  // Writes what the events say into the entries they track.
+  void Poll();
+
+  size_t tracked() const;
+  bool stopped() const;
+
+ private:
+  struct Pending {
+    int slot;
+    uint64_t first;
+    size_t n;
+    bool running;
+  };
+  int StartEvent(int slot) const { return 1 + 2 * slot; }
+  int EndEvent(int slot) const { return 2 + 2 * slot; }
+  void PollLocked();
+  void Stop(const base::Status& why);
+  uint64_t ToTicks(double ms) const;
+
+  mutable std::mutex mu_;
+  std::unique_ptr<GpuEvents> events_;
+  FlightRecorder* const recorder_;
+  const int slots_;
+  const double ticks_per_ns_;
+  std::vector<int> free_;        // slots not tracking anything
+  std::deque<Pending> pending_;  // oldest first
+  uint64_t anchor_ticks_ = 0;    // 0: no anchor yet
+  int64_t anchored_mono_ns_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace ringo::collectives
+
+#endif  // RINGO_COLLECTIVES_CONTROL_GPU_TIMES_H_
