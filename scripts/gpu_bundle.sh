@@ -34,6 +34,7 @@ targets=(
   //tests:gpu_conformance_test
   //tests:gpu_process_test
   //tests:gpu_graph_test
+  //tests:gpu_trace_test
   //tests:gpu_elastic_test
   //tests:gpu_p2p_test
   //tools:perf_gpu_test

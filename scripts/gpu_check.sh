@@ -36,6 +36,7 @@ STEPS=(
   "bundle 60 check,perf,clients"
   "facts 30 check,perf,clients"
   "graph 120 check"
+  "trace 60 check"
   "latency 150 perf"
   "nccl_symbols 30 clients"
   "torch_build 240 clients"
@@ -474,6 +475,12 @@ step_nccl() {
 step_graph() {
   DETAIL=""
   run_gtest gpu_graph_test "$B/bin/gpu_graph_test" && return 0
+  return 1
+}
+
+step_trace() {
+  DETAIL=""
+  run_gtest gpu_trace_test "$B/bin/gpu_trace_test" && return 0
   return 1
 }
 
