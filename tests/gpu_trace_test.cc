@@ -58,7 +58,7 @@ TEST(GpuTrace, OperationsTimedOnTheGpu) {
   std::vector<float*> bufs(kRanks);
   for (int r = 0; r < kRanks; ++r) {
     ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&bufs[r], kCount * sizeof(float) * 2), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&bufs[r]), kCount * sizeof(float) * 2), cudaSuccess);
   }
   ASSERT_EQ(ringoGroupStart(), ringoSuccess);
   for (int r = 0; r < kRanks; ++r) {
