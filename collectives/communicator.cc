@@ -113,8 +113,14 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTr
   }
   for (const auto& engine : engines_) {
     if (engine->Takes(call)) {
-      const GpuLaunch gpu = BeginGpuLaunch(entry != nullptr, stream);
-      Status st = engine->Run(call);
+      GpuLaunch gpu;
+      Status st = BeginGpuLaunch(entry != nullptr, stream, &gpu);
+      if (!st.ok()) {  // refused: the communicator is as it was
+        recorder.Finish(entry, TraceState::kFailed);
+        --sequence_;
+        return st;
+      }
+      st = engine->Run(call);
       recorder.Finish(entry, !st.ok() ? TraceState::kFailed : gpu.state);
       if (st.ok() && entry != nullptr) EndGpuLaunch(gpu, stream, entry->id, 1);
       return WithDiagnosis(Finish(st, call.fatal), call.seq);
@@ -124,17 +130,22 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTr
   return base::Internal("no engine takes this collective");
 }
 
-Communicator::GpuLaunch Communicator::BeginGpuLaunch(bool recorded, void* stream) {
-  GpuLaunch g;
-  if (device_ < 0) return g;  // host: done when the call returns
+Status Communicator::BeginGpuLaunch(bool recorded, void* stream, GpuLaunch* g) {
+  *g = GpuLaunch();
+  if (device_ < 0) return Status();  // host: done when the call returns
   if (base::StreamCapturing(stream)) {
-    g.state = TraceState::kCaptured;  // recorded once, at capture
-    return g;
+    if (gpu_hosts_) {
+      return base::InvalidUsage(
+          "this GPU communicator spans hosts: its calls cannot be captured into a CUDA graph (the network "
+          "proxy moves each slot as a kernel posts it, and a replay would not tell it); call it eagerly");
+    }
+    g->state = TraceState::kCaptured;  // recorded once, at capture
+    return Status();
   }
-  g.state = TraceState::kEnqueued;
+  g->state = TraceState::kEnqueued;
   GpuTimes* times = observer_->gpu_times();
-  if (recorded && times != nullptr) g.slot = times->Before(stream);
-  return g;
+  if (recorded && times != nullptr) g->slot = times->Before(stream);
+  return Status();
 }
 
 void Communicator::EndGpuLaunch(const GpuLaunch& g, void* stream, uint64_t first, size_t n) {
@@ -161,8 +172,13 @@ Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const O
       if (first == 0) first = e->id;
     }
   }
-  const GpuLaunch gpu = BeginGpuLaunch(first != 0, stream);
-  Status st = p2p_->Run(ops, call);
+  GpuLaunch gpu;
+  Status st = BeginGpuLaunch(first != 0, stream, &gpu);
+  if (!st.ok()) {
+    recorder.FinishBatch(first, ops.size(), TraceState::kFailed);
+    return st;
+  }
+  st = p2p_->Run(ops, call);
   recorder.FinishBatch(first, ops.size(), !st.ok() ? TraceState::kFailed : gpu.state);
   if (st.ok()) EndGpuLaunch(gpu, stream, first, ops.size());
   return Finish(st, call.fatal);

@@ -209,7 +209,10 @@ class Communicator {
     TraceState state = TraceState::kDone;
     int slot = -1;
   };
-  GpuLaunch BeginGpuLaunch(bool recorded, void* stream);
+  // InvalidUsage for a capture this communicator cannot follow (its ranks
+  // span hosts: the proxy moves slots as the kernels post them, which a
+  // replayed graph would not announce).
+  base::Status BeginGpuLaunch(bool recorded, void* stream, GpuLaunch* g);
   void EndGpuLaunch(const GpuLaunch& g, void* stream, uint64_t first, size_t n);
   // Writes the flight record to RINGO_TRACE_DIR, if set (a fault, an abort).
   void DumpTrace(const char* reason);
@@ -238,6 +241,7 @@ class Communicator {
   std::unique_ptr<HostTagged> tagged_;  // null unless made with CommOptions::tagged
   transport::WaitContext wait_;  // the patience every call starts from
   bool check_ = true;            // RINGO_CHECK as the ranks agreed: calls carry signatures
+  bool gpu_hosts_ = false;       // a GPU communicator whose ranks span hosts
   internal::UserOps user_ops_;
 
   // Lifecycle and errors.

@@ -68,6 +68,7 @@ struct Communicator::Agreement {
   std::vector<int> domains;  // every rank's memory domain (transport::MemoryDomains)
   CommSettings settings;     // rank 0's shared settings, this rank's local ones
   bool cuda = false;         // the ranks run on GPU memory
+  bool gpu_hosts = false;    // ... on ranks of several hosts
   bool tagged = false;       // some rank asked for tagged point-to-point pairs
 };
 
@@ -243,6 +244,7 @@ StatusOr<Communicator::Agreement> Communicator::Agree(transport::Exchange& excha
     RINGO_LOG(WARN) << "rank " << rank_ << ": " << memory.note;
   }
   a.cuda = memory.cuda;
+  a.gpu_hosts = memory.cuda && memory.hosts_spanned;
   if (a.cuda) device_ = options.cuda_device;
   // Which ranks of a host share its memory.
   ASSIGN_OR_RETURN(a.domains, transport::MemoryDomains(exchange, tag_, a.peers));
@@ -333,6 +335,8 @@ Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agr
     ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus, internal::ExchangePlaces(exchange, device_));
     const internal::GpuLayout layout = internal::LayoutOf(gpus);
     setup->device = device_;
+    setup->gpu_hosts_spanned = agreed.gpu_hosts;
+    gpu_hosts_ = agreed.gpu_hosts;
     setup->gpu = ChooseDeviceGeometry(agreed.settings, nranks_, layout.residency, layout.max_ranks_per_gpu);
     RETURN_IF_ERROR(internal::CheckPlaces(gpus, setup->gpu.nchannels));
     setup->ranks_sharing_gpu = internal::RanksSharingGpuInProcess(gpus, rank_);

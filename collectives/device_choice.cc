@@ -48,7 +48,6 @@ StatusOr<DeviceAgreement> AgreeOnDevice(const std::vector<DeviceWish>& wishes,
   const int n = static_cast<int>(wishes.size());
   int host_rank = -1;      // the first rank that wants host memory
   int required_rank = -1;  // the first rank that requires a GPU
-  int other_host = -1;     // the first rank on another host than rank 0
   for (int r = 0; r < n; ++r) {
     if (wishes[r] != DeviceWish::kHost && wishes[r] != DeviceWish::kCuda &&
         wishes[r] != DeviceWish::kCudaIfAll) {
@@ -58,8 +57,6 @@ StatusOr<DeviceAgreement> AgreeOnDevice(const std::vector<DeviceWish>& wishes,
     }
     if (wishes[r] == DeviceWish::kHost && host_rank < 0) host_rank = r;
     if (wishes[r] == DeviceWish::kCuda && required_rank < 0) required_rank = r;
-    if (r < static_cast<int>(hosts.size()) && hosts[r] != hosts[0] && other_host < 0)
-      other_host = r;
   }
   bool any_gpu_wish = false;
   for (DeviceWish w : wishes) any_gpu_wish = any_gpu_wish || w != DeviceWish::kHost;
@@ -72,23 +69,13 @@ StatusOr<DeviceAgreement> AgreeOnDevice(const std::vector<DeviceWish>& wishes,
         " uses host memory (RINGO_DEVICE_HOST, RINGO_DEVICE=host, or no usable GPU): "
         "every rank of a communicator must use the same kind of memory");
   }
-  if (required_rank >= 0 && other_host >= 0) {
-    return base::InvalidUsage(
-        "rank " + std::to_string(required_rank) + " asked for GPU memory, but rank 0 and rank " +
-        std::to_string(other_host) +
-        " are on different hosts: GPU communicators connect ranks of one host only "
-        "(CUDA IPC); use host memory across hosts");
-  }
   if (host_rank >= 0) {
     out.note = "rank " + std::to_string(host_rank) + " uses host memory: so does every rank";
     return out;
   }
-  if (other_host >= 0) {
-    out.note =
-        "rank 0 and rank " + std::to_string(other_host) +
-        " are on different hosts and GPU communicators connect one host only: using host memory";
-    return out;
-  }
+  // Ranks on several hosts too: their ring edges between hosts go through
+  // pinned host memory and the network proxy (transport/connect/net_medium.cc).
+  for (size_t r = 1; r < hosts.size(); ++r) out.hosts_spanned = out.hosts_spanned || hosts[r] != hosts[0];
   out.cuda = n > 0;
   return out;
 }

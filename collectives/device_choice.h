@@ -51,14 +51,16 @@ base::StatusOr<WishChoice> ChooseWish(DeviceRequest api, DeviceRequest env, cons
 
 struct DeviceAgreement {
   bool cuda = false;
+  bool hosts_spanned = false;  // GPU memory on ranks of several hosts
   std::string note;  // why wishes for a GPU ended on host memory ("" otherwise)
 };
 
 // Every rank's wish and host (same order: by rank) -> one decision every rank
-// reaches alike. GPU memory when every rank wishes for it and all share one
-// host (CUDA IPC connects processes of one host only). A required GPU that
-// cannot be had (another rank wants host memory, or the ranks span hosts) is
-// InvalidUsage naming the ranks; kCudaIfAll then falls back to host memory.
+// reaches alike. GPU memory when every rank wishes for it, on one host or
+// several (edges between hosts go through pinned host memory and the
+// network). A required GPU that cannot be had (another rank wants host
+// memory) is InvalidUsage naming the ranks; kCudaIfAll then falls back to
+// host memory.
 base::StatusOr<DeviceAgreement> AgreeOnDevice(const std::vector<DeviceWish>& wishes,
                                               const std::vector<uint64_t>& hosts);
 

@@ -35,8 +35,8 @@ set -uo pipefail
 STEPS=(
   "bundle 60 check,perf,clients"
   "facts 30 check,perf,clients"
+  "net_gpu 150 check,perf"
   "graph 120 check"
-  "trace 60 check"
   "latency 150 perf"
   "nccl_symbols 30 clients"
   "torch_build 240 clients"
@@ -45,6 +45,7 @@ STEPS=(
   "cupy 90 clients"
   "p2p_test 150 check"
   "elastic 120 check"
+  "trace 60 check"
   "kernel_tests 240 check"
   "conformance_2 150 check"
   "conformance_all 300 check"
@@ -251,6 +252,85 @@ step_conformance_all() {
   DETAIL=""
   run_gtest gpu_conformance_test "$B/bin/gpu_conformance_test" '--gtest_filter=-*_2ranks:GpuComm.*' && return 0
   return 1
+}
+
+# ---- GPU ranks on two host ids (the GPU ring across hosts) ----
+# Two ringo-perf ranks as processes on GPU 0, each with a host id of its own
+# (RINGO_HOSTID), rendezvous by torchrun's variables: every ring edge between
+# them goes through pinned host memory and the proxy over loopback TCP.
+# Logs $W/logs/$STEP.$name.{0,1}.log; the exit status is rank 0's, or the
+# first failure.
+net_pair() {  # name device(cuda|host) ringo-perf args...
+  local name=$1 device=$2; shift 2
+  local port=$((20000 + RANDOM % 20000)) r pids=() rc=0
+  for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RINGO_HOSTID=ringo-net-gpu-$r \
+      RINGO_DEVICE=$device RINGO_DEBUG=INFO rb timeout 120 "$B/bin/ringo-perf" "$@" \
+      $([[ $device == host ]] && echo --host) >"$W/logs/$STEP.$name.$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 1; do wait "${pids[$r]}" || { [[ $rc -eq 0 ]] && rc=$?; }; done
+  return $rc
+}
+step_net_gpu() {
+  mps_start
+  local m=$? rc=0 coll log why
+  [[ $m -eq 2 ]] && echo "no nvidia-cuda-mps-control: the two processes take turns on the GPU (slower)"
+  [[ $m -eq 1 ]] && echo "nvidia-cuda-mps-control -d failed: without MPS"
+  DETAIL=""
+  # Every collective verified, 8 B to 64 MiB.
+  for coll in allreduce reducescatter allgather broadcast reduce; do
+    echo "+ 2 host ids: ringo-perf $coll -b 8 -e 64M -f 8 -n 3 -w 1 -c 1"
+    net_pair "$coll" cuda "$coll" -b 8 -e 64M -f 8 -n 3 -w 1 -c 1
+    local r=$?
+    log="$W/logs/$STEP.$coll.0.log"
+    tail -12 "$log"
+    if [[ $r -ne 0 ]]; then
+      DETAIL+="$coll: exit $r ($(grep -m1 -iE 'error|ringo-perf:' "$log")); "; rc=1; continue
+    fi
+    if ! why=$(perf_ok "$log"); then DETAIL+="$coll: $why; "; rc=1; continue; fi
+    if ! grep -q "pinned host memory over the network" "$W/logs/$STEP.$coll.0.log"; then
+      DETAIL+="$coll: the log does not show a network edge; "; rc=1; continue
+    fi
+    DETAIL+="$coll ok; "
+  done
+  # Speed: the GPU ring against the host ring over the same connection.
+  net_pair speed_gpu cuda allreduce -b 8 -e 256M -f 2 -n 10 -w 3 -c 0
+  net_pair speed_host host allreduce -b 8 -e 256M -f 2 -n 10 -w 3 -c 0
+  local g h
+  g="$W/logs/$STEP.speed_gpu.0.log"; h="$W/logs/$STEP.speed_host.0.log"
+  echo "size gpu_us host_us gpu_busbw host_busbw ratio"
+  join <(perf_rows "$g" | sort -k1,1) <(perf_rows "$h" | sort -k1,1) | sort -n |
+    awk '{r = ($5 > 0) ? $3 / $6 : 0; printf "%s %s %s %s %s %.3f\n", $1, $2, $5, $3, $6, r}' | tee "$W/logs/$STEP.speed.txt"
+  local worst lat
+  worst=$(awk '$1 >= 16777216 {print $6}' "$W/logs/$STEP.speed.txt" | sort -n | head -1)
+  lat=$(awk '$1 == 8 {printf "%.1f", $2 - $3}' "$W/logs/$STEP.speed.txt")
+  DETAIL+="busbw GPU/host from 16 MiB: min ${worst:-?} (target 0.90); 8 B: GPU - host ${lat:-?} us (target 15); "
+  # A killed remote rank: rank 0's run fails naming rank 1 within the timeout.
+  local port=$((20000 + RANDOM % 20000)) p0 p1 t0
+  t0=$(date +%s)
+  RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RINGO_HOSTID=ringo-net-gpu-0 RINGO_DEVICE=cuda \
+    RINGO_TIMEOUT_MS=20000 rb "$B/bin/ringo-perf" allreduce -b 64M -e 64M -n 100000 -w 1 -c 0 \
+    >"$W/logs/$STEP.kill.0.log" 2>&1 & p0=$!
+  RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RINGO_HOSTID=ringo-net-gpu-1 RINGO_DEVICE=cuda \
+    RINGO_TIMEOUT_MS=20000 rb "$B/bin/ringo-perf" allreduce -b 64M -e 64M -n 100000 -w 1 -c 0 \
+    >"$W/logs/$STEP.kill.1.log" 2>&1 & p1=$!
+  sleep 8; kill -9 "$p1" 2>/dev/null
+  if timeout 60 tail --pid="$p0" -f /dev/null; then
+    wait "$p0"; local k=$?
+    tail -5 "$W/logs/$STEP.kill.0.log"
+    if [[ $k -ne 0 ]] && grep -q "rank 1" "$W/logs/$STEP.kill.0.log"; then
+      DETAIL+="killed remote rank named after $(($(date +%s) - t0 - 8)) s; "
+    else
+      DETAIL+="killed remote rank: exit $k without naming rank 1; "; rc=1
+    fi
+  else
+    kill -9 "$p0" 2>/dev/null; DETAIL+="killed remote rank: rank 0 still running after 60 s; "; rc=1
+  fi
+  [[ $m -eq 0 ]] && mps_stop
+  [[ $rc -ne 0 ]] && return 1
+  if [[ -n $worst ]] && awk -v w="$worst" -v l="${lat:-999}" 'BEGIN {exit !(w < 0.90 || l > 15)}'; then return 4; fi
+  return 0
 }
 
 # 2 ranks as processes on one GPU, verified; with MPS when $1 = mps.

@@ -52,14 +52,20 @@ Prediction PredictAllReduce(const CostModel& model, const PathMatrix& paths,
 }
 
 Prediction PredictAllReduce(const CostModel& model, const std::vector<RingPlan>& plan,
-                            double bytes) {
+                            double bytes, bool gpu_staged) {
   if (plan.empty()) return PredictRingAllReduce(0, bytes, 0, 0);
   double alpha = 0, beta = 0;
   for (const RingPlan& channel : plan) {
-    beta += channel.gbps;
+    double channel_gbps = channel.gbps;
     for (const RingEdge& e : channel.edges) {
-      alpha = std::max(alpha, model.alpha_us[static_cast<int>(e.path)]);
+      double edge_alpha = model.alpha_us[static_cast<int>(e.path)];
+      if (gpu_staged && e.transport == TransportKind::kNet) {
+        edge_alpha += model.staging_alpha_us;
+        channel_gbps = std::min(channel_gbps, model.staging_gbps);
+      }
+      alpha = std::max(alpha, edge_alpha);
     }
+    beta += channel_gbps;
   }
   return PredictRingAllReduce(static_cast<int>(plan.front().order.size()), bytes, alpha, beta);
 }

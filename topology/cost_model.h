@@ -24,6 +24,16 @@ namespace ringo::topology {
 struct CostModel {
   std::array<double, kNumPathTypes> alpha_us;
   std::array<double, kNumPathTypes> beta_gbps;
+  // GPU ranks between hosts stage every slot through pinned host memory
+  // (transport/connect/net_medium.cc; GPUDirect RDMA off). Per network step
+  // the hand-off adds staging_alpha_us (the kernel's tail crossing PCIe to
+  // the proxy, the receiving kernel polling host memory), and each byte
+  // crosses the host's PCIe uplink twice in each direction (GPU to host
+  // memory and host memory to the NIC; NIC to host memory and host memory
+  // to the GPU), so a channel through a network edge carries at most
+  // staging_gbps: half a PCIe Gen5 x16 uplink's 50 GB/s a direction.
+  double staging_alpha_us = 2.0;
+  double staging_gbps = 25.0;
 
   static CostModel Default();
 };
@@ -50,9 +60,10 @@ Prediction PredictAllReduce(const CostModel& model, const PathMatrix& paths,
                             const std::vector<Ring>& rings, double bytes);
 
 // For a communicator's plan: alpha of the farthest edge type, beta the
-// channels' total bandwidth.
+// channels' total bandwidth. `gpu_staged`: the ranks are GPUs, whose
+// network edges stage through pinned host memory (the staging terms above).
 Prediction PredictAllReduce(const CostModel& model, const std::vector<RingPlan>& plan,
-                            double bytes);
+                            double bytes, bool gpu_staged = false);
 
 }  // namespace ringo::topology
 

@@ -74,5 +74,24 @@ TEST(CostModel, PlanPrediction) {
   EXPECT_GT(p.time_us, 0);
 }
 
+// GPU ranks on two hosts: each channel crosses the network, so the staging
+// through pinned host memory adds its alpha to the network's and caps each
+// channel's bandwidth; without it (host ranks) neither applies.
+TEST(CostModel, GpuStagingAcrossHosts) {
+  Graph g = testing::LoadFixture("dgx_h100");
+  std::vector<RankInfo> ranks;
+  for (int h = 0; h < 2; ++h) {
+    for (int gpu = 0; gpu < g.num_gpus(); ++gpu) ranks.push_back({h, gpu, -1});
+  }
+  auto plan = PlanRings(&g, ranks, TransportPolicy{});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const CostModel model = CostModel::Default();
+  const Prediction direct = PredictAllReduce(model, *plan, 1 << 30, false);
+  const Prediction staged = PredictAllReduce(model, *plan, 1 << 30, true);
+  EXPECT_DOUBLE_EQ(staged.alpha_us, direct.alpha_us + model.staging_alpha_us);
+  EXPECT_LE(staged.beta_gbps, model.staging_gbps * plan->size() + 1e-9);
+  EXPECT_LT(staged.busbw_gbps, direct.busbw_gbps);
+}
+
 }  // namespace
 }  // namespace ringo::topology

@@ -65,6 +65,15 @@ inline constexpr uint64_t kInlineSlot = uint64_t{1} << 63;
 // slots store their size with the shift the data starts at (kernels/cuda/
 // internal/slot_shift.h) and leave the rest alone; the tail stays the one
 // counter every side publishes and sleeps on.
+// A GPU Simple slot's size word carries, in bits kSlotShiftBit and up, the
+// offset its data starts at within the slot (0..15; kernels/cuda/internal/
+// slot_shift.h); host slots leave them 0. The bytes a slot's data spans
+// from the slot's start, which is what a proxy moves:
+inline constexpr int kSlotShiftBit = 56;
+inline constexpr uint64_t SlotSpan(uint64_t size_word) {
+  return (size_word & ((uint64_t{1} << kSlotShiftBit) - 1)) + ((size_word >> kSlotShiftBit) & 15u);
+}
+
 struct alignas(64) SlotMeta {
   uint64_t bytes;
   CallSignature sig;

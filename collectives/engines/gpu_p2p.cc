@@ -106,6 +106,14 @@ Status GpuP2p::Run(const std::vector<P2pOp>& ops, P2pCall& call) {
       gpu_->Enqueue(call.stream, [&] { return kernels::gpu::LaunchP2pKernel(*args, call.stream, gpu_->Guard()); });
   // A launch that failed after connections were made leaves the peers waiting.
   call.fatal = st.code() == base::Code::kCudaError;
+  if (st.ok()) {  // a kernel cannot wake the proxy of a network pair: the launch does
+    for (const auto& [key, list] : lanes) {
+      const transport::FifoLink* l = key.first == 0 ? send_[key.second].get() : recv_[key.second].get();
+      if (l != nullptr && l->medium == transport::Medium::kNet) {
+        transport::WakeProxy(static_cast<transport::FifoHeader*>(l->memory->base()));
+      }
+    }
+  }
   return st;
 }
 

@@ -1,6 +1,7 @@
 #include "collectives/engines/gpu_ring.h"
 
 #include <cstddef>
+#include <string>
 
 #include "base/logging.h"
 #include "kernels/cuda/launch.h"
@@ -20,6 +21,20 @@ uint32_t* OwnAbortWord(const transport::FifoLink& l) {
                                                        : offsetof(transport::FifoHeader, receiver_aborted)));
 }
 
+// The ring's geometry; across hosts the Simple protocol alone (every rank
+// alike: the proxy moves whole slots, not LL lines).
+DeviceGeometry SimpleAcrossHosts(const EngineSetup& setup) {
+  DeviceGeometry g = setup.gpu;
+  if (setup.gpu_hosts_spanned) g.proto = ProtoChoice::kSimple;
+  return g;
+}
+
+// How an edge's FIFO is held, for the log.
+std::string EdgeMemory(const transport::FifoLink& l) {
+  if (l.medium == transport::Medium::kNet) return "pinned host memory over the network";
+  return transport::MediumName(l.medium);
+}
+
 }  // namespace
 
 GpuRing::GpuRing(const EngineSetup& setup, std::shared_ptr<GpuRank> gpu)
@@ -27,7 +42,7 @@ GpuRing::GpuRing(const EngineSetup& setup, std::shared_ptr<GpuRank> gpu)
       nranks_(setup.nranks),
       pos_(setup.pos),
       order_(setup.ring.order),
-      geometry_(setup.gpu),
+      geometry_(SimpleAcrossHosts(setup)),
       gpu_(std::move(gpu)) {}
 
 StatusOr<std::unique_ptr<GpuRing>> GpuRing::Connect(const EngineSetup& setup, std::shared_ptr<GpuRank> gpu) {
@@ -61,13 +76,18 @@ StatusOr<std::unique_ptr<GpuRing>> GpuRing::Connect(const EngineSetup& setup, st
     ring->channels_[c].recv = kernels::gpu::DeviceFifoAt(in.header, in.geometry, true, prev);
     ring->abort_words_.push_back(OwnAbortWord(out));
     ring->abort_words_.push_back(OwnAbortWord(in));
+    for (const transport::FifoLink* l : {&out, &in}) {
+      if (l->medium == transport::Medium::kNet) {
+        ring->net_fifos_.push_back(static_cast<transport::FifoHeader*>(l->memory->base()));
+      }
+    }
   }
   ASSIGN_OR_RETURN(ring->device_channels_,
                    base::DeviceCopy::Of(setup.device, ring->channels_.data(),
                                         sizeof(kernels::gpu::DeviceChannel) * ring->channels_.size()));
   RINGO_LOG(INFO) << "rank " << setup.rank << ": GPU ring connected, prev " << prev << " ("
-                  << transport::MediumName(ring->links_[nch].medium) << ") next " << next << " ("
-                  << transport::MediumName(ring->links_[0].medium) << "), " << nch << " channel(s)";
+                  << EdgeMemory(ring->links_[nch]) << ") next " << next << " (" << EdgeMemory(ring->links_[0])
+                  << "), " << nch << " channel(s)" << (setup.gpu_hosts_spanned ? ", Simple protocol (across hosts)" : "");
   return ring;
 }
 
@@ -93,6 +113,10 @@ Status GpuRing::Run(Call& call) {
   // A launch that failed after the arguments were accepted leaves the peers
   // waiting for this rank.
   call.fatal = st.code() == base::Code::kCudaError;
+  // A kernel cannot wake a sleeping proxy: the launch does.
+  if (st.ok()) {
+    for (transport::FifoHeader* h : net_fifos_) transport::WakeProxy(h);
+  }
   return st;
 }
 

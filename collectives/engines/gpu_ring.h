@@ -51,6 +51,7 @@ class GpuRing : public Engine {
   std::vector<kernels::gpu::DeviceChannel> channels_;  // one per connected channel
   base::DeviceCopy device_channels_;                   // channels_ in device memory, read by the kernels
   std::vector<uint32_t*> abort_words_;                 // this rank's abort word in each of its FIFOs
+  std::vector<transport::FifoHeader*> net_fifos_;      // network edges' FIFOs, host addresses: proxies to wake
 };
 
 }  // namespace ringo::collectives

@@ -34,6 +34,10 @@ struct EngineSetup {
   // this process on this rank's GPU (itself included).
   int device = -1;
   DeviceGeometry gpu;
+  // The GPU ranks span hosts: some ring edges go through pinned host memory
+  // and the network proxy, so every rank runs the Simple protocol alone
+  // (the proxy moves whole slots) and no call may be captured in a graph.
+  bool gpu_hosts_spanned = false;
   int ranks_sharing_gpu = 1;
   // How the engines connect: the communicator's exchange (it carries
   // messages), its connector, and where every rank shares one memory

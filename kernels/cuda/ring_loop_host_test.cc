@@ -8,6 +8,15 @@
 // checked to take the vector path, as on the GPU.
 // What this cannot see (the FIFO counters, LL flags, barriers, memory
 // ordering) is ring_kernel_test's, on a GPU.
+//
+// RingLoopOverNetwork runs the same loop over the FIFOs a GPU ring has
+// between hosts: ranks as threads whose records say they are on hosts of
+// their own, so that the connector gives each ring edge a FIFO of the
+// network medium (the allocator and layout of GPU edges between hosts,
+// transport/connect/net_medium.cc; plain host memory here) on each side
+// and the proxy moves the slots over loopback TCP. The primitives post and
+// take slots as the kernels do (data at the shift, the size word carrying
+// it, the tail published with release; the head released by the receiver).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -31,6 +40,9 @@
 #include "kernels/cuda/internal/test_reference.h"
 #include "kernels/reduce_op.h"
 #include "kernels/ring_loop.h"
+#include "transport/bootstrap/exchange.h"
+#include "transport/connect/connector.h"
+#include "transport/shm/fifo.h"
 
 namespace ringo::kernels::gpu::internal {
 namespace {
@@ -63,12 +75,55 @@ Message MakeMessage(size_t bytes, uint32_t shift) {
   return m;
 }
 
-// One ring edge of one channel: the chunks in flight, in order.
+// One ring edge of one channel: the chunks in flight, in order; or (net)
+// the two ends of a FIFO pair across hosts, the sender's and the receiver's.
 struct Edge {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Message> chunks;
+  bool net = false;
+  transport::FifoLink send, recv;
+  uint64_t sent = 0, received = 0;  // slots, for the life of the links
 };
+
+// A kernel's post of a Simple slot (primitives.cuh): the data at its shift,
+// the size word, the tail (release).
+bool FifoPost(Edge* e, const Message& m) {
+  transport::FifoHeader* h = e->send.header;
+  const uint64_t k = e->sent;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (k - h->head.value.load(std::memory_order_acquire) >= static_cast<uint64_t>(transport::kSlots)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  char* slot = reinterpret_cast<char*>(h) + e->send.geometry.SlotOffset(static_cast<int>(k % transport::kSlots));
+  if (m.bytes > 0) std::memcpy(slot + m.shift, const_cast<Message&>(m).data(), m.bytes);
+  h->meta[k % transport::kSlots].bytes = EncodeSlotSize(m.bytes, m.shift);
+  h->tail.value.store(k + 1, std::memory_order_release);
+  transport::WakeProxy(h);  // as the GPU engine does when it launches
+  ++e->sent;
+  return true;
+}
+
+// A kernel's take of one: the tail (acquire), the size word, the data at
+// its shift; then the head (release).
+bool FifoTake(Edge* e, Message* m) {
+  transport::FifoHeader* h = e->recv.header;
+  const uint64_t k = e->received;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (h->tail.value.load(std::memory_order_acquire) <= k) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  const uint64_t word = h->meta[k % transport::kSlots].bytes;
+  *m = MakeMessage(SlotSizeBytes(word), SlotSizeShift(word));
+  const char* slot = reinterpret_cast<const char*>(h) + e->recv.geometry.SlotOffset(static_cast<int>(k % transport::kSlots));
+  if (m->bytes > 0) std::memcpy(m->data(), slot + m->shift, m->bytes);
+  h->head.value.store(k + 1, std::memory_order_release);
+  transport::WakeProxy(h);
+  ++e->received;
+  return true;
+}
 
 // Element-loop calls that touched a message, by path taken (all tests).
 std::atomic<int64_t> g_vector_steps{0};
@@ -137,6 +192,10 @@ class QueuePrims {
   }
   void Push(Message m) {
     if (failed_) return;
+    if (out_->net) {
+      if (!FifoPost(out_, m)) Fail("no free slot for 20 s");
+      return;
+    }
     std::lock_guard<std::mutex> lock(out_->mu);
     out_->chunks.push_back(std::move(m));
     out_->cv.notify_all();
@@ -144,13 +203,21 @@ class QueuePrims {
   Message Pop(int64_t n, int64_t step) {
     const size_t want = static_cast<size_t>(n) * sizeof(T);
     if (failed_) return MakeMessage(want, 0);
-    std::unique_lock<std::mutex> lock(in_->mu);
-    if (!in_->cv.wait_for(lock, std::chrono::seconds(20), [&] { return !in_->chunks.empty(); })) {
-      Fail("timed out at step " + std::to_string(step));
-      return MakeMessage(want, 0);
+    Message m;
+    if (in_->net) {
+      if (!FifoTake(in_, &m)) {
+        Fail("timed out at step " + std::to_string(step));
+        return MakeMessage(want, 0);
+      }
+    } else {
+      std::unique_lock<std::mutex> lock(in_->mu);
+      if (!in_->cv.wait_for(lock, std::chrono::seconds(20), [&] { return !in_->chunks.empty(); })) {
+        Fail("timed out at step " + std::to_string(step));
+        return MakeMessage(want, 0);
+      }
+      m = std::move(in_->chunks.front());
+      in_->chunks.pop_front();
     }
-    Message m = std::move(in_->chunks.front());
-    in_->chunks.pop_front();
     if (m.bytes != want) {
       Fail("step " + std::to_string(step) + ": got " + std::to_string(m.bytes) + " bytes, want " +
            std::to_string(want));
@@ -211,6 +278,10 @@ std::string RunRankTyped(const RingKernelParams& p, std::vector<Edge>& edges) {
   return RunRank<T, kOp>(p, edges);
 }
 
+// The edges of a ring over the network (RingLoopOverNetwork), kept across
+// cases; null: in-process queues made per case.
+std::vector<Edge>* g_net_edges = nullptr;
+
 template <typename T, RedOp kOp>
 void RunCase(const Case& c) {
   SCOPED_TRACE(c.Name());
@@ -232,11 +303,15 @@ void RunCase(const Case& c) {
     if (send_elems > 0) std::memcpy(send[r], in[r].data(), send_elems * sizeof(T));
   }
 
-  std::vector<Edge> edges(static_cast<size_t>(n) * c.nchannels);
+  std::vector<Edge> local_edges(g_net_edges != nullptr ? 0 : static_cast<size_t>(n) * c.nchannels);
+  std::vector<Edge>& edges = g_net_edges != nullptr ? *g_net_edges : local_edges;
   std::vector<std::string> errors(n);
   std::vector<std::thread> threads;
   std::vector<int> order(n);
   for (int q = 0; q < n; ++q) order[q] = n % 3 != 0 ? (3 * q + 1) % n : n - 1 - q;  // not the identity
+  if (g_net_edges != nullptr) {
+    for (int q = 0; q < n; ++q) order[q] = q;  // the connected ring's positions are the ranks
+  }
   const int root = n > 1 ? n - 2 : 0;
   std::vector<std::unique_ptr<RingKernelParams>> params;
   for (int q = 0; q < n; ++q) {
@@ -257,7 +332,10 @@ void RunCase(const Case& c) {
   }
   for (auto& t : threads) t.join();
   for (const std::string& e : errors) ASSERT_EQ(e, "");
-  for (auto& e : edges) ASSERT_TRUE(e.chunks.empty()) << "a chunk was sent and never received";
+  for (auto& e : edges) {
+    ASSERT_TRUE(e.chunks.empty()) << "a chunk was sent and never received";
+    ASSERT_EQ(e.sent, e.received) << "a slot was sent and never received";
+  }
 
   for (int r = 0; r < n; ++r) {
     for (int64_t i = 0; i < recv_elems; ++i) {
@@ -357,6 +435,104 @@ TEST(RingLoopHost, UnalignedBuffersTakeTheVectorPath) {
   RunAny(Case{Coll::kAllGather, DataType::kFloat32, RedOp::kSum, 3, 1, 7, 1024, 1, true});
   EXPECT_GT(g_vector_steps.load(), 0);
   EXPECT_EQ(g_scalar_steps.load(), 0);
+}
+
+// A ring of `n` ranks over network FIFOs, `channels` lanes each: rank r's
+// edge out of channel c is edges[c * n + r], connected to rank r + 1.
+class NetRing {
+ public:
+  NetRing(int n, int channels, uint64_t slot_bytes) : n_(n), edges_(static_cast<size_t>(n) * channels) {
+    auto fabric = std::make_shared<transport::LocalFabric>(n);
+    std::vector<int> members(n);
+    for (int r = 0; r < n; ++r) members[r] = r;
+    std::vector<transport::PeerInfo> peers;
+    for (int r = 0; r < n; ++r) {
+      transport::PeerInfo p = transport::LocalPeerInfo(r, -1);
+      p.pid = 200000 + r;               // a process of its own
+      p.host_hash ^= 0x2000 * (r + 1);  // on a host of its own
+      peers.push_back(p);
+    }
+    for (int r = 0; r < n; ++r) {
+      transport::ConnectorSpec spec;
+      spec.rank = r;
+      spec.nranks = n;
+      spec.tag = 0x6e657472696e67;
+      spec.peers = peers;
+      spec.timeout_ms = 20000;
+      exchanges_.push_back(std::make_unique<transport::FabricExchange>(transport::LocalFabric::View(fabric, r), 0,
+                                                                       members, 20000));
+      connectors_.push_back(
+          std::make_unique<transport::Connector>(exchanges_.back().get(), spec, base::GetConfig()));
+    }
+    std::vector<std::thread> threads;
+    errors_.resize(n);
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r, channels, slot_bytes] {
+        std::vector<transport::PairKey> sends, recvs;
+        for (int c = 0; c < channels; ++c) {
+          sends.push_back({(r + 1) % n, c});
+          recvs.push_back({(r + n - 1) % n, c});
+        }
+        auto links = connectors_[r]->Connect(sends, recvs, transport::FifoGeometry{slot_bytes, 0, 0}, false, nullptr);
+        if (!links.ok()) {
+          errors_[r] = links.status().ToString();
+          return;
+        }
+        for (int c = 0; c < channels; ++c) {
+          Edge& out = edges_[c * n + r];
+          Edge& in = edges_[c * n + (r + n - 1) % n];
+          out.net = in.net = true;
+          out.send = (*links)[c];
+          in.recv = (*links)[channels + c];
+          if (out.send.medium != transport::Medium::kNet) errors_[r] = "not a network edge";
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  ~NetRing() {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n_; ++r) threads.emplace_back([&, r] { connectors_[r]->Shutdown(true, 5000); });
+    for (auto& t : threads) t.join();
+  }
+  std::string error() const {
+    for (const std::string& e : errors_) {
+      if (!e.empty()) return e;
+    }
+    return "";
+  }
+  std::vector<Edge>& edges() { return edges_; }
+
+ private:
+  int n_;
+  std::vector<Edge> edges_;
+  std::vector<std::unique_ptr<transport::Exchange>> exchanges_;
+  std::vector<std::unique_ptr<transport::Connector>> connectors_;
+  std::vector<std::string> errors_;
+};
+
+// Every collective, datatype and operator through the proxy between three
+// hosts, two channels, slots of 1 KiB (most calls take many steps, the
+// FIFOs fill), buffers off 16-byte alignment (shifts 4, 8, 12).
+TEST(RingLoopOverNetwork, EveryCollectiveDatatypeOp) {
+  constexpr int kRanks = 3, kChannels = 2;
+  constexpr int64_t kSlice = 1024;
+  NetRing ring(kRanks, kChannels, kSlice + kSlotShiftPad);
+  ASSERT_EQ(ring.error(), "");
+  g_net_edges = &ring.edges();
+  const Coll colls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce};
+  for (Coll coll : colls) {
+    const bool reduces = coll == Coll::kAllReduce || coll == Coll::kReduceScatter || coll == Coll::kReduce;
+    for (int d = 0; d < base::kNumDataTypes && !HasFatalFailure(); ++d) {
+      for (int o = 0; o < (reduces ? base::kNumRedOps : 1) && !HasFatalFailure(); ++o) {
+        const auto dtype = static_cast<DataType>(d);
+        const auto op = static_cast<RedOp>(o);
+        RunAny(Case{coll, dtype, op, kRanks, kChannels, 1, kSlice, 0, false});
+        RunAny(Case{coll, dtype, op, kRanks, kChannels, 3001, kSlice, 1 + d % 3, false});
+      }
+    }
+  }
+  g_net_edges = nullptr;
 }
 
 // ReduceCopy alone: every alignment combination of sources and destinations,

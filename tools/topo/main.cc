@@ -202,10 +202,12 @@ base::Status BuildReport(const Options& o, Report* r) {
     }
     ASSIGN_OR_RETURN(topology::TransportPolicy policy, topology::PolicyFromConfig(config, &g));
     ASSIGN_OR_RETURN(auto plan, topology::PlanRings(&g, ranks, policy));
-    r->prediction = topology::PredictAllReduce(model, plan, o.bytes);
+    // GPU ranks: their network edges stage through pinned host memory.
+    r->prediction = topology::PredictAllReduce(model, plan, o.bytes, /*gpu_staged=*/true);
     for (const auto& e : plan.front().edges) {
       if (e.path > r->farthest) r->farthest = e.path;
     }
+    r->plan = plan;
   }
   r->has_prediction = true;
   return base::OkStatus();

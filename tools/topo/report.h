@@ -24,6 +24,9 @@ struct Report {
   bool has_prediction = false;
   topology::Prediction prediction;
   topology::PathType farthest = topology::PathType::kLoc;  // farthest ring edge
+  // hosts > 1: the communicator's plan over every host's GPUs (its first
+  // channel's edges are shown, with each edge's transport and memory).
+  std::vector<topology::RingPlan> plan;
 };
 
 // The sections: header, machine tree, GPU path matrix, rings, prediction.

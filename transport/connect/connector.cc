@@ -167,6 +167,7 @@ StatusOr<std::vector<FifoLink>> Connector::Connect(const std::vector<PairKey>& s
     c.spec = &spec_;
     c.peer = key.peer;
     c.lane = key.lane;
+    c.gpu = gpu;
     c.geometry = geometry;
     c.deadline = deadline;
     c.where = "rank " + std::to_string(self) + (sending ? " connecting to rank " : " connecting from rank ") +

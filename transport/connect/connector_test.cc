@@ -10,6 +10,7 @@
 #include "transport/connect/connector.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -19,6 +20,7 @@
 #include "base/config.h"
 #include "gtest/gtest.h"
 #include "transport/bootstrap/exchange.h"
+#include "transport/shm/fifo.h"
 
 namespace ringo::transport {
 namespace {
@@ -40,7 +42,7 @@ struct Rank {
   std::unique_ptr<Connector> connector;
 };
 
-std::vector<Rank> MakeRanks(int n, Layout layout, int64_t timeout_ms = 20000, uint64_t tag = 0) {
+std::vector<Rank> MakeRanks(int n, Layout layout, int64_t timeout_ms = 20000, uint64_t tag = 0, int device = -1) {
   static std::atomic<uint64_t> tags{0x5eed0000};
   if (tag == 0) tag = ++tags;
   auto fabric = std::make_shared<LocalFabric>(n);
@@ -57,6 +59,7 @@ std::vector<Rank> MakeRanks(int n, Layout layout, int64_t timeout_ms = 20000, ui
       for (int q = 0; q < n; ++q) spec.domains.push_back(q);  // nobody opens anyone's /dev/shm
     }
     spec.timeout_ms = timeout_ms;
+    spec.device = device;
     spec.proxy_spin_count = 100;
     spec.proxy_yield_count = 100;
     ranks[r].exchange =
@@ -186,6 +189,109 @@ TEST(Connector, GpuFifosWithoutAGpuFailPromptly) {
   EXPECT_FALSE(st0.ok());
   EXPECT_FALSE(st1.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// GPU FIFOs between hosts: pinned host memory mapped into the rank's GPU.
+// Where no GPU is usable both ends fail at once, naming CUDA.
+TEST(Connector, GpuFifosAcrossHostsNeedCuda) {
+  for (int device : {-1, 0}) {
+    std::vector<Rank> ranks = MakeRanks(2, Layout::kHosts, 20000, 0, device);
+    EXPECT_EQ(ranks[0].connector->ChooseMedium(1, true), Medium::kNet);
+    const auto start = std::chrono::steady_clock::now();
+    base::Status st0, st1;
+    std::thread t([&] {
+      st1 = ranks[1].connector->Connect({}, {{0, 0}}, FifoGeometry{kSlotBytes, 0, 1024}, true, nullptr).status();
+    });
+    st0 = ranks[0].connector->Connect({{1, 0}}, {}, FifoGeometry{kSlotBytes, 0, 1024}, true, nullptr).status();
+    t.join();
+    EXPECT_FALSE(st0.ok());
+    EXPECT_FALSE(st1.ok());
+    const std::string why = st0.message() + " / " + st1.message();
+    EXPECT_TRUE(why.find("CUDA") != std::string::npos || why.find("cuda") != std::string::npos) << why;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  }
+}
+
+// What a kernel does on a FIFO the proxy serves (kernels/cuda/internal/
+// primitives.cuh), done here on the CPU: its data at a shift within the
+// slot, the size word carrying the shift, no posted mark, the tail
+// published with release; the receiver finds slots by the tail alone and
+// releases them by the head. Over the network between hosts the proxy must
+// move exactly the slot's span.
+void KernelPost(const FifoLink& l, uint64_t k, const std::vector<uint8_t>& data, uint32_t shift) {
+  FifoHeader* h = l.header;
+  while (k - h->head.value.load(std::memory_order_acquire) >= static_cast<uint64_t>(kSlots)) std::this_thread::yield();
+  char* slot = reinterpret_cast<char*>(h) + l.geometry.SlotOffset(static_cast<int>(k % kSlots));
+  std::memcpy(slot + shift, data.data(), data.size());
+  h->meta[k % kSlots].bytes = data.size() | (static_cast<uint64_t>(shift) << kSlotShiftBit);
+  h->tail.value.store(k + 1, std::memory_order_release);
+  WakeProxy(h);  // as the GPU engine does when it enqueues the kernel
+}
+
+std::string KernelTake(const FifoLink& l, uint64_t k, std::vector<uint8_t>* out, uint32_t* shift) {
+  FifoHeader* h = l.header;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (h->tail.value.load(std::memory_order_acquire) <= k) {
+    if (std::chrono::steady_clock::now() > deadline) return "slot " + std::to_string(k) + " never came";
+    std::this_thread::yield();
+  }
+  const uint64_t word = h->meta[k % kSlots].bytes;
+  const size_t n = word & ((uint64_t{1} << kSlotShiftBit) - 1);
+  *shift = static_cast<uint32_t>(word >> kSlotShiftBit) & 15u;
+  const char* slot = reinterpret_cast<const char*>(h) + l.geometry.SlotOffset(static_cast<int>(k % kSlots));
+  out->assign(slot + *shift, slot + *shift + n);
+  h->head.value.store(k + 1, std::memory_order_release);
+  return "";
+}
+
+TEST(Connector, KernelStyleSlotsCrossHosts) {
+  const int n = 3;
+  std::vector<Rank> ranks = MakeRanks(n, Layout::kHosts);
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      const int next = (r + 1) % n, prev = (r + n - 1) % n;
+      auto links = ranks[r].connector->Connect({{next, 0}}, {{prev, 0}}, FifoGeometry{kSlotBytes, 0, 0}, false, nullptr);
+      if (!links.ok()) {
+        errors[r] = links.status().ToString();
+        return;
+      }
+      const FifoLink& out = (*links)[0];
+      const FifoLink& in = (*links)[1];
+      if (out.medium != Medium::kNet || out.geometry.slot_prefix == 0 || out.geometry.ll_slot_bytes != 0) {
+        errors[r] = "not a proxy FIFO of Simple slots";
+        return;
+      }
+      std::thread sender([&] {
+        for (uint64_t k = 0; k < 40; ++k) {
+          const uint32_t shift = static_cast<uint32_t>(k % 16);
+          const size_t bytes = k == 5 ? 0 : (k * 37) % (kSlotBytes - 15);  // up to the slot less the shift
+          std::vector<uint8_t> data(bytes);
+          for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(r * 7 + k + i);
+          KernelPost(out, k, data, shift);
+        }
+      });
+      for (uint64_t k = 0; k < 40 && errors[r].empty(); ++k) {
+        std::vector<uint8_t> got;
+        uint32_t shift = 99;
+        errors[r] = KernelTake(in, k, &got, &shift);
+        const size_t bytes = k == 5 ? 0 : (k * 37) % (kSlotBytes - 15);
+        if (!errors[r].empty()) break;
+        if (shift != k % 16 || got.size() != bytes) {
+          errors[r] = "slot " + std::to_string(k) + ": " + std::to_string(got.size()) + " bytes at shift " +
+                      std::to_string(shift);
+        }
+        for (size_t i = 0; i < got.size() && errors[r].empty(); ++i) {
+          if (got[i] != static_cast<uint8_t>(prev * 7 + k + i)) errors[r] = "slot " + std::to_string(k) + " byte wrong";
+        }
+      }
+      sender.join();
+      ranks[r].connector->Shutdown(/*drain=*/true, 5000);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
 // Memory domains among threads of one process: one domain.

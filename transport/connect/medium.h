@@ -37,6 +37,7 @@ struct PairContext {
   const ConnectorSpec* spec = nullptr;
   int peer = -1;
   int lane = 0;
+  bool gpu = false;  // a GPU FIFO (the engine's kernels read or write it)
   FifoGeometry geometry;
   Deadline deadline;
   std::string where;  // "rank 3 connecting to rank 1 (lane 0)", for messages

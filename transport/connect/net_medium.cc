@@ -1,11 +1,17 @@
-// Host FIFOs across hosts: each side keeps a FIFO in its own memory, with
-// room before every slot for the slot's metadata (net::kProxySlotPrefix),
-// and the communicator's proxy moves filled slots over the connection the
-// receiver listened for and the sender made.
+// FIFOs across hosts: each side keeps a FIFO in its own memory, with room
+// before every slot for the slot's metadata (net::kProxySlotPrefix), and the
+// communicator's proxy moves filled slots over the connection the receiver
+// listened for and the sender made. A host rank's FIFO is plain process
+// memory; a GPU rank's is pinned host memory mapped into its device
+// (cudaHostAlloc, portable and mapped), which its kernels address at the
+// mapping's device address and the proxy at the host one: one allocator
+// (AllocateEdgeFifo) and one layout for both, Simple slots only (no LL
+// slots: the proxy moves whole slots announced by the tail).
 #include <cstring>
 #include <string>
 #include <utility>
 
+#include "base/cuda.h"
 #include "base/logging.h"
 #include "transport/connect/media.h"
 #include "transport/net/registry.h"
@@ -15,6 +21,42 @@ namespace {
 
 using base::Status;
 using base::StatusOr;
+
+// Pinned host memory mapped into a GPU, formatted as a FIFO.
+class PinnedFifoMemory : public FifoMemory {
+ public:
+  explicit PinnedFifoMemory(base::MappedHostMemory memory) : memory_(std::move(memory)) {}
+  void* base() override { return memory_.host(); }
+  void* device_base() const { return memory_.device(); }
+
+ private:
+  base::MappedHostMemory memory_;
+};
+
+// The local FIFO of a network edge and the address its executor uses.
+struct EdgeFifo {
+  std::shared_ptr<FifoMemory> memory;
+  FifoHeader* header = nullptr;  // as the executor addresses it: host, or (GPU) device
+};
+
+// `device` -1: plain process memory; else pinned host memory mapped into
+// that CUDA device. The same layout either way.
+StatusOr<EdgeFifo> AllocateEdgeFifo(uint64_t slot_bytes, int receiver_rank, int device) {
+  EdgeFifo f;
+  if (device < 0) {
+    f.memory = AllocateProcessFifo(slot_bytes, receiver_rank, net::kProxySlotPrefix);
+    f.header = static_cast<FifoHeader*>(f.memory->base());
+    return f;
+  }
+  ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device));
+  ASSIGN_OR_RETURN(base::MappedHostMemory pinned,
+                   base::MappedHostMemory::Allocate(FifoBytes(slot_bytes, net::kProxySlotPrefix)));
+  auto memory = std::make_shared<PinnedFifoMemory>(std::move(pinned));
+  InitFifo(memory->base(), slot_bytes, receiver_rank, SelfProcessId(), net::kProxySlotPrefix);
+  f.header = static_cast<FifoHeader*>(memory->device_base());
+  f.memory = std::move(memory);
+  return f;
+}
 
 struct NetOffer {
   uint32_t kind;  // net::NetKind, as the receiver chose it
@@ -36,10 +78,14 @@ class NetMedium : public FifoMedium {
     net::ConnectOptions opts{pair.spec->rank, pair.peer, pair.spec->tag};
     ASSIGN_OR_RETURN(made->listener, network->Listen(Device(network, pair), opts, &o.handle));
     std::memcpy(offer->bytes, &o, sizeof(o));
-    made->memory = AllocateProcessFifo(pair.geometry.slot_bytes, pair.spec->rank, net::kProxySlotPrefix);
-    made->header = static_cast<FifoHeader*>(made->memory->base());
-    made->header->sender_rank = pair.peer;            // the remote sender, as the executor names it
-    made->header->sender_process = ProcessId{};       // not on this host: its death shows on the connection
+    if (pair.gpu && pair.spec->device < 0) return base::Internal(pair.where + ": a GPU FIFO, but this rank has no CUDA device");
+    made->device = pair.gpu ? pair.spec->device : -1;
+    ASSIGN_OR_RETURN(EdgeFifo fifo, AllocateEdgeFifo(pair.geometry.slot_bytes, pair.spec->rank, made->device));
+    made->memory = fifo.memory;
+    made->header = fifo.header;
+    auto* host = static_cast<FifoHeader*>(made->memory->base());
+    host->sender_rank = pair.peer;            // the remote sender, as the executor names it
+    host->sender_process = ProcessId{};       // not on this host: its death shows on the connection
     return Status();
   }
 
@@ -57,11 +103,14 @@ class NetMedium : public FifoMedium {
     net::ConnectOptions opts{pair.spec->rank, pair.peer, pair.spec->tag};
     auto conn = network->Connect(Device(network, pair), o.handle, opts, pair.deadline);
     if (!conn.ok()) return conn.status().WithContext(pair.where);
-    auto mem = AllocateProcessFifo(pair.geometry.slot_bytes, pair.peer, net::kProxySlotPrefix);
-    static_cast<FifoHeader*>(mem->base())->receiver_process = ProcessId{};
+    if (pair.gpu && pair.spec->device < 0) return base::Internal(pair.where + ": a GPU FIFO, but this rank has no CUDA device");
+    const int device = pair.gpu ? pair.spec->device : -1;
+    ASSIGN_OR_RETURN(EdgeFifo fifo, AllocateEdgeFifo(pair.geometry.slot_bytes, pair.peer, device));
+    static_cast<FifoHeader*>(fifo.memory->base())->receiver_process = ProcessId{};
     ASSIGN_OR_RETURN(net::Proxy * proxy, proxy_());
-    RETURN_IF_ERROR(proxy->AddSender(mem, std::move(conn).value(), pair.lane).WithContext(pair.where));
-    return Link(pair, true, std::move(mem));
+    RETURN_IF_ERROR(
+        proxy->AddSender(fifo.memory, std::move(conn).value(), pair.lane, pair.gpu).WithContext(pair.where));
+    return Link(pair, true, fifo, device);
   }
 
   StatusOr<FifoLink> Settle(const PairContext& pair, Made* made, bool opened, const SenderProbe&) override {
@@ -69,8 +118,9 @@ class NetMedium : public FifoMedium {
     if (!opened) return base::Internal("unused");
     if (made->accepted == nullptr) return base::RemoteError(pair.where + ": its network connection never arrived");
     ASSIGN_OR_RETURN(net::Proxy * proxy, proxy_());
-    RETURN_IF_ERROR(proxy->AddReceiver(made->memory, std::move(made->accepted), pair.lane).WithContext(pair.where));
-    return Link(pair, false, made->memory);
+    RETURN_IF_ERROR(
+        proxy->AddReceiver(made->memory, std::move(made->accepted), pair.lane, pair.gpu).WithContext(pair.where));
+    return Link(pair, false, EdgeFifo{made->memory, made->header}, made->device);
   }
 
  private:
@@ -100,16 +150,18 @@ class NetMedium : public FifoMedium {
     return lane % network->DeviceCount();
   }
 
-  static FifoLink Link(const PairContext& pair, bool sending, std::shared_ptr<FifoMemory> memory) {
+  static FifoLink Link(const PairContext& pair, bool sending, EdgeFifo fifo, int device) {
     FifoLink l;
     l.peer = pair.peer;
     l.lane = pair.lane;
     l.sending = sending;
     l.medium = Medium::kNet;
-    l.header = static_cast<FifoHeader*>(memory->base());
+    l.header = fifo.header;
     l.geometry = pair.geometry;
     l.geometry.slot_prefix = net::kProxySlotPrefix;
-    l.memory = std::move(memory);
+    l.geometry.ll_slot_bytes = 0;  // Simple slots only: the proxy moves what the tail announces
+    l.memory = std::move(fifo.memory);
+    l.device = device;
     return l;
   }
 

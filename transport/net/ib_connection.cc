@@ -231,8 +231,8 @@ class IbConnection {
   StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* data, size_t bytes, MemoryKind kind) {
     if (kind != MemoryKind::kHost) {
       return base::InvalidArgument(
-          "the verbs transport registers host memory only: GPU memory would go through ibv_reg_dmabuf_mr, which "
-          "waits for a GPU path across hosts");
+          "the verbs transport registers host memory only: GPU memory would go through ibv_reg_dmabuf_mr "
+          "(GPUDirect RDMA), which is not built; GPU rings between hosts stage through pinned host memory");
     }
     if (bytes == 0) return std::unique_ptr<MemoryRegion>(new IbRegion(q_->v, nullptr));
     const int access = sending_ ? 0 : IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;

@@ -17,7 +17,8 @@
 // Memory must be registered (Register) before it is sent or received into:
 // host memory through ibv_reg_mr. GPU memory would go through
 // ibv_reg_dmabuf_mr (NetProperties::dmabuf says whether the library has
-// it); that path waits for a GPU path across hosts.
+// it; GPUDirect RDMA, not built). GPU rings between hosts register their
+// pinned host FIFOs through ibv_reg_mr like any host memory.
 #ifndef RINGO_TRANSPORT_NET_IB_NET_H_
 #define RINGO_TRANSPORT_NET_IB_NET_H_
 

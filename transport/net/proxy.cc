@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <chrono>
@@ -19,6 +20,10 @@ namespace ringo::transport::net {
 namespace {
 
 constexpr int kSleepMs = 50;  // a sleeping proxy rechecks its flags this often
+// ... and this often while a kernel feeds one of its FIFOs (a kernel cannot
+// write the eventfd; the engine wakes the proxy when it enqueues work, this
+// bounds the wait of a kernel that starts later).
+constexpr int kDeviceSleepMs = 1;
 // The metadata ends where the data begins, so prefix and data go as one message.
 constexpr size_t kMetaOffset = kProxySlotPrefix - sizeof(SlotMeta);
 static_assert(sizeof(SlotMeta) <= kProxySlotPrefix, "the metadata fits the prefix");
@@ -40,6 +45,7 @@ struct Proxy::Edge {
   uint64_t issued = 0;            // slots handed to the network (sends) or posted (receives)
   uint64_t finished = 0;          // slots done: the head (sends) or the tail (receives)
   bool failed = false;            // stopped: its fault is in the FIFO (or was forwarded)
+  bool device_fed = false;        // a kernel posts or releases its slots
 
   Connection& connection() { return send ? static_cast<Connection&>(*send) : static_cast<Connection&>(*recv); }
   char* Slot(uint64_t i) const {
@@ -105,16 +111,18 @@ base::StatusOr<std::unique_ptr<MemoryRegion>> RegisterFifo(Connection& c, FifoMe
 }  // namespace
 
 base::Status Proxy::AddSender(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<SendConnection> connection,
-                              int channel) {
+                              int channel, bool device_fed) {
   auto e = std::make_unique<Edge>();
+  e->device_fed = device_fed;
   ASSIGN_OR_RETURN(e->region, RegisterFifo(*connection, *fifo));
   e->send = std::move(connection);
   return Adopt(std::move(e), std::move(fifo), channel);
 }
 
 base::Status Proxy::AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<RecvConnection> connection,
-                                int channel) {
+                                int channel, bool device_fed) {
   auto e = std::make_unique<Edge>();
+  e->device_fed = device_fed;
   ASSIGN_OR_RETURN(e->region, RegisterFifo(*connection, *fifo));
   e->recv = std::move(connection);
   return Adopt(std::move(e), std::move(fifo), channel);
@@ -186,7 +194,9 @@ bool Proxy::StepSender(Edge& e) {
     const SlotMeta meta = h->meta[e.issued % kSlots];
     char* msg = e.Slot(e.issued) + kMetaOffset;
     std::memcpy(msg, &meta, sizeof(meta));
-    auto req = e.send->Isend(msg, sizeof(meta) + meta.bytes, e.region.get());
+    // A kernel's data starts at the shift its size word carries.
+    const uint64_t span = std::min<uint64_t>(SlotSpan(meta.bytes), h->slot_bytes);
+    auto req = e.send->Isend(msg, sizeof(meta) + span, e.region.get());
     if (!req.ok()) {
       FailLocal(e, req.status());
       return true;
@@ -246,7 +256,7 @@ bool Proxy::StepReceiver(Edge& e) {
     if (!done) break;
     SlotMeta meta;
     std::memcpy(&meta, e.Slot(e.finished) + kMetaOffset, sizeof(meta));
-    if (bytes < sizeof(meta) || meta.bytes != bytes - sizeof(meta) || meta.bytes > h->slot_bytes) {
+    if (bytes < sizeof(meta) || SlotSpan(meta.bytes) != bytes - sizeof(meta) || SlotSpan(meta.bytes) > h->slot_bytes) {
       const int peer = e.recv->peer().rank;
       const std::string msg = "rank " + std::to_string(options_.self_rank) + " channel " + std::to_string(e.channel) +
                               ": rank " + std::to_string(peer) + " sent message " + std::to_string(e.finished) +
@@ -300,7 +310,9 @@ void Proxy::Sleep() {
     std::vector<pollfd> p;
     p.push_back({wake_fd_, POLLIN, 0});
     for (size_t i = 0; i < fds.size(); ++i) p.push_back({fds[i], events[i], 0});
-    ::poll(p.data(), p.size(), kSleepMs);
+    bool device_fed = false;
+    for (auto& e : edges_) device_fed = device_fed || (e->device_fed && !e->failed);
+    ::poll(p.data(), p.size(), device_fed ? kDeviceSleepMs : kSleepMs);
     uint64_t drained;
     while (::read(wake_fd_, &drained, sizeof(drained)) > 0) {
     }

@@ -24,10 +24,18 @@
 // remote end's notice and flag, naming the peer (or the origin it relays),
 // the channel and the message, so the executor's wait fails with it.
 //
-// For GPU ranks the same layout works unchanged: a kernel writes the slots
-// of a FIFO in pinned host memory (or, with verbs, registered GPU memory the
-// NIC reads) and publishes the tail with a system-scope release; the proxy
-// reads the tail instead of being woken by a post.
+// GPU ranks (connect/net_medium.cc): the FIFO lives in pinned host memory
+// mapped into the rank's GPU, with the same layout. The kernel writes a
+// slot's data (at the shift its size word carries: fifo_layout.h's
+// SlotSpan), the size word, and publishes the tail with a system-scope
+// release; the proxy, which acquires the tail before reading the slot, sends
+// SlotSpan bytes. On the receiving side the proxy writes data and metadata
+// and publishes the tail (release); the kernel acquires it at system scope.
+// The head goes the other way alike, and the abort words and notices are
+// where a host executor's are. A kernel cannot write the eventfd: the GPU
+// engine wakes the proxy when it enqueues work, and the proxy's sleeps are
+// bounded (kDeviceSleepMs) while it serves such an edge. With verbs the
+// pinned FIFO is registered memory like any other.
 #ifndef RINGO_TRANSPORT_NET_PROXY_H_
 #define RINGO_TRANSPORT_NET_PROXY_H_
 
@@ -64,12 +72,14 @@ class Proxy {
 
   // `fifo` (formatted with kProxySlotPrefix) whose sender is this rank's
   // executor: its slots go out over `connection`, which registers the
-  // FIFO's memory here (an error if it cannot).
+  // FIFO's memory here (an error if it cannot). `device_fed`: a kernel
+  // posts its slots (pinned host memory mapped into the GPU), so the proxy
+  // never sleeps longer than kDeviceSleepMs while it serves the edge.
   [[nodiscard]] base::Status AddSender(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<SendConnection> connection,
-                                       int channel);
+                                       int channel, bool device_fed = false);
   // `fifo` whose receiver is the executor: filled from `connection`.
   [[nodiscard]] base::Status AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<RecvConnection> connection,
-                                         int channel);
+                                         int channel, bool device_fed = false);
   // Thread-safe: the two above hand the edge to the running thread, which
   // takes it at its next pass.
   base::Status Start();

@@ -17,11 +17,15 @@ constexpr uint32_t kFifoVersion = 5;
 
 // After a publish (seq_cst): a proxy that declared itself asleep (seq_cst)
 // before checking the counter either saw the publish or is woken here.
-inline void WakeProxy(FifoHeader* h) {
+}  // namespace
+
+void WakeProxy(FifoHeader* h) {
   if (h->proxy_sleeping.load(std::memory_order_seq_cst) == 0) return;
   const uint64_t one = 1;
   if (h->proxy_wake_fd >= 0) (void)!::write(h->proxy_wake_fd, &one, sizeof(one));
 }
+
+namespace {
 class ProcessFifoMemory : public FifoMemory {
  public:
   explicit ProcessFifoMemory(size_t bytes) : base_(std::aligned_alloc(4096, bytes)) {

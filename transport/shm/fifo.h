@@ -140,6 +140,10 @@ class RecvEnd {
 
 // Wakes waiters so they re-check the local abort flag.
 void WakeFifo(FifoHeader* header);
+// Wakes the proxy serving `header` if it sleeps (a host post or release
+// does this itself; a GPU engine calls it after enqueuing work on a FIFO a
+// kernel feeds).
+void WakeProxy(FifoHeader* header);
 
 // FIFO memory in this process (ranks that are threads of one process, and
 // the local end of a network edge, with `slot_prefix` bytes before each slot).
