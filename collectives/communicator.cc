@@ -122,7 +122,7 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTr
       }
       st = engine->Run(call);
       recorder.Finish(entry, !st.ok() ? TraceState::kFailed : gpu.state);
-      if (st.ok() && entry != nullptr) EndGpuLaunch(gpu, stream, entry->id, 1);
+      EndGpuLaunch(gpu, stream, st.ok() && entry != nullptr ? entry->id : 0, 1);
       return WithDiagnosis(Finish(st, call.fatal), call.seq);
     }
   }
@@ -149,7 +149,12 @@ Status Communicator::BeginGpuLaunch(bool recorded, void* stream, GpuLaunch* g) {
 }
 
 void Communicator::EndGpuLaunch(const GpuLaunch& g, void* stream, uint64_t first, size_t n) {
-  if (g.slot >= 0) observer_->gpu_times()->After(g.slot, stream, first, n);
+  if (g.slot < 0) return;
+  if (first != 0) {
+    observer_->gpu_times()->After(g.slot, stream, first, n);
+  } else {
+    observer_->gpu_times()->Cancel(g.slot);  // the launch failed or was refused
+  }
 }
 
 Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const OpTrace& trace) {
@@ -180,7 +185,7 @@ Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const O
   }
   st = p2p_->Run(ops, call);
   recorder.FinishBatch(first, ops.size(), !st.ok() ? TraceState::kFailed : gpu.state);
-  if (st.ok()) EndGpuLaunch(gpu, stream, first, ops.size());
+  EndGpuLaunch(gpu, stream, st.ok() ? first : 0, ops.size());
   return Finish(st, call.fatal);
 }
 

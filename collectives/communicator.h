@@ -213,6 +213,7 @@ class Communicator {
   // span hosts: the proxy moves slots as the kernels post them, which a
   // replayed graph would not announce).
   base::Status BeginGpuLaunch(bool recorded, void* stream, GpuLaunch* g);
+  // After it: `first` the first of its `n` entries; 0 when it failed.
   void EndGpuLaunch(const GpuLaunch& g, void* stream, uint64_t first, size_t n);
   // Writes the flight record to RINGO_TRACE_DIR, if set (a fault, an abort).
   void DumpTrace(const char* reason);

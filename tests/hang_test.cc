@@ -114,9 +114,13 @@ TEST(Hang, ASleepingRankIsNamedByEveryRankBeforeTheTimeout) {
 
 // Rank 0 calls A then B, rank 1 calls B then A: with RINGO_STALL_ABORT each
 // fails at the threshold, and its error shows the other inside the other
-// communicator's all-reduce.
+// communicator's all-reduce; both diagnoses run at the same moment, so the
+// one made second may find the other rank already out of its call (its
+// diagnosis aborted it): outside Ringo. At least one shows it inside.
 TEST(Hang, TwoCommunicatorsInDifferentOrdersAreShownInsideTheOtherCall) {
   for (RankMode mode : {RankMode::kProcesses, RankMode::kThreads}) {
+    TempDir dir;
+    ASSERT_FALSE(dir.path().empty());
     ScopedEnv env({{"RINGO_STALL_MS", "800"}, {"RINGO_STALL_ABORT", "1"}, {"RINGO_TIMEOUT_MS", "20000"}});
     auto body = [&](int rank, int n, const ringoUniqueId& id) -> std::string {
       ringoComm_t a = nullptr, b = nullptr;
@@ -133,18 +137,21 @@ TEST(Hang, TwoCommunicatorsInDifferentOrdersAreShownInsideTheOtherCall) {
       if (r == ringoSuccess) return "the crossed all-reduce succeeded";
       if (s > 10) return "it failed only after " + std::to_string(s) + " s";
       if (why.find("Ringo hang diagnosis") == std::string::npos) return "no diagnosis in the error: " + why;
-      // Whichever rank's diagnosis came first: it shows the other rank
-      // inside the other communicator's all-reduce.
+      const bool inside = why.find("is inside ringoAllReduce on communicator") != std::string::npos;
       if (why.find(" has not entered AllReduce #1") == std::string::npos ||
-          why.find("is inside ringoAllReduce on communicator") == std::string::npos) {
-        return "the diagnosis does not show a rank in the other call: " + why;
+          (!inside && why.find("is outside Ringo for") == std::string::npos)) {
+        return "the diagnosis does not say where the other rank is: " + why;
       }
+      std::ofstream(dir.path() + "/seen." + std::to_string(rank)) << (inside ? "inside" : "outside");
       std::this_thread::sleep_for(milliseconds(1500));  // the other rank may still be asking this one
       return "";
     };
     HarnessOptions options;
     auto results = RunRanks(2, mode, milliseconds(60000), body, options);
     EXPECT_ALL_RANKS_OK(results) << (mode == RankMode::kThreads ? "threads" : "processes");
+    const std::string seen0 = ReadFile(dir.path() + "/seen.0"), seen1 = ReadFile(dir.path() + "/seen.1");
+    EXPECT_TRUE(seen0 == "inside" || seen1 == "inside")
+        << "neither rank's diagnosis showed the other inside the other call: " << seen0 << ", " << seen1;
   }
 }
 

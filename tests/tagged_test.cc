@@ -14,6 +14,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -330,6 +331,38 @@ TEST(TaggedErrors, Refusals) {
     ringoCommDestroy(tagged);
     ringoCommDestroy(plain);
     return "";
+  });
+  EXPECT_ALL_RANKS_OK(results);
+}
+
+// A rank on another host that finished and left (destroyed its
+// communicator, its connections closed) is no fault of the ranks that go on
+// exchanging tagged messages, from any source too; a receive from oneself
+// with nothing queued is refused at once and leaves the communicator usable.
+TEST(TaggedErrors, ARankThatLeftIsNoFault) {
+  auto results = RunRanks(3, RankMode::kProcesses, kDeadline, [](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+    SetEnvAndReload("RINGO_HOSTID", "tagged-left-" + std::to_string(rank));
+    ringoComm_t comm = nullptr;
+    ringoResult_t rc = Init(&comm, rank, nranks, id);
+    if (rc != ringoSuccess) return Err("init", rc, nullptr);
+    int8_t x = 1, y = 0;
+    rc = ringoAllReduce(&x, &y, 1, ringoInt8, ringoSum, comm, nullptr);
+    if (rc != ringoSuccess) return Err("all-reduce", rc, comm);
+    if (rank == 2) {
+      rc = ringoCommDestroy(comm);
+      return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
+    }
+    uint8_t b[4];
+    CHECK_OK(CheckFails("a receive from oneself", ringoRecvTagged(b, 4, ringoUint8, rank, 1, nullptr, comm, nullptr),
+                        ringoInvalidUsage, {"oneself"}));
+    std::this_thread::sleep_for(milliseconds(500));  // rank 2's connections are closed by now
+    const int peer = 1 - rank;
+    for (int k = 0; k < 5; ++k) {
+      CHECK_OK(Send(comm, rank, peer, 8, k, 3000));
+      CHECK_OK(RecvCheck(comm, RINGO_ANY_SOURCE, 8, 3000, [peer, k](int s) { return s == peer ? k : -1; }));
+    }
+    rc = ringoCommDestroy(comm);
+    return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
   });
   EXPECT_ALL_RANKS_OK(results);
 }

@@ -28,10 +28,12 @@ struct CostModel {
   // (transport/connect/net_medium.cc; GPUDirect RDMA off). Per network step
   // the hand-off adds staging_alpha_us (the kernel's tail crossing PCIe to
   // the proxy, the receiving kernel polling host memory), and each byte
-  // crosses the host's PCIe uplink twice in each direction (GPU to host
-  // memory and host memory to the NIC; NIC to host memory and host memory
-  // to the GPU), so a channel through a network edge carries at most
-  // staging_gbps: half a PCIe Gen5 x16 uplink's 50 GB/s a direction.
+  // crosses the PCIe uplink between its GPU's and NIC's switch and the CPU
+  // twice in each direction (GPU to host memory and host memory to the NIC;
+  // NIC to host memory and host memory to the GPU), so a channel through a
+  // network edge carries at most staging_gbps: half a PCIe Gen5 x16
+  // uplink's 50 GB/s a direction, each channel's GPU and NIC taken to have
+  // an uplink of their own (a model: channels sharing one carry less).
   double staging_alpha_us = 2.0;
   double staging_gbps = 25.0;
 

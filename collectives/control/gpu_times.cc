@@ -52,7 +52,8 @@ int GpuTimes::SlotsFor(size_t capacity) { return static_cast<int>(std::min<size_
 GpuTimes::GpuTimes(std::unique_ptr<GpuEvents> events, FlightRecorder* recorder, int slots, double ticks_per_ns)
     : events_(std::move(events)), recorder_(recorder), slots_(slots), ticks_per_ns_(ticks_per_ns) {
   for (int s = slots_ - 1; s >= 0; --s) free_.push_back(s);
-  if (events_ == nullptr || events_->size() < 1 + 2 * slots_ || slots_ <= 0) stopped_ = true;
+  if (events_ == nullptr || events_->size() < EventsFor(slots_) || slots_ <= 0) stopped_ = true;
+  recorder_->EnableSharedWrites();
 }
 
 size_t GpuTimes::tracked() const {
@@ -65,14 +66,30 @@ bool GpuTimes::stopped() const {
   return stopped_;
 }
 
+void GpuTimes::Drop(const Pending& p) {
+  if (p.running) recorder_->SetGpuTimes(p.first, p.n, 0, 0, TraceState::kEnqueued);
+}
+
 void GpuTimes::Stop(const Status& why) {
   if (!stopped_) RINGO_LOG(WARN) << "flight recorder: GPU start and finish times stop: " << why.message();
   stopped_ = true;
+  for (const Pending& p : pending_) Drop(p);
   pending_.clear();
 }
 
-uint64_t GpuTimes::ToTicks(double ms) const {
-  return anchor_ticks_ + static_cast<uint64_t>(std::max(0.0, ms) * 1e6 * ticks_per_ns_);
+uint64_t GpuTimes::ToTicks(int anchor, double ms) const {
+  return anchor_ticks_[anchor] + static_cast<uint64_t>(std::max(0.0, ms) * 1e6 * ticks_per_ns_);
+}
+
+Status GpuTimes::Reanchor() {
+  const int next = anchor_ < 0 ? 0 : 1 - anchor_;
+  for (const Pending& p : pending_) {
+    if (p.anchor == next) return Status();  // still counted from: later
+  }
+  ASSIGN_OR_RETURN(anchor_ticks_[next], events_->Anchor(next));
+  anchor_ = next;
+  anchored_mono_ns_ = MonoNs();
+  return Status();
 }
 
 int GpuTimes::Before(void* stream) {
@@ -80,18 +97,18 @@ int GpuTimes::Before(void* stream) {
   if (stopped_) return -1;
   PollLocked();
   if (stopped_) return -1;
-  if (free_.empty()) {  // the GPU is far behind: the oldest stays "enqueued"
+  if (free_.empty()) {  // the GPU is far behind: the oldest is no longer followed
+    if (pending_.empty()) return -1;
+    Drop(pending_.front());
     free_.push_back(pending_.front().slot);
     pending_.pop_front();
   }
-  if (pending_.empty() && (anchor_ticks_ == 0 || MonoNs() - anchored_mono_ns_ > kReanchorNs)) {
-    auto anchored = events_->Anchor(0);
-    if (!anchored.ok()) {
-      Stop(anchored.status());
+  if (anchor_ < 0 || MonoNs() - anchored_mono_ns_ > kReanchorNs) {
+    const Status st = Reanchor();
+    if (!st.ok()) {
+      Stop(st);
       return -1;
     }
-    anchor_ticks_ = *anchored;
-    anchored_mono_ns_ = MonoNs();
   }
   const int slot = free_.back();
   const Status st = events_->Record(StartEvent(slot), stream);
@@ -113,7 +130,13 @@ void GpuTimes::After(int slot, void* stream, uint64_t first, size_t n) {
     if (first != 0 && n != 0) Stop(st);
     return;
   }
-  pending_.push_back(Pending{slot, first, n, false});
+  pending_.push_back(Pending{slot, first, n, false, anchor_});
+}
+
+void GpuTimes::Cancel(int slot) {
+  if (slot < 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stopped_) free_.push_back(slot);
 }
 
 void GpuTimes::Poll() {
@@ -131,24 +154,25 @@ void GpuTimes::PollLocked() {
       return;
     }
     if (*finished) {
-      auto from = events_->ElapsedMs(0, StartEvent(it->slot));
-      auto to = events_->ElapsedMs(0, EndEvent(it->slot));
+      auto from = events_->ElapsedMs(it->anchor, StartEvent(it->slot));
+      auto to = events_->ElapsedMs(it->anchor, EndEvent(it->slot));
       if (!from.ok() || !to.ok()) {
         Stop(!from.ok() ? from.status() : to.status());
         return;
       }
-      recorder_->SetGpuTimes(it->first, it->n, ToTicks(*from), ToTicks(*to), TraceState::kDone);
+      recorder_->SetGpuTimes(it->first, it->n, ToTicks(it->anchor, *from), ToTicks(it->anchor, *to),
+                             TraceState::kDone);
       free_.push_back(it->slot);
       it = pending_.erase(it);
       continue;
     }
     if (*started && !it->running) {
-      auto from = events_->ElapsedMs(0, StartEvent(it->slot));
+      auto from = events_->ElapsedMs(it->anchor, StartEvent(it->slot));
       if (!from.ok()) {
         Stop(from.status());
         return;
       }
-      recorder_->SetGpuTimes(it->first, it->n, ToTicks(*from), 0, TraceState::kRunning);
+      recorder_->SetGpuTimes(it->first, it->n, ToTicks(it->anchor, *from), 0, TraceState::kRunning);
       it->running = true;
     }
     ++it;

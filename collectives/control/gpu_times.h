@@ -12,12 +12,14 @@
 //
 // Bounds: at most `slots` operations are tracked at once (the recorder's
 // capacity / 2, at most 64); a launch that finds every slot taken first
-// polls, then gives up tracking the oldest (its entry stays "enqueued").
-// So a tracked entry is always among the recorder's newest capacity / 2,
-// never one the calling thread is rewriting. Re-anchored when nothing is
-// tracked and the anchor is older than 10 s (clocks drift apart slowly).
-// Calls captured into a CUDA graph are not tracked (recorded once, at
-// capture). A CUDA error stops the tracking, logged once.
+// polls, then gives up tracking the oldest (its entry is left, or put back,
+// as "enqueued"). An entry the calling thread has rewritten since is
+// skipped: the recorder's writers claim an entry before writing it
+// (FlightRecorder::EnableSharedWrites). Two anchor events take turns: a new
+// one is taken every 10 s (clocks drift apart slowly) once no tracked
+// operation counts from the older one. Calls captured into a CUDA graph are
+// not tracked (recorded once, at capture). A CUDA error stops the
+// tracking, logged once.
 //
 // Thread safety: every method takes the one lock.
 #ifndef RINGO_COLLECTIVES_CONTROL_GPU_TIMES_H_
@@ -55,8 +57,11 @@ class GpuTimes {
  public:
   // Slots for the recorder's capacity; 0 means no tracking at all.
   static int SlotsFor(size_t capacity);
-  // `events` must hold 1 + 2 * slots events; `ticks_per_ns` converts the
-  // GPU's milliseconds to the recorder's ticks.
+  // Events needed for `slots`.
+  static int EventsFor(int slots) { return 2 + 2 * slots; }
+  // `events` must hold EventsFor(slots) events; `ticks_per_ns` converts the
+  // GPU's milliseconds to the recorder's ticks. Enables the recorder's
+  // shared writes.
   GpuTimes(std::unique_ptr<GpuEvents> events, FlightRecorder* recorder, int slots, double ticks_per_ns);
 
   // Before an operation's launch on `stream`: its start event; the slot to
@@ -65,6 +70,8 @@ class GpuTimes {
   // After the launch of the entries from id `first` on (`n` of them: a
   // batch of sends and receives is several): its finish event.
   void After(int slot, void* stream, uint64_t first, size_t n);
+  // The launch Before was called for did not happen: the slot is free.
+  void Cancel(int slot);
   // Writes what the events say into the entries they track.
   void Poll();
 
@@ -77,12 +84,16 @@ class GpuTimes {
     uint64_t first;
     size_t n;
     bool running;
+    int anchor;  // the anchor event its times count from (0 or 1)
   };
-  int StartEvent(int slot) const { return 1 + 2 * slot; }
-  int EndEvent(int slot) const { return 2 + 2 * slot; }
+  int StartEvent(int slot) const { return 2 + 2 * slot; }
+  int EndEvent(int slot) const { return 3 + 2 * slot; }
   void PollLocked();
+  // No longer followed: a "running" entry goes back to "enqueued".
+  void Drop(const Pending& p);
   void Stop(const base::Status& why);
-  uint64_t ToTicks(double ms) const;
+  base::Status Reanchor();
+  uint64_t ToTicks(int anchor, double ms) const;
 
   mutable std::mutex mu_;
   std::unique_ptr<GpuEvents> events_;
@@ -91,7 +102,8 @@ class GpuTimes {
   const double ticks_per_ns_;
   std::vector<int> free_;        // slots not tracking anything
   std::deque<Pending> pending_;  // oldest first
-  uint64_t anchor_ticks_ = 0;    // 0: no anchor yet
+  uint64_t anchor_ticks_[2] = {0, 0};  // each anchor event's host time; 0: never taken
+  int anchor_ = -1;                    // the anchor new operations count from; -1: none yet
   int64_t anchored_mono_ns_ = 0;
   bool stopped_ = false;
 };

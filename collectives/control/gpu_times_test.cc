@@ -56,7 +56,7 @@ void* const kStream = reinterpret_cast<void*>(0x1234);
 
 struct Fixture {
   explicit Fixture(size_t capacity, int slots = -1)
-      : recorder(capacity), events(new FakeEvents(1 + 2 * (slots < 0 ? GpuTimes::SlotsFor(capacity) : slots))) {
+      : recorder(capacity), events(new FakeEvents(GpuTimes::EventsFor(slots < 0 ? GpuTimes::SlotsFor(capacity) : slots))) {
     times = std::make_unique<GpuTimes>(std::unique_ptr<GpuEvents>(events), &recorder,
                                        slots < 0 ? GpuTimes::SlotsFor(capacity) : slots, kTicksPerNs);
   }
@@ -81,20 +81,20 @@ TEST(GpuTimes, EnqueuedRunningDone) {
   const int slot = f.Launch(&e);
   ASSERT_GE(slot, 0);
   EXPECT_EQ(f.events->anchors, 1);
-  EXPECT_EQ(f.events->events[1 + 2 * slot].stream, kStream);  // both events on the caller's stream
-  EXPECT_EQ(f.events->events[2 + 2 * slot].stream, kStream);
+  EXPECT_EQ(f.events->events[2 + 2 * slot].stream, kStream);  // both events on the caller's stream
+  EXPECT_EQ(f.events->events[3 + 2 * slot].stream, kStream);
   const uint64_t enqueued = e->finished;
   f.times->Poll();
   EXPECT_EQ(e->state, TraceState::kEnqueued);
 
-  f.events->Complete(1 + 2 * slot, 5.5);  // started 0.5 ms after the anchor
+  f.events->Complete(2 + 2 * slot, 5.5);  // started 0.5 ms after the anchor
   f.times->Poll();
   EXPECT_EQ(e->state, TraceState::kRunning);
   EXPECT_EQ(e->started, 1000000u + static_cast<uint64_t>(0.5e6 * kTicksPerNs));
   EXPECT_EQ(e->finished, 0u);
   EXPECT_EQ(e->enqueued, enqueued);
 
-  f.events->Complete(2 + 2 * slot, 7.0);
+  f.events->Complete(3 + 2 * slot, 7.0);
   f.times->Poll();
   EXPECT_EQ(e->state, TraceState::kDone);
   EXPECT_EQ(e->started, 1000000u + static_cast<uint64_t>(0.5e6 * kTicksPerNs));
@@ -118,8 +118,8 @@ TEST(GpuTimes, BatchOfEntries) {
   const int slot = f.times->Before(kStream);
   f.recorder.FinishBatch(first, 3, TraceState::kEnqueued);
   f.times->After(slot, kStream, first, 3);
-  f.events->Complete(1 + 2 * slot, 6);
-  f.events->Complete(2 + 2 * slot, 8);
+  f.events->Complete(2 + 2 * slot, 6);
+  f.events->Complete(3 + 2 * slot, 8);
   f.times->Poll();
   for (const std::string& line : f.recorder.JsonLines(TraceClock::Now())) {
     EXPECT_NE(line.find("\"state\":\"done\""), std::string::npos) << line;
@@ -135,8 +135,8 @@ TEST(GpuTimes, SlotsRunOut) {
   f.Launch(&b);
   f.Launch(&c);  // no slot free: a is no longer tracked
   EXPECT_EQ(f.times->tracked(), 2u);
-  f.events->Complete(1 + 2 * sa, 6);  // a's events complete (the slot was reused: c's now)
-  f.events->Complete(2 + 2 * sa, 7);
+  f.events->Complete(2 + 2 * sa, 6);  // a's events complete (the slot was reused: c's now)
+  f.events->Complete(3 + 2 * sa, 7);
   f.times->Poll();
   EXPECT_EQ(a->state, TraceState::kEnqueued);
   EXPECT_EQ(c->state, TraceState::kDone);
@@ -152,8 +152,8 @@ TEST(GpuTimes, OverwrittenEntryLeftAlone) {
   // have dropped it first; here the recorder alone checks the id).
   for (int i = 0; i < 4; ++i) f.recorder.Finish(f.recorder.Begin(TraceOp::kAllReduce, 100 + i, 1, -1, 0, 0, 0, 0, 0, nullptr), TraceState::kDone);
   EXPECT_NE(e->id, id);
-  f.events->Complete(1 + 2 * slot, 6);
-  f.events->Complete(2 + 2 * slot, 7);
+  f.events->Complete(2 + 2 * slot, 6);
+  f.events->Complete(3 + 2 * slot, 7);
   f.times->Poll();
   EXPECT_EQ(e->state, TraceState::kDone);
   EXPECT_EQ(e->enqueued, 0u);  // the new entry was not touched
@@ -164,6 +164,27 @@ TEST(GpuTimes, ReanchorsOnlyWhenIdle) {
   f.Launch(nullptr);
   f.Launch(nullptr);
   EXPECT_EQ(f.events->anchors, 1);  // the first call's anchor serves the next
+}
+
+// A launch that failed gives its slot back; a followed entry the GPU had
+// started goes back to "enqueued" when it is no longer followed.
+TEST(GpuTimes, CancelAndDrop) {
+  Fixture f(100, 1);
+  for (int i = 0; i < 5; ++i) {
+    const int slot = f.times->Before(kStream);
+    ASSERT_GE(slot, 0) << "launch " << i;  // one slot, given back each time
+    f.times->Cancel(slot);
+  }
+  EXPECT_EQ(f.times->tracked(), 0u);
+  TraceEntry* a = nullptr;
+  TraceEntry* b = nullptr;
+  const int slot = f.Launch(&a);
+  f.events->Complete(2 + 2 * slot, 6);
+  f.times->Poll();
+  EXPECT_EQ(a->state, TraceState::kRunning);
+  f.Launch(&b);  // the one slot: a is no longer followed
+  EXPECT_EQ(a->state, TraceState::kEnqueued);
+  EXPECT_EQ(f.times->tracked(), 1u);
 }
 
 TEST(GpuTimes, ErrorStopsTracking) {

@@ -82,7 +82,7 @@ Observer::Observer(ObserverSetup setup)
   const base::Config& config = *setup_.config;
   const int slots = GpuTimes::SlotsFor(recorder_.capacity());
   if (setup_.gpu && setup_.device >= 0 && slots > 0 && config.trace_gpu_times) {
-    auto events = MakeCudaEvents(setup_.device, 1 + 2 * slots);
+    auto events = MakeCudaEvents(setup_.device, GpuTimes::EventsFor(slots));
     if (events.ok()) {
       gpu_times_ = std::make_unique<GpuTimes>(std::move(events).value(), &recorder_, slots,
                                               TraceClock::Now().ticks_per_ns);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/cpu_relax.h"
 #include "base/device/dtype.h"
 #include "collectives/control/thread_call.h"
 
@@ -117,9 +118,7 @@ TraceEntry* FlightRecorder::Begin(TraceOp op, uint64_t seq, int64_t count, int p
   if (capacity_ == 0) return nullptr;
   const uint64_t id = ++next_;
   TraceEntry& e = entries_[(id - 1) % capacity_];
-  const uint64_t v = e.version.load(std::memory_order_relaxed);
-  e.version.store(v + 1, std::memory_order_relaxed);  // odd: being written
-  std::atomic_thread_fence(std::memory_order_release);
+  const uint64_t v = Claim(e);
   e.id = id;
   e.seq = seq;
   e.count = count;
@@ -139,7 +138,7 @@ TraceEntry* FlightRecorder::Begin(TraceOp op, uint64_t seq, int64_t count, int p
   } else {
     e.label[0] = '\0';
   }
-  e.version.store(v + 2, std::memory_order_release);
+  Release(e, v);
   ops_.store(id, std::memory_order_relaxed);
   running_op_.store(static_cast<uint8_t>(op), std::memory_order_relaxed);
   running_seq_.store(seq, std::memory_order_relaxed);
@@ -150,13 +149,11 @@ TraceEntry* FlightRecorder::Begin(TraceOp op, uint64_t seq, int64_t count, int p
 
 void FlightRecorder::Finish(TraceEntry* e, TraceState state) {
   if (e == nullptr) return;
-  const uint64_t v = e->version.load(std::memory_order_relaxed);
-  e->version.store(v + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+  const uint64_t v = Claim(*e);
   e->finished = TraceTicks();
   NoteExitTicks(e->finished);
   e->state = state;
-  e->version.store(v + 2, std::memory_order_release);
+  Release(*e, v);
   if (static_cast<uint8_t>(e->op) < static_cast<uint8_t>(TraceOp::kSend)) {
     done_seq_.store(e->seq, std::memory_order_relaxed);
     collectives_done_.fetch_add(1, std::memory_order_relaxed);
@@ -176,18 +173,33 @@ void FlightRecorder::FinishBatch(uint64_t first, size_t n, TraceState state) {
   }
 }
 
+uint64_t FlightRecorder::Claim(TraceEntry& e) {
+  uint64_t v = e.version.load(std::memory_order_relaxed);
+  if (!shared_writes_) {  // the owning thread is the one writer
+    e.version.store(v + 1, std::memory_order_relaxed);  // odd: being written
+    std::atomic_thread_fence(std::memory_order_release);
+    return v;
+  }
+  while ((v & 1) != 0 || !e.version.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel,
+                                                             std::memory_order_relaxed)) {
+    base::CpuRelax();
+    v = e.version.load(std::memory_order_relaxed);
+  }
+  return v;
+}
+
 void FlightRecorder::SetGpuTimes(uint64_t first, size_t n, uint64_t started, uint64_t finished, TraceState state) {
+  if (!shared_writes_) return;  // only GpuTimes calls it, having enabled them
   for (uint64_t id = first; id < first + n && capacity_ > 0; ++id) {
     TraceEntry& e = entries_[(id - 1) % capacity_];
-    if (e.id != id) continue;
-    const uint64_t v = e.version.load(std::memory_order_relaxed);
-    e.version.store(v + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    if (e.enqueued == 0) e.enqueued = e.finished;  // the enqueue's, kept
-    e.started = started;
-    e.finished = finished;
-    e.state = state;
-    e.version.store(v + 2, std::memory_order_release);
+    const uint64_t v = Claim(e);
+    if (e.id == id) {  // not rewritten since
+      if (e.enqueued == 0) e.enqueued = e.finished;  // the enqueue's, kept
+      if (started != 0) e.started = started;
+      e.finished = finished;
+      e.state = state;
+    }
+    Release(e, v);
   }
 }
 

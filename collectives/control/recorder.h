@@ -115,10 +115,16 @@ class FlightRecorder {
   // receives); those already overwritten are skipped. first 0: none.
   void FinishBatch(uint64_t first, size_t n, TraceState state);
   // The GPU's times of the entries from id `first` on (`n` of them), with
-  // `state` (kRunning: finished 0). Entries overwritten since are skipped;
-  // the caller (GpuTimes) never names one the owning thread may be
-  // rewriting, and calls it under its own lock.
+  // `state`; started 0 keeps the entry's start, finished 0 clears its
+  // finish. Entries overwritten since are skipped. Any thread, once
+  // EnableSharedWrites was called (GpuTimes does, under its own lock).
   void SetGpuTimes(uint64_t first, size_t n, uint64_t started, uint64_t finished, TraceState state);
+  // From now on every writer claims an entry (its version from even to odd,
+  // by compare-and-swap) before writing it, so that SetGpuTimes on another
+  // thread and the owning thread never write one entry at once. Called
+  // before the communicator's first call; host communicators never do, and
+  // keep their writes free of atomics' read-modify-writes.
+  void EnableSharedWrites() { shared_writes_ = true; }
 
   TracePosition Where() const;
 
@@ -127,7 +133,13 @@ class FlightRecorder {
   std::vector<std::string> JsonLines(const TraceClock& clock) const;
 
  private:
+  // Claims `e` for writing; returns the even version it had (Release
+  // writes it + 2).
+  uint64_t Claim(TraceEntry& e);
+  static void Release(TraceEntry& e, uint64_t v) { e.version.store(v + 2, std::memory_order_release); }
+
   const size_t capacity_;
+  bool shared_writes_ = false;
   std::unique_ptr<TraceEntry[]> entries_;
   uint64_t next_ = 0;  // the owning thread's
   std::atomic<uint64_t> ops_{0};

@@ -21,6 +21,8 @@ constexpr size_t kTaggedSlotBytes = size_t{64} << 10;
 // short check of the watched peer.
 constexpr int64_t kSleepMs = 20;
 constexpr int64_t kSliceMs = 1;
+// The counters one sleep watches (SleepUntilAny's limit).
+constexpr size_t kMaxSleepTargets = 128;
 
 std::string Source(int peer) { return peer == kAnySource ? "any rank" : "rank " + std::to_string(peer); }
 
@@ -183,17 +185,22 @@ Status HostTagged::Idle(int send_peer, int watch, Clock* clock, const transport:
     sched_yield();
     return Status();
   }
+  // The send's free slot first, then the pairs a message may come from, as
+  // many as one sleep watches (the rest are polled after it).
   std::vector<transport::CounterTarget> targets;
-  for (int p = 0; p < nranks_; ++p) {
-    if (p != rank_) targets.push_back(recv_[p]->FilledSlotTarget());
-  }
   if (send_peer >= 0) targets.push_back(send_[send_peer]->FreeSlotTarget());
+  if (watch >= 0 && watch != rank_ && watch != send_peer) targets.push_back(recv_[watch]->FilledSlotTarget());
+  for (int p = 0; p < nranks_ && targets.size() < kMaxSleepTargets; ++p) {
+    if (p != rank_ && p != watch) targets.push_back(recv_[p]->FilledSlotTarget());
+  }
   if (!targets.empty()) transport::SleepUntilAny(targets.data(), static_cast<int>(targets.size()), kSleepMs);
   if (wait.local_abort != nullptr && wait.local_abort->load(std::memory_order_relaxed)) {
     return base::InvalidUsage("the communicator was aborted");
   }
   // The watched peer's failure or disappearance, as its FIFO's wait reports
-  // it (a short wait of its own), and any peer that says it aborted.
+  // it (a short wait of its own). Other ranks are not watched: one that
+  // finished and left (its connection closed, its FIFO's flag raised) is no
+  // fault of a receive from any source.
   transport::WaitContext slice = wait;
   slice.timeout_ms = kSliceMs;
   slice.spin_count = 0;
@@ -202,16 +209,13 @@ Status HostTagged::Idle(int send_peer, int watch, Clock* clock, const transport:
   slice.rank_waits = nullptr;
   slice.stall = nullptr;
   slice.coll = send_peer >= 0 ? "ringoSendTagged" : "ringoRecvTagged";
-  for (int p = 0; p < nranks_; ++p) {
-    if (p == rank_) continue;
-    const bool aborted = recv_[p]->header()->sender_aborted.load(std::memory_order_acquire) != 0;
-    if (p != watch && !aborted) continue;
+  if (watch >= 0 && watch != rank_) {
     Status st;
-    if (p == send_peer && !aborted) {
-      st = send_[p]->Acquire(slice, 0).status();
+    if (watch == send_peer) {
+      st = send_[watch]->Acquire(slice, 0).status();
     } else {
       size_t n = 0;
-      st = recv_[p]->Acquire(slice, 0, &n, nullptr).status();
+      st = recv_[watch]->Acquire(slice, 0, &n, nullptr).status();
     }
     if (!st.ok() && st.code() != base::Code::kTimeout) return st;
   }
@@ -310,6 +314,14 @@ Status HostTagged::Recv(void* buf, size_t bytes, int peer, int32_t tag, int* sou
                               [m](const std::unique_ptr<Message>& q) { return q.get() == m; }));
     fatal_ = false;
     return Status();
+  }
+  // Nothing can arrive from this rank itself while it waits (calls block):
+  // a receive only it could match is refused at once.
+  if (peer == rank_ || (peer == kAnySource && nranks_ == 1)) {
+    fatal_ = false;
+    return base::InvalidUsage("rank " + std::to_string(rank_) + ": ringoRecvTagged of tag " + std::to_string(tag) +
+                              " from " + Source(peer) +
+                              " has no message to take: a send to oneself must come before its receive");
   }
   Want want;
   want.peer = peer;

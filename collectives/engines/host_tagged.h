@@ -33,6 +33,8 @@
 // are watched as ringoRecv's are (a failed or vanished peer ends the wait
 // naming it); a receive from any source watches its own abort flag and the
 // timeout only, since ranks that have finished and left are no fault of it.
+// A receive from oneself with nothing queued is refused at once (nothing
+// could arrive while it waits).
 //
 // Thread safety: Send and Recv by the communicator's one thread; Abort from
 // any.

@@ -115,9 +115,10 @@ typedef struct {
 /* Where a communicator's buffers live. */
 typedef enum {
   RINGO_DEVICE_AUTO = 0, /* RINGO_DEVICE decides (host, cuda; default auto: a GPU where one is usable
-                            by every rank, which across processes means all on one host) */
+                            by every rank, on one host or several) */
   RINGO_DEVICE_HOST = 1, /* host (CPU) memory */
-  RINGO_DEVICE_CUDA = 2  /* GPU memory; ringoInvalidUsage without a visible GPU or across hosts */
+  RINGO_DEVICE_CUDA = 2  /* GPU memory; ringoInvalidUsage where a rank has no usable GPU. Ring edges
+                            between hosts go through pinned host memory and the network */
 } ringoDeviceKind_t;
 
 /* Communicator options. Initialise with RINGO_CONFIG_INITIALIZER, then set

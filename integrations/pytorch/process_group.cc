@@ -332,9 +332,11 @@ WorkPtr ProcessGroupRingo::recv(std::vector<at::Tensor>& tensors, int src_rank, 
   CheckPeer(src_rank, getSize(), "recv");
   if (tensors[0].device().is_cpu()) {
     ++sequence_;
+    auto source = std::make_shared<std::atomic<int>>(src_rank);  // sourceRank(), as gloo's
     auto work = c10::make_intrusive<HostWork>(getRank(), c10d::OpType::RECV, "ringo:recv",
                                               std::vector<at::Tensor>{}, tensors,
-                                              RecvIssue(tensors[0], src_rank, tag, nullptr));
+                                              RecvIssue(tensors[0], src_rank, tag, source));
+    work->SetSource(source);
     worker_->Post(work);
     return work;
   }

@@ -63,28 +63,33 @@ int HostWork::sourceRank() const {
 
 void HostWork::RunBatch(const std::vector<c10::intrusive_ptr<HostWork>>& batch, Comm* comm,
                         std::exception_ptr error) {
+  // Each Work completes with its own outcome, as gloo's: one that failed
+  // does not fail the others (after a fatal failure they fail too, the
+  // communicator refusing them).
+  std::vector<std::exception_ptr> errors(batch.size(), error);
 #if RINGO_TORCH_P2P
   if (!error) {
-    try {
-      comm->CheckUsable(batch.front()->title_.c_str());
-      // The sends, then the receives: a send returns once posted, so each
-      // receive's match is on its way whatever order the ranks posted in.
-      for (const bool sends : {true, false}) {
-        for (const auto& w : batch) {
-          if ((w->retrieveOpType() == c10d::OpType::SEND) != sends) continue;
+    // The sends, then the receives: a send returns once posted, so each
+    // receive's match is on its way whatever order the ranks posted in.
+    for (const bool sends : {true, false}) {
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const auto& w = batch[i];
+        if ((w->retrieveOpType() == c10d::OpType::SEND) != sends) continue;
+        try {
+          comm->CheckUsable(w->title_.c_str());
           comm->Label(w->title_.c_str());
           ringoResult_t rc = ringoSuccess;
           std::function<void()> finish = w->issue_(RunContext{comm, nullptr}, &rc);
           comm->Check(rc, w->title_.c_str());
           finish();
+        } catch (...) {
+          errors[i] = std::current_exception();
         }
       }
-    } catch (...) {
-      error = std::current_exception();
     }
   }
 #endif
-  for (const auto& w : batch) w->Complete(error);
+  for (size_t i = 0; i < batch.size(); ++i) batch[i]->Complete(errors[i]);
 }
 
 void HostWork::Complete(std::exception_ptr error) {

@@ -63,10 +63,10 @@ class HostWork : public WorkBase {
                        std::exception_ptr error);
 
   bool p2p() const { return p2p_; }
-  // A receive from any source: where its issue writes the sender.
+  // A CPU receive: where its issue writes the sender.
   void SetSource(std::shared_ptr<std::atomic<int>> source) { source_ = std::move(source); }
-  // The sender of a receive from any source, once completed (c10d's error
-  // for any other Work).
+  // The sender of a CPU receive (from any source: once completed); c10d's
+  // error for any other Work.
   int sourceRank() const override;
   // Runs even on a communicator that failed earlier (a shrink after a
   // failure); set before Post.

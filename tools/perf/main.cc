@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
@@ -70,8 +71,9 @@ int RunRank(const Options& o, int rank, int nranks, const ringoUniqueId& id, std
       return kExitFailure;
     }
     // AUTO, not CUDA: the library then takes GPU memory when every rank can
-    // (one host), host memory otherwise or under RINGO_DEVICE=host, and the
-    // backend follows whatever the communicator reports.
+    // (on one host or several), host memory otherwise or under
+    // RINGO_DEVICE=host, and the backend follows whatever the communicator
+    // reports.
     config.device_kind = RINGO_DEVICE_AUTO;
   }
   ringoComm_t comm = nullptr;
@@ -83,6 +85,20 @@ int RunRank(const Options& o, int rank, int nranks, const ringoUniqueId& id, std
     return kExitFailure;
   }
   return RunCommunicator(o, rank, comm, csv);
+}
+
+// This process's rank among its host's, as the launcher says it
+// (torchrun's LOCAL_RANK, Open MPI's, Slurm's), else `rank`.
+int LocalRank(int rank) {
+  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') {
+      char* end = nullptr;
+      const long r = std::strtol(v, &end, 10);
+      if (*end == '\0' && r >= 0 && r < (1 << 20)) return static_cast<int>(r);
+    }
+  }
+  return rank;
 }
 
 // Where GPUs are visible and --host is not given: whether `nranks` ranks fit
@@ -198,8 +214,12 @@ int RunLaunchedRank(const Options& o) {
   const int devices = o.host_memory ? 0 : base::ProbeCuda().device_count;
   const std::string required = GpuRequiredButUnused(o, devices, base::ProbeCuda().reason);
   if (!required.empty()) return UsageError(kProgram, required);
+  // Ranks on several hosts (as far as the launcher says) take their GPU by
+  // their rank on this host where the launcher gives it, and are counted
+  // against this host's GPUs by the communicator, not here.
+  const int local_rank = LocalRank(env->rank);
   if (devices > 0) {
-    const base::Status fits = CheckGpuUse(o, env->size, devices);
+    const base::Status fits = env->all_local ? CheckGpuUse(o, env->size, devices) : CheckGpuUse(o, 1, devices);
     if (!fits.ok()) return UsageError(kProgram, fits.message());
   }
   CsvFile csv;
@@ -213,7 +233,7 @@ int RunLaunchedRank(const Options& o) {
     std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, env->rank, id.status().message().c_str());
     return kExitFailure;
   }
-  const int device = devices > 0 ? RankDevice(env->rank, o.ranks_per_gpu, devices) : -1;
+  const int device = devices > 0 ? RankDevice(env->all_local ? env->rank : local_rank, o.ranks_per_gpu, devices) : -1;
   return RunRank(o, env->rank, env->size, *id, csv.get(), device, [&] { launch::ReleaseUniqueId(*env, "ringo-perf"); });
 }
 

@@ -218,14 +218,19 @@ TEST(Connector, GpuFifosAcrossHostsNeedCuda) {
 // published with release; the receiver finds slots by the tail alone and
 // releases them by the head. Over the network between hosts the proxy must
 // move exactly the slot's span.
-void KernelPost(const FifoLink& l, uint64_t k, const std::vector<uint8_t>& data, uint32_t shift) {
+bool KernelPost(const FifoLink& l, uint64_t k, const std::vector<uint8_t>& data, uint32_t shift) {
   FifoHeader* h = l.header;
-  while (k - h->head.value.load(std::memory_order_acquire) >= static_cast<uint64_t>(kSlots)) std::this_thread::yield();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (k - h->head.value.load(std::memory_order_acquire) >= static_cast<uint64_t>(kSlots)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
   char* slot = reinterpret_cast<char*>(h) + l.geometry.SlotOffset(static_cast<int>(k % kSlots));
   std::memcpy(slot + shift, data.data(), data.size());
   h->meta[k % kSlots].bytes = data.size() | (static_cast<uint64_t>(shift) << kSlotShiftBit);
   h->tail.value.store(k + 1, std::memory_order_release);
   WakeProxy(h);  // as the GPU engine does when it enqueues the kernel
+  return true;
 }
 
 std::string KernelTake(const FifoLink& l, uint64_t k, std::vector<uint8_t>* out, uint32_t* shift) {
@@ -263,13 +268,14 @@ TEST(Connector, KernelStyleSlotsCrossHosts) {
         errors[r] = "not a proxy FIFO of Simple slots";
         return;
       }
+      std::string send_error;
       std::thread sender([&] {
-        for (uint64_t k = 0; k < 40; ++k) {
+        for (uint64_t k = 0; k < 40 && send_error.empty(); ++k) {
           const uint32_t shift = static_cast<uint32_t>(k % 16);
           const size_t bytes = k == 5 ? 0 : (k * 37) % (kSlotBytes - 15);  // up to the slot less the shift
           std::vector<uint8_t> data(bytes);
           for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<uint8_t>(r * 7 + k + i);
-          KernelPost(out, k, data, shift);
+          if (!KernelPost(out, k, data, shift)) send_error = "slot " + std::to_string(k) + ": no room for 20 s";
         }
       });
       for (uint64_t k = 0; k < 40 && errors[r].empty(); ++k) {
@@ -287,6 +293,7 @@ TEST(Connector, KernelStyleSlotsCrossHosts) {
         }
       }
       sender.join();
+      if (errors[r].empty()) errors[r] = send_error;
       ranks[r].connector->Shutdown(/*drain=*/true, 5000);
     });
   }

@@ -256,7 +256,11 @@ bool Proxy::StepReceiver(Edge& e) {
     if (!done) break;
     SlotMeta meta;
     std::memcpy(&meta, e.Slot(e.finished) + kMetaOffset, sizeof(meta));
-    if (bytes < sizeof(meta) || SlotSpan(meta.bytes) != bytes - sizeof(meta) || SlotSpan(meta.bytes) > h->slot_bytes) {
+    // The size word: bytes, and (a kernel's) the shift; nothing above (an
+    // inline mark, say: the slot's data is here, not in its metadata).
+    const bool word_ok = (meta.bytes >> kSlotShiftBit) < 16;
+    if (bytes < sizeof(meta) || !word_ok || SlotSpan(meta.bytes) != bytes - sizeof(meta) ||
+        SlotSpan(meta.bytes) > h->slot_bytes) {
       const int peer = e.recv->peer().rank;
       const std::string msg = "rank " + std::to_string(options_.self_rank) + " channel " + std::to_string(e.channel) +
                               ": rank " + std::to_string(peer) + " sent message " + std::to_string(e.finished) +

@@ -239,11 +239,25 @@ def worker(args):
     def recv_any_size_mismatch():
         # Another size than the message's: gloo and ringo both raise on the
         # receiver (ringo keeps the message for a receive of the right size).
+        # Posted together with a good receive, only the bad one's Work fails;
+        # a receive by source reports its source too.
         if rank == 1:
             dist.send(torch.zeros(4), dst=0, tag=9)
+            dist.send(torch.ones(2), dst=0, tag=10)
         elif rank == 0:
             try:
                 dist.recv(torch.zeros(3), tag=9)
+            except RuntimeError as e:
+                assert "size" in str(e), str(e)
+            else:
+                raise AssertionError("a receive of another size was accepted")
+            good = torch.zeros(2)
+            w_good = dist.irecv(good, src=1, tag=10)
+            w_bad = dist.irecv(torch.zeros(5), tag=9)
+            w_good.wait()
+            assert torch.equal(good, torch.ones(2)) and w_good._source_rank() == 1
+            try:
+                w_bad.wait()
             except RuntimeError as e:
                 assert "size" in str(e), str(e)
             else:
