@@ -64,6 +64,7 @@ Status CudaEvent::Record(void*) { return NoCuda("cudaEventRecord"); }
 Status CudaEvent::Synchronize() { return Status(); }
 void CudaEvent::Reset() { event_ = nullptr; }
 
+StatusOr<GpuDirectAttrs> DeviceGpuDirect(int) { return NoCuda("cudaDeviceGetAttribute"); }
 StatusOr<std::unique_ptr<CudaEventSet>> CudaEventSet::Create(int, int) { return NoCuda("cudaEventCreate"); }
 CudaEventSet::~CudaEventSet() = default;
 Status CudaEventSet::Record(int, void*) { return NoCuda("cudaEventRecord"); }
@@ -317,6 +318,19 @@ void CudaEvent::Reset() {
   if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
   event_ = nullptr;
   recorded_ = false;
+}
+
+StatusOr<GpuDirectAttrs> DeviceGpuDirect(int device) {
+  GpuDirectAttrs a;
+  int v = 0;
+  RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&v, cudaDevAttrGPUDirectRDMASupported, device));
+  a.rdma = v != 0;
+  // The dma-buf attribute (the driver's CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
+  // 124): runtimes that do not know it say so, which reads as no.
+  v = 0;
+  if (cudaDeviceGetAttribute(&v, static_cast<cudaDeviceAttr>(124), device) == cudaSuccess) a.dmabuf = v != 0;
+  (void)cudaGetLastError();
+  return a;
 }
 
 StatusOr<std::unique_ptr<CudaEventSet>> CudaEventSet::Create(int device, int n) {

@@ -173,6 +173,14 @@ class CudaEvent {
   bool recorded_ = false;
 };
 
+// What a device says of GPUDirect RDMA: its support (cudaDevAttrGPUDirect-
+// RDMASupported) and whether its memory can be exported as a dma-buf.
+struct GpuDirectAttrs {
+  bool rdma = false;
+  bool dmabuf = false;
+};
+StatusOr<GpuDirectAttrs> DeviceGpuDirect(int device);
+
 // `n` timing CUDA events on one device, numbered 0..n-1 (the flight
 // recorder's: when GPU work started and finished on its stream).
 class CudaEventSet {

@@ -8,12 +8,14 @@
 // (AllocateEdgeFifo) and one layout for both, Simple slots only (no LL
 // slots: the proxy moves whole slots announced by the tail).
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 
 #include "base/cuda.h"
 #include "base/logging.h"
 #include "transport/connect/media.h"
+#include "transport/net/gpudirect.h"
 #include "transport/net/registry.h"
 
 namespace ringo::transport {
@@ -141,6 +143,13 @@ class NetMedium : public FifoMedium {
     RINGO_LOG(INFO) << "rank " << s.rank << ": the edge " << way << " rank " << pair.peer << " ("
                     << (pair.lane == kP2pLane ? std::string("point-to-point") : "channel " + std::to_string(pair.lane))
                     << ") takes " << net::NetKindName(kind) << why;
+    if (pair.gpu) {  // once per process: whether the NIC could have read the GPU itself
+      static std::once_flag reported;
+      std::call_once(reported, [&] {
+        RINGO_LOG(INFO) << "rank " << s.rank << ": GPUDirect RDMA "
+                        << net::JudgeGpuDirect(net::ProbeGpuDirect(s.device, kind == net::NetKind::kIb)).text;
+      });
+    }
     return net::ProcessNet(config_, kind, s.numa);
   }
 
