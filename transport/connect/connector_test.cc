@@ -15,6 +15,7 @@
 #include <numeric>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/config.h"
@@ -176,16 +177,22 @@ TEST(Connector, MismatchedGeometryFailsBothEnds) {
   EXPECT_EQ(st1.origin(), 0) << st1.ToString();
 }
 
-// GPU FIFOs where no GPU is usable: both ends fail at once, not at the timeout.
-TEST(Connector, GpuFifosWithoutAGpuFailPromptly) {
-  std::vector<Rank> ranks = MakeRanks(2, Layout::kProcesses, 20000);
-  const auto start = std::chrono::steady_clock::now();
+// Rank 0 sends to rank 1 on one GPU FIFO (lane 0); each end's outcome.
+std::pair<base::Status, base::Status> ConnectGpuPair(std::vector<Rank>& ranks) {
   base::Status st0, st1;
   std::thread t([&] {
     st1 = ranks[1].connector->Connect({}, {{0, 0}}, FifoGeometry{kSlotBytes, 0, 1024}, true, nullptr).status();
   });
   st0 = ranks[0].connector->Connect({{1, 0}}, {}, FifoGeometry{kSlotBytes, 0, 1024}, true, nullptr).status();
   t.join();
+  return {st0, st1};
+}
+
+// GPU FIFOs where no GPU is usable: both ends fail at once, not at the timeout.
+TEST(Connector, GpuFifosWithoutAGpuFailPromptly) {
+  std::vector<Rank> ranks = MakeRanks(2, Layout::kProcesses, 20000);
+  const auto start = std::chrono::steady_clock::now();
+  const auto [st0, st1] = ConnectGpuPair(ranks);
   EXPECT_FALSE(st0.ok());
   EXPECT_FALSE(st1.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
@@ -198,12 +205,7 @@ TEST(Connector, GpuFifosAcrossHostsNeedCuda) {
     std::vector<Rank> ranks = MakeRanks(2, Layout::kHosts, 20000, 0, device);
     EXPECT_EQ(ranks[0].connector->ChooseMedium(1, true), Medium::kNet);
     const auto start = std::chrono::steady_clock::now();
-    base::Status st0, st1;
-    std::thread t([&] {
-      st1 = ranks[1].connector->Connect({}, {{0, 0}}, FifoGeometry{kSlotBytes, 0, 1024}, true, nullptr).status();
-    });
-    st0 = ranks[0].connector->Connect({{1, 0}}, {}, FifoGeometry{kSlotBytes, 0, 1024}, true, nullptr).status();
-    t.join();
+    const auto [st0, st1] = ConnectGpuPair(ranks);
     EXPECT_FALSE(st0.ok());
     EXPECT_FALSE(st1.ok());
     const std::string why = st0.message() + " / " + st1.message();

@@ -60,6 +60,13 @@ StatusOr<EdgeFifo> AllocateEdgeFifo(uint64_t slot_bytes, int receiver_rank, int 
   return f;
 }
 
+// The device a pair's local FIFO is mapped into: -1 for host FIFOs.
+StatusOr<int> EdgeDevice(const PairContext& pair) {
+  if (!pair.gpu) return -1;
+  if (pair.spec->device < 0) return base::Internal(pair.where + ": a GPU FIFO, but this rank has no CUDA device");
+  return pair.spec->device;
+}
+
 struct NetOffer {
   uint32_t kind;  // net::NetKind, as the receiver chose it
   uint32_t reserved;
@@ -80,8 +87,7 @@ class NetMedium : public FifoMedium {
     net::ConnectOptions opts{pair.spec->rank, pair.peer, pair.spec->tag};
     ASSIGN_OR_RETURN(made->listener, network->Listen(Device(network, pair), opts, &o.handle));
     std::memcpy(offer->bytes, &o, sizeof(o));
-    if (pair.gpu && pair.spec->device < 0) return base::Internal(pair.where + ": a GPU FIFO, but this rank has no CUDA device");
-    made->device = pair.gpu ? pair.spec->device : -1;
+    ASSIGN_OR_RETURN(made->device, EdgeDevice(pair));
     ASSIGN_OR_RETURN(EdgeFifo fifo, AllocateEdgeFifo(pair.geometry.slot_bytes, pair.spec->rank, made->device));
     made->memory = fifo.memory;
     made->header = fifo.header;
@@ -105,8 +111,7 @@ class NetMedium : public FifoMedium {
     net::ConnectOptions opts{pair.spec->rank, pair.peer, pair.spec->tag};
     auto conn = network->Connect(Device(network, pair), o.handle, opts, pair.deadline);
     if (!conn.ok()) return conn.status().WithContext(pair.where);
-    if (pair.gpu && pair.spec->device < 0) return base::Internal(pair.where + ": a GPU FIFO, but this rank has no CUDA device");
-    const int device = pair.gpu ? pair.spec->device : -1;
+    ASSIGN_OR_RETURN(const int device, EdgeDevice(pair));
     ASSIGN_OR_RETURN(EdgeFifo fifo, AllocateEdgeFifo(pair.geometry.slot_bytes, pair.peer, device));
     static_cast<FifoHeader*>(fifo.memory->base())->receiver_process = ProcessId{};
     ASSIGN_OR_RETURN(net::Proxy * proxy, proxy_());
