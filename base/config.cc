@@ -71,6 +71,11 @@ const std::vector<EnvVarInfo>& Table() {
       {"RINGO_IB_RETRY_CNT", "int", "7", "Verbs QP retries (0 to 7) before a send fails."},
       {"RINGO_IB_QPS_PER_CONNECTION", "int", "1",
        "Queue pairs per verbs connection (1 to 16); a message is split across them."},
+      {"RINGO_NET_GPUDIRECT", "bool", "0",
+       "1: a GPU ring edge between hosts over verbs keeps its slots in device memory, which "
+       "the NIC reads and writes itself (GPUDirect RDMA through dma-buf or nvidia_peermem), "
+       "where both ends have every piece (said at INFO); 0: such edges stage through pinned "
+       "host memory."},
       {"RINGO_NET_STREAMS", "int", "2",
        "TCP streams per network connection; messages of 64 KiB and more are split across "
        "them."},
@@ -274,6 +279,7 @@ Config* Load() {
   bool_var("RINGO_STALL_ABORT", &config->stall_abort);
   int_var("RINGO_CONTROL_TIMEOUT_MS", &config->control_timeout_ms, 1);
   bool_var("RINGO_IB_DISABLE", &config->ib_disable);
+  bool_var("RINGO_NET_GPUDIRECT", &config->net_gpudirect);
   // CUDA's, not Ringo's: not validated (CUDA itself ignores a bad value).
   if (auto n = config->GetInt("CUDA_DEVICE_MAX_CONNECTIONS")) {
     config->cuda_device_max_connections = *n >= 1 ? *n : 0;

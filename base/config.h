@@ -50,6 +50,7 @@ struct Config {
   std::string net;                       // RINGO_NET: "", "auto", "socket" or "ib"
   int64_t net_streams = 2;               // RINGO_NET_STREAMS
   bool ib_disable = false;               // RINGO_IB_DISABLE
+  bool net_gpudirect = false;            // RINGO_NET_GPUDIRECT
   std::string ib_hca;                    // RINGO_IB_HCA
   int64_t ib_gid_index = -1;             // RINGO_IB_GID_INDEX (-1: RoCE v2 IPv4-mapped)
   int64_t ib_timeout = 18;               // RINGO_IB_TIMEOUT

@@ -1,5 +1,7 @@
 #include "base/cuda.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <string>
 #include <utility>
@@ -65,6 +67,8 @@ Status CudaEvent::Synchronize() { return Status(); }
 void CudaEvent::Reset() { event_ = nullptr; }
 
 StatusOr<GpuDirectAttrs> DeviceGpuDirect(int) { return NoCuda("cudaDeviceGetAttribute"); }
+StatusOr<DmaBuf> ExportDmaBuf(const void*, size_t) { return NoCuda("cuMemGetHandleForAddressRange"); }
+Status FlushGpuDirectWrites(int) { return NoCuda("cudaDeviceFlushGPUDirectRDMAWrites"); }
 StatusOr<std::unique_ptr<CudaEventSet>> CudaEventSet::Create(int, int) { return NoCuda("cudaEventCreate"); }
 CudaEventSet::~CudaEventSet() = default;
 Status CudaEventSet::Record(int, void*) { return NoCuda("cudaEventRecord"); }
@@ -331,6 +335,42 @@ StatusOr<GpuDirectAttrs> DeviceGpuDirect(int device) {
   if (cudaDeviceGetAttribute(&v, static_cast<cudaDeviceAttr>(124), device) == cudaSuccess) a.dmabuf = v != 0;
   (void)cudaGetLastError();
   return a;
+}
+
+StatusOr<DmaBuf> ExportDmaBuf(const void* ptr, size_t bytes) {
+  // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD (1) of cuMemGetHandleForAddressRange (CUDA 11.7).
+  using GetHandleFn = int (*)(void* handle, unsigned long long dptr, size_t size, int type,
+                              unsigned long long flags);
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", &fn, 11070, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || fn == nullptr) {
+    (void)cudaGetLastError();
+    return InvalidUsage("cuMemGetHandleForAddressRange: this CUDA driver does not export device memory as a dma-buf");
+  }
+  const long page_size = ::sysconf(_SC_PAGESIZE);
+  const size_t page = page_size > 0 ? static_cast<size_t>(page_size) : 4096;
+  const auto start = reinterpret_cast<uintptr_t>(ptr);
+  const uintptr_t first = start / page * page;
+  const uintptr_t end = (start + bytes + page - 1) / page * page;
+  DmaBuf d;
+  d.offset = start - first;
+  d.length = end - first;
+  const int rc = reinterpret_cast<GetHandleFn>(fn)(&d.fd, first, d.length, 1, 0);
+  if (rc != 0) {
+    return Status(Code::kCudaError, "cuMemGetHandleForAddressRange of " + std::to_string(d.length) +
+                                        " bytes of device memory failed at " + __FILE__ + ":" +
+                                        std::to_string(__LINE__) + ": CUDA driver error " + std::to_string(rc));
+  }
+  return d;
+}
+
+Status FlushGpuDirectWrites(int device) {
+  ASSIGN_OR_RETURN(ScopedDevice scope, ScopedDevice::Enter(device));
+  RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
+                                                                cudaFlushGPUDirectRDMAWritesToOwner));
+  return Status();
 }
 
 StatusOr<std::unique_ptr<CudaEventSet>> CudaEventSet::Create(int device, int n) {

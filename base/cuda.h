@@ -181,6 +181,27 @@ struct GpuDirectAttrs {
 };
 StatusOr<GpuDirectAttrs> DeviceGpuDirect(int device);
 
+// Device memory exported for a NIC (GPUDirect RDMA through dma-buf): a file
+// descriptor of the pages holding [ptr, ptr + bytes) and where ptr lies in
+// them (cuMemGetHandleForAddressRange, reached through the runtime's driver
+// entry points so that nothing links libcuda). The caller owns `fd` (close it
+// once the NIC registered it). `ptr` must come from one allocation whose
+// pages cover the range rounded out to the host page size (DeviceMalloc of a
+// multiple of 2 MiB does).
+struct DmaBuf {
+  int fd = -1;
+  size_t offset = 0;  // of ptr within the exported range
+  size_t length = 0;  // of the exported range
+};
+StatusOr<DmaBuf> ExportDmaBuf(const void* ptr, size_t bytes);
+
+// Makes the NIC's writes into `device`'s memory that completed before this
+// call visible to the kernels that run after it reads a flag
+// (cudaDeviceFlushGPUDirectRDMAWrites, to the owner): what a proxy calls
+// between a receive into device memory and publishing it. Blocking; sets and
+// restores the calling thread's current device.
+Status FlushGpuDirectWrites(int device);
+
 // `n` timing CUDA events on one device, numbered 0..n-1 (the flight
 // recorder's: when GPU work started and finished on its stream).
 class CudaEventSet {

@@ -21,6 +21,7 @@
 #include "kernels/host_isa.h"
 #include "transport/bootstrap/mesh.h"
 #include "transport/connect/peer_info.h"
+#include "transport/net/gpudirect.h"
 #include "transport/net/registry.h"
 #include "transport/shm/board.h"
 
@@ -321,10 +322,28 @@ Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agr
   spec.proxy_yield_count = setup->host.yield_count;
   if (any_net) {
     // Each network pair's transport: verbs where both ends have a port on
-    // one fabric, sockets otherwise; every rank learns every rank's fabric.
-    const uint64_t fabric = transport::net::VerbsFabric(config_, spec.numa);
+    // one fabric, sockets otherwise; and, for GPU ranks across hosts, whether
+    // the rank offers GPUDirect RDMA (its verdict said once at INFO). Every
+    // rank learns every rank's record, so both ends of an edge decide alike.
+    struct NetRecord {
+      uint64_t fabric;
+      uint64_t gpudirect;
+    };
+    NetRecord mine{transport::net::VerbsFabric(config_, spec.numa), 0};
+    if (agreed.gpu_hosts) {
+      const transport::net::GpuDirectVerdict verdict = transport::net::JudgeGpuDirect(
+          transport::net::ProbeGpuDirect(device_, mine.fabric != 0), config_.net_gpudirect);
+      RINGO_LOG(INFO) << "rank " << rank_ << ": GPUDirect RDMA " << verdict.text;
+      mine.gpudirect = verdict.used ? 1 : 0;
+    }
+    std::vector<NetRecord> records(nranks_);
+    RETURN_IF_ERROR(exchange.AllGather(&mine, sizeof(mine), records.data()));
     spec.fabrics.resize(nranks_);
-    RETURN_IF_ERROR(exchange.AllGather(&fabric, sizeof(fabric), spec.fabrics.data()));
+    spec.gpudirect.resize(nranks_);
+    for (int r = 0; r < nranks_; ++r) {
+      spec.fabrics[r] = records[r].fabric;
+      spec.gpudirect[r] = records[r].gpudirect != 0 ? 1 : 0;
+    }
   }
   connector_ = std::make_unique<transport::Connector>(exchange_.get(), std::move(spec), config_);
   setup->exchange = &exchange;

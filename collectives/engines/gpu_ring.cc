@@ -31,7 +31,9 @@ DeviceGeometry SimpleAcrossHosts(const EngineSetup& setup) {
 
 // How an edge's FIFO is held, for the log.
 std::string EdgeMemory(const transport::FifoLink& l) {
-  if (l.medium == transport::Medium::kNet) return "pinned host memory over the network";
+  if (l.medium == transport::Medium::kNet) {
+    return l.slots != nullptr ? "GPU memory over verbs (GPUDirect RDMA)" : "pinned host memory over the network";
+  }
   return transport::MediumName(l.medium);
 }
 
@@ -72,8 +74,8 @@ StatusOr<std::unique_ptr<GpuRing>> GpuRing::Connect(const EngineSetup& setup, st
   for (int c = 0; c < nch; ++c) {
     const transport::FifoLink& out = ring->links_[c];
     const transport::FifoLink& in = ring->links_[nch + c];
-    ring->channels_[c].send = kernels::gpu::DeviceFifoAt(out.header, out.geometry, false, next);
-    ring->channels_[c].recv = kernels::gpu::DeviceFifoAt(in.header, in.geometry, true, prev);
+    ring->channels_[c].send = kernels::gpu::DeviceFifoAt(out.header, out.geometry, false, next, nullptr, out.slots);
+    ring->channels_[c].recv = kernels::gpu::DeviceFifoAt(in.header, in.geometry, true, prev, nullptr, in.slots);
     ring->abort_words_.push_back(OwnAbortWord(out));
     ring->abort_words_.push_back(OwnAbortWord(in));
     for (const transport::FifoLink* l : {&out, &in}) {

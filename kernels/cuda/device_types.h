@@ -72,8 +72,10 @@ struct DeviceFifo {
 // `receiving`: this end is the receiver (it polls the sender's abort word).
 // `abort_word`, where given, replaces the peer's abort word (rings of one
 // process share a flag in mapped host memory per edge instead).
+// `slots_apart`, where given, is where slot 0's prefix is instead of after
+// the header (FifoLink::slots: a GPUDirect edge's slots in device memory).
 DeviceFifo DeviceFifoAt(void* header, const transport::FifoGeometry& geometry, bool receiving, int peer_rank,
-                        const uint32_t* abort_word = nullptr);
+                        const uint32_t* abort_word = nullptr, void* slots_apart = nullptr);
 
 // A channel as one rank sees it: the connector from its ring predecessor and
 // the connector to its ring successor.

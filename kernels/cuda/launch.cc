@@ -246,11 +246,12 @@ int64_t MaxSliceBytes(const DeviceFifo& fifo, Proto proto) {
 }
 
 DeviceFifo DeviceFifoAt(void* header, const transport::FifoGeometry& geometry, bool receiving, int peer_rank,
-                        const uint32_t* abort_word) {
+                        const uint32_t* abort_word, void* slots_apart) {
   using transport::FifoHeader;
   char* base = static_cast<char*>(header);
   DeviceFifo f;
-  f.slots = base + geometry.SlotOffset(0);
+  f.slots = slots_apart != nullptr ? static_cast<char*>(slots_apart) + geometry.slot_prefix
+                                   : base + geometry.SlotOffset(0);
   f.slot_bytes = geometry.slot_bytes;
   f.slot_stride = geometry.stride();
   f.tail = reinterpret_cast<uint64_t*>(base + offsetof(FifoHeader, tail));

@@ -86,6 +86,13 @@ struct Edge {
   uint64_t sent = 0, received = 0;  // slots, for the life of the links
 };
 
+// Slot k's data, where the kernels' DeviceFifo says (DeviceFifoAt): after
+// the header, or in the slots kept apart (GPUDirect's layout).
+char* SlotData(const transport::FifoLink& l, uint64_t k) {
+  const DeviceFifo f = DeviceFifoAt(l.header, l.geometry, !l.sending, l.peer, nullptr, l.slots);
+  return static_cast<char*>(f.slots) + (k % transport::kSlots) * f.slot_stride;
+}
+
 // A kernel's post of a Simple slot (primitives.cuh): the data at its shift,
 // the size word, the tail (release).
 bool FifoPost(Edge* e, const Message& m) {
@@ -96,7 +103,7 @@ bool FifoPost(Edge* e, const Message& m) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::yield();
   }
-  char* slot = reinterpret_cast<char*>(h) + e->send.geometry.SlotOffset(static_cast<int>(k % transport::kSlots));
+  char* slot = SlotData(e->send, k);
   if (m.bytes > 0) std::memcpy(slot + m.shift, const_cast<Message&>(m).data(), m.bytes);
   h->meta[k % transport::kSlots].bytes = EncodeSlotSize(m.bytes, m.shift);
   h->tail.value.store(k + 1, std::memory_order_release);
@@ -117,7 +124,7 @@ bool FifoTake(Edge* e, Message* m) {
   }
   const uint64_t word = h->meta[k % transport::kSlots].bytes;
   *m = MakeMessage(SlotSizeBytes(word), SlotSizeShift(word));
-  const char* slot = reinterpret_cast<const char*>(h) + e->recv.geometry.SlotOffset(static_cast<int>(k % transport::kSlots));
+  const char* slot = SlotData(e->recv, k);
   if (m->bytes > 0) std::memcpy(m->data(), slot + m->shift, m->bytes);
   h->head.value.store(k + 1, std::memory_order_release);
   transport::WakeProxy(h);
@@ -441,7 +448,10 @@ TEST(RingLoopHost, UnalignedBuffersTakeTheVectorPath) {
 // edge out of channel c is edges[c * n + r], connected to rank r + 1.
 class NetRing {
  public:
-  NetRing(int n, int channels, uint64_t slot_bytes) : n_(n), edges_(static_cast<size_t>(n) * channels) {
+  // `gpudirect`: every rank offers GPUDirect, so each edge keeps its slots
+  // apart (process memory standing in for the device's).
+  NetRing(int n, int channels, uint64_t slot_bytes, bool gpudirect = false)
+      : n_(n), edges_(static_cast<size_t>(n) * channels) {
     auto fabric = std::make_shared<transport::LocalFabric>(n);
     std::vector<int> members(n);
     for (int r = 0; r < n; ++r) members[r] = r;
@@ -459,6 +469,8 @@ class NetRing {
       spec.tag = 0x6e657472696e67;
       spec.peers = peers;
       spec.timeout_ms = 20000;
+      if (gpudirect) spec.gpudirect.assign(n, 1);
+      spec.gpudirect_host_stand_in = gpudirect;
       exchanges_.push_back(std::make_unique<transport::FabricExchange>(transport::LocalFabric::View(fabric, r), 0,
                                                                        members, 20000));
       connectors_.push_back(
@@ -485,6 +497,7 @@ class NetRing {
           out.send = (*links)[c];
           in.recv = (*links)[channels + c];
           if (out.send.medium != transport::Medium::kNet) errors_[r] = "not a network edge";
+          if ((out.send.slots != nullptr) != gpudirect) errors_[r] = "slots apart: not as offered";
         }
       });
     }
@@ -514,17 +527,17 @@ class NetRing {
 // Every collective, datatype and operator through the proxy between three
 // hosts, two channels, slots of 1 KiB (most calls take many steps, the
 // FIFOs fill), buffers off 16-byte alignment (shifts 4, 8, 12).
-TEST(RingLoopOverNetwork, EveryCollectiveDatatypeOp) {
+void RunOverNetwork(bool gpudirect) {
   constexpr int kRanks = 3, kChannels = 2;
   constexpr int64_t kSlice = 1024;
-  NetRing ring(kRanks, kChannels, kSlice + kSlotShiftPad);
+  NetRing ring(kRanks, kChannels, kSlice + kSlotShiftPad, gpudirect);
   ASSERT_EQ(ring.error(), "");
   g_net_edges = &ring.edges();
   const Coll colls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce};
   for (Coll coll : colls) {
     const bool reduces = coll == Coll::kAllReduce || coll == Coll::kReduceScatter || coll == Coll::kReduce;
-    for (int d = 0; d < base::kNumDataTypes && !HasFatalFailure(); ++d) {
-      for (int o = 0; o < (reduces ? base::kNumRedOps : 1) && !HasFatalFailure(); ++o) {
+    for (int d = 0; d < base::kNumDataTypes && !::testing::Test::HasFatalFailure(); ++d) {
+      for (int o = 0; o < (reduces ? base::kNumRedOps : 1) && !::testing::Test::HasFatalFailure(); ++o) {
         const auto dtype = static_cast<DataType>(d);
         const auto op = static_cast<RedOp>(o);
         RunAny(Case{coll, dtype, op, kRanks, kChannels, 1, kSlice, 0, false});
@@ -534,6 +547,12 @@ TEST(RingLoopOverNetwork, EveryCollectiveDatatypeOp) {
   }
   g_net_edges = nullptr;
 }
+
+TEST(RingLoopOverNetwork, EveryCollectiveDatatypeOp) { RunOverNetwork(false); }
+
+// The same with every edge's slots apart from its header (GPUDirect's
+// layout and wire: each slot as its metadata and then its data).
+TEST(RingLoopOverNetwork, SlotsApartEveryCollectiveDatatypeOp) { RunOverNetwork(true); }
 
 // ReduceCopy alone: every alignment combination of sources and destinations,
 // against the element function, including in place.

@@ -70,6 +70,11 @@ struct FifoLink {
   // a device address (never dereferenced on the host).
   FifoHeader* header = nullptr;
   FifoGeometry geometry;
+  // Where Simple slot 0's prefix is when the slots are kept apart from the
+  // header (slot i's data at slots + i * stride + slot_prefix): the device
+  // memory of a GPUDirect edge between hosts (net/gpudirect.h), addressed as
+  // the header is. Null: the slots follow the header (fifo_layout.h).
+  void* slots = nullptr;
   int device = -1;  // GPU FIFOs: the device the memory is on, as this process numbers it (-1: not visible)
 };
 
@@ -93,6 +98,14 @@ struct ConnectorSpec {
   // Every rank's verbs fabric (net::VerbsFabric; 0: none): a network pair
   // takes the transport net::ChooseNet picks for its two ends. Empty: sockets.
   std::vector<uint64_t> fabrics;
+  // Every rank's GPUDirect offer (1: it offers it, net::JudgeGpuDirect's
+  // `used`): a GPU edge over verbs between two ranks that offer it keeps its
+  // slots in device memory (net::EdgeSlotsApart). Empty: nobody offers it.
+  std::vector<uint8_t> gpudirect;
+  // Tests: host FIFOs between ranks that both offer GPUDirect keep their
+  // slots apart too, in process memory standing in for the device's (the
+  // GPUDirect wire and layout without a GPU; net::EdgeSlotsApart).
+  bool gpudirect_host_stand_in = false;
   int numa = -1;  // this rank's NUMA node, for the verbs port's order
   int device = -1;  // this rank's CUDA device, for GPU FIFOs
   int64_t timeout_ms = 300000;

@@ -43,7 +43,9 @@ struct Rank {
   std::unique_ptr<Connector> connector;
 };
 
-std::vector<Rank> MakeRanks(int n, Layout layout, int64_t timeout_ms = 20000, uint64_t tag = 0, int device = -1) {
+// `gpudirect`: every rank's GPUDirect offer (empty: none).
+std::vector<Rank> MakeRanks(int n, Layout layout, int64_t timeout_ms = 20000, uint64_t tag = 0, int device = -1,
+                            std::vector<uint8_t> gpudirect = {}) {
   static std::atomic<uint64_t> tags{0x5eed0000};
   if (tag == 0) tag = ++tags;
   auto fabric = std::make_shared<LocalFabric>(n);
@@ -61,6 +63,8 @@ std::vector<Rank> MakeRanks(int n, Layout layout, int64_t timeout_ms = 20000, ui
     }
     spec.timeout_ms = timeout_ms;
     spec.device = device;
+    spec.gpudirect = gpudirect;
+    spec.gpudirect_host_stand_in = !gpudirect.empty();
     spec.proxy_spin_count = 100;
     spec.proxy_yield_count = 100;
     ranks[r].exchange =
@@ -79,10 +83,12 @@ WaitContext Wait(int rank) {
 
 // Each rank sends `count` slots of its rank and lane to its successor on
 // every lane of a ring, and checks what its predecessor sent.
-void RingRoundTrip(Layout layout, Medium expect) {
+// `gpudirect`: the ranks' offers (host FIFOs with slots apart, the test
+// stand-in of GPUDirect edges).
+void RingRoundTrip(Layout layout, Medium expect, std::vector<uint8_t> gpudirect = {}) {
   const int n = 3;
   const int lanes = 2;
-  std::vector<Rank> ranks = MakeRanks(n, layout);
+  std::vector<Rank> ranks = MakeRanks(n, layout, 20000, 0, -1, gpudirect);
   std::vector<std::string> errors(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
@@ -101,6 +107,7 @@ void RingRoundTrip(Layout layout, Medium expect) {
       }
       for (const FifoLink& l : *links) {
         if (l.medium != expect) errors[r] = std::string("medium ") + MediumName(l.medium);
+        if ((l.slots != nullptr) != !gpudirect.empty()) errors[r] = "slots apart: not as offered";
       }
       for (int c = 0; c < lanes && errors[r].empty(); ++c) {
         auto send = MakeSendEnd((*links)[c], r);
@@ -138,6 +145,9 @@ TEST(Connector, ThreadsShareProcessMemory) { RingRoundTrip(Layout::kThreads, Med
 TEST(Connector, ProcessesShareMemory) { RingRoundTrip(Layout::kProcesses, Medium::kShm); }
 TEST(Connector, ProcessesWithoutSharedMemoryTakeTheNetwork) { RingRoundTrip(Layout::kDomains, Medium::kNet); }
 TEST(Connector, HostsTakeTheNetwork) { RingRoundTrip(Layout::kHosts, Medium::kNet); }
+// Host ends over FIFOs whose slots are apart from their headers (as a
+// GPUDirect edge's are), metadata and data going as two messages.
+TEST(Connector, HostEndsWorkOnSlotsApart) { RingRoundTrip(Layout::kHosts, Medium::kNet, {1, 1, 1}); }
 
 TEST(Connector, ChoosesTheSameMediumOnBothEnds) {
   for (Layout layout : {Layout::kThreads, Layout::kProcesses, Layout::kDomains, Layout::kHosts}) {
@@ -220,6 +230,13 @@ TEST(Connector, GpuFifosAcrossHostsNeedCuda) {
 // published with release; the receiver finds slots by the tail alone and
 // releases them by the head. Over the network between hosts the proxy must
 // move exactly the slot's span.
+// Slot k's data: after the header, or where the slots are kept apart.
+char* SlotData(const FifoLink& l, uint64_t k) {
+  const int i = static_cast<int>(k % kSlots);
+  if (l.slots != nullptr) return static_cast<char*>(l.slots) + i * l.geometry.stride() + l.geometry.slot_prefix;
+  return reinterpret_cast<char*>(l.header) + l.geometry.SlotOffset(i);
+}
+
 bool KernelPost(const FifoLink& l, uint64_t k, const std::vector<uint8_t>& data, uint32_t shift) {
   FifoHeader* h = l.header;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -227,7 +244,7 @@ bool KernelPost(const FifoLink& l, uint64_t k, const std::vector<uint8_t>& data,
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::yield();
   }
-  char* slot = reinterpret_cast<char*>(h) + l.geometry.SlotOffset(static_cast<int>(k % kSlots));
+  char* slot = SlotData(l, k);
   std::memcpy(slot + shift, data.data(), data.size());
   h->meta[k % kSlots].bytes = data.size() | (static_cast<uint64_t>(shift) << kSlotShiftBit);
   h->tail.value.store(k + 1, std::memory_order_release);
@@ -245,15 +262,19 @@ std::string KernelTake(const FifoLink& l, uint64_t k, std::vector<uint8_t>* out,
   const uint64_t word = h->meta[k % kSlots].bytes;
   const size_t n = word & ((uint64_t{1} << kSlotShiftBit) - 1);
   *shift = static_cast<uint32_t>(word >> kSlotShiftBit) & 15u;
-  const char* slot = reinterpret_cast<const char*>(h) + l.geometry.SlotOffset(static_cast<int>(k % kSlots));
+  const char* slot = SlotData(l, k);
   out->assign(slot + *shift, slot + *shift + n);
   h->head.value.store(k + 1, std::memory_order_release);
   return "";
 }
 
-TEST(Connector, KernelStyleSlotsCrossHosts) {
+// Three hosts in a ring, kernel-style slots on every edge; with `offers`,
+// the edges whose two ends offer GPUDirect keep their slots apart (the
+// layout of device slots, in process memory here) and go as metadata and
+// data messages, the others as one.
+void KernelStyleRing(std::vector<uint8_t> offers) {
   const int n = 3;
-  std::vector<Rank> ranks = MakeRanks(n, Layout::kHosts);
+  std::vector<Rank> ranks = MakeRanks(n, Layout::kHosts, 20000, 0, -1, offers);
   std::vector<std::string> errors(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
@@ -268,6 +289,12 @@ TEST(Connector, KernelStyleSlotsCrossHosts) {
       const FifoLink& in = (*links)[1];
       if (out.medium != Medium::kNet || out.geometry.slot_prefix == 0 || out.geometry.ll_slot_bytes != 0) {
         errors[r] = "not a proxy FIFO of Simple slots";
+        return;
+      }
+      auto offered = [&](int q) { return !offers.empty() && offers[q] != 0; };
+      if ((out.slots != nullptr) != (offered(r) && offered(next)) ||
+          (in.slots != nullptr) != (offered(r) && offered(prev))) {
+        errors[r] = "slots apart where both ends do not offer GPUDirect, or not apart where they do";
         return;
       }
       std::string send_error;
@@ -302,6 +329,12 @@ TEST(Connector, KernelStyleSlotsCrossHosts) {
   for (auto& t : threads) t.join();
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
+
+TEST(Connector, KernelStyleSlotsCrossHosts) { KernelStyleRing({}); }
+
+// Ranks 0 and 1 offer GPUDirect, rank 2 does not: the edge 0 -> 1 keeps its
+// slots apart on both sides, 1 -> 2 and 2 -> 0 stage as before; one ring.
+TEST(Connector, KernelStyleSlotsApartWhereBothEndsOfferGpuDirect) { KernelStyleRing({1, 1, 0}); }
 
 // Memory domains among threads of one process: one domain.
 TEST(Connector, MemoryDomainsOfOneProcess) {

@@ -50,6 +50,7 @@ struct PairContext {
 struct Made {
   std::shared_ptr<FifoMemory> memory;
   FifoHeader* header = nullptr;
+  void* slots = nullptr;  // the Simple slots apart from the header (GPUDirect), as FifoLink's
   int device = -1;
   std::string name;  // what Settle releases (a segment's name, a registry key)
   std::unique_ptr<net::Listener> listener;

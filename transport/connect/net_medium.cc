@@ -7,11 +7,12 @@
 // mapping's device address and the proxy at the host one: one allocator
 // (AllocateEdgeFifo) and one layout for both, Simple slots only (no LL
 // slots: the proxy moves whole slots announced by the tail).
+#include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <utility>
 
+#include "base/check.h"
 #include "base/cuda.h"
 #include "base/logging.h"
 #include "transport/connect/media.h"
@@ -24,38 +25,95 @@ namespace {
 using base::Status;
 using base::StatusOr;
 
-// Pinned host memory mapped into a GPU, formatted as a FIFO.
+// Pinned host memory mapped into a GPU, formatted as a FIFO; with GPUDirect,
+// its Simple slots apart in the GPU's memory, which the NIC reads and
+// writes (the header stays in pinned memory: the proxy reads and writes
+// the counters and the metadata).
 class PinnedFifoMemory : public FifoMemory {
  public:
-  explicit PinnedFifoMemory(base::MappedHostMemory memory) : memory_(std::move(memory)) {}
+  PinnedFifoMemory(base::MappedHostMemory memory, int device, void* slots)
+      : memory_(std::move(memory)), device_(device), slots_(slots) {}
+  ~PinnedFifoMemory() override {
+    if (slots_ == nullptr) return;
+    if (auto scope = base::ScopedDevice::Enter(device_); scope.ok()) (void)base::DeviceFree(slots_);
+  }
   void* base() override { return memory_.host(); }
   void* device_base() const { return memory_.device(); }
+  char* slots_apart() override { return static_cast<char*>(slots_); }
+  bool slots_on_device() const override { return slots_ != nullptr; }
+  Status AfterNetworkWrite() override { return base::FlushGpuDirectWrites(device_); }
 
  private:
   base::MappedHostMemory memory_;
+  int device_;
+  void* slots_;  // device memory; null: the slots follow the header
 };
 
-// The local FIFO of a network edge and the address its executor uses.
+// A host FIFO with its slots apart (the layout of a GPUDirect edge, in
+// process memory: EdgeSlotsApart's host case).
+class ApartProcessFifoMemory : public FifoMemory {
+ public:
+  ApartProcessFifoMemory(const FifoGeometry& geometry, int receiver_rank)
+      : header_(std::aligned_alloc(4096, kFifoDataOffset)),
+        slots_(std::aligned_alloc(4096, RoundUp(kSlots * geometry.stride(), 4096))) {
+    RINGO_CHECK(header_ != nullptr && slots_ != nullptr, "out of memory allocating a FIFO");
+    std::memset(header_, 0, kFifoDataOffset);
+    std::memset(slots_, 0, kSlots * geometry.stride());
+    FormatFifoHeader(static_cast<FifoHeader*>(header_), geometry, receiver_rank, SelfProcessId());
+  }
+  ~ApartProcessFifoMemory() override {
+    std::free(header_);
+    std::free(slots_);
+  }
+  void* base() override { return header_; }
+  char* slots_apart() override { return static_cast<char*>(slots_); }
+
+ private:
+  static size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
+  void* header_;
+  void* slots_;
+};
+
+// The local FIFO of a network edge and the addresses its executor uses.
 struct EdgeFifo {
   std::shared_ptr<FifoMemory> memory;
   FifoHeader* header = nullptr;  // as the executor addresses it: host, or (GPU) device
+  void* slots = nullptr;         // the slots apart (device memory for GPUs), null: after the header
 };
 
+// Device slots: whole 2 MiB pages, so that a dma-buf export of them stays
+// inside the allocation.
+constexpr size_t kDevicePage = size_t{2} << 20;
+
 // `device` -1: plain process memory; else pinned host memory mapped into
-// that CUDA device. The same layout either way.
-StatusOr<EdgeFifo> AllocateEdgeFifo(uint64_t slot_bytes, int receiver_rank, int device) {
+// that CUDA device. The same layout either way; `apart`: the Simple slots
+// apart from the header (in the device's memory for a GPU).
+StatusOr<EdgeFifo> AllocateEdgeFifo(uint64_t slot_bytes, int receiver_rank, int device, bool apart) {
   EdgeFifo f;
+  const FifoGeometry geometry{slot_bytes, net::kProxySlotPrefix, 0};
   if (device < 0) {
-    f.memory = AllocateProcessFifo(slot_bytes, receiver_rank, net::kProxySlotPrefix);
+    if (apart) {
+      auto memory = std::make_shared<ApartProcessFifoMemory>(geometry, receiver_rank);
+      f.slots = memory->slots_apart();
+      f.memory = std::move(memory);
+    } else {
+      f.memory = AllocateProcessFifo(slot_bytes, receiver_rank, net::kProxySlotPrefix);
+    }
     f.header = static_cast<FifoHeader*>(f.memory->base());
     return f;
   }
   ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device));
   ASSIGN_OR_RETURN(base::MappedHostMemory pinned,
-                   base::MappedHostMemory::Allocate(FifoBytes(slot_bytes, net::kProxySlotPrefix)));
-  auto memory = std::make_shared<PinnedFifoMemory>(std::move(pinned));
-  InitFifo(memory->base(), slot_bytes, receiver_rank, SelfProcessId(), net::kProxySlotPrefix);
+                   base::MappedHostMemory::Allocate(apart ? kFifoDataOffset : geometry.Bytes()));
+  void* slots = nullptr;
+  if (apart) {
+    const size_t bytes = (kSlots * geometry.stride() + kDevicePage - 1) / kDevicePage * kDevicePage;
+    ASSIGN_OR_RETURN(slots, base::DeviceMalloc(bytes));
+  }
+  auto memory = std::make_shared<PinnedFifoMemory>(std::move(pinned), device, slots);
+  FormatFifoHeader(static_cast<FifoHeader*>(memory->base()), geometry, receiver_rank, SelfProcessId());
   f.header = static_cast<FifoHeader*>(memory->device_base());
+  f.slots = slots;
   f.memory = std::move(memory);
   return f;
 }
@@ -82,15 +140,18 @@ class NetMedium : public FifoMedium {
   Medium kind() const override { return Medium::kNet; }
 
   Status Create(const PairContext& pair, Made* made, OfferBlob* offer) override {
-    ASSIGN_OR_RETURN(net::Net * network, PairNet(pair, "from"));
+    net::NetKind kind;
+    ASSIGN_OR_RETURN(net::Net * network, PairNet(pair, "from", &kind));
     NetOffer o{};
     net::ConnectOptions opts{pair.spec->rank, pair.peer, pair.spec->tag};
     ASSIGN_OR_RETURN(made->listener, network->Listen(Device(network, pair), opts, &o.handle));
     std::memcpy(offer->bytes, &o, sizeof(o));
     ASSIGN_OR_RETURN(made->device, EdgeDevice(pair));
-    ASSIGN_OR_RETURN(EdgeFifo fifo, AllocateEdgeFifo(pair.geometry.slot_bytes, pair.spec->rank, made->device));
+    ASSIGN_OR_RETURN(EdgeFifo fifo, AllocateEdgeFifo(pair.geometry.slot_bytes, pair.spec->rank, made->device,
+                                                     SlotsApart(pair, kind)));
     made->memory = fifo.memory;
     made->header = fifo.header;
+    made->slots = fifo.slots;
     auto* host = static_cast<FifoHeader*>(made->memory->base());
     host->sender_rank = pair.peer;            // the remote sender, as the executor names it
     host->sender_process = ProcessId{};       // not on this host: its death shows on the connection
@@ -107,12 +168,14 @@ class NetMedium : public FifoMedium {
   StatusOr<FifoLink> Open(const PairContext& pair, const OfferBlob& offer) override {
     NetOffer o;
     std::memcpy(&o, offer.bytes, sizeof(o));
-    ASSIGN_OR_RETURN(net::Net * network, PairNet(pair, "to"));
+    net::NetKind kind;
+    ASSIGN_OR_RETURN(net::Net * network, PairNet(pair, "to", &kind));
     net::ConnectOptions opts{pair.spec->rank, pair.peer, pair.spec->tag};
     auto conn = network->Connect(Device(network, pair), o.handle, opts, pair.deadline);
     if (!conn.ok()) return conn.status().WithContext(pair.where);
     ASSIGN_OR_RETURN(const int device, EdgeDevice(pair));
-    ASSIGN_OR_RETURN(EdgeFifo fifo, AllocateEdgeFifo(pair.geometry.slot_bytes, pair.peer, device));
+    ASSIGN_OR_RETURN(EdgeFifo fifo,
+                     AllocateEdgeFifo(pair.geometry.slot_bytes, pair.peer, device, SlotsApart(pair, kind)));
     static_cast<FifoHeader*>(fifo.memory->base())->receiver_process = ProcessId{};
     ASSIGN_OR_RETURN(net::Proxy * proxy, proxy_());
     RETURN_IF_ERROR(
@@ -127,14 +190,14 @@ class NetMedium : public FifoMedium {
     ASSIGN_OR_RETURN(net::Proxy * proxy, proxy_());
     RETURN_IF_ERROR(
         proxy->AddReceiver(made->memory, std::move(made->accepted), pair.lane, pair.gpu).WithContext(pair.where));
-    return Link(pair, false, EdgeFifo{made->memory, made->header}, made->device);
+    return Link(pair, false, EdgeFifo{made->memory, made->header, made->slots}, made->device);
   }
 
  private:
   // The transport both ends pick for the pair: verbs where both have a port
   // on one fabric, sockets otherwise.
   // `way`: "from" on the receiving end, "to" on the sending one (the log).
-  StatusOr<net::Net*> PairNet(const PairContext& pair, const char* way) const {
+  StatusOr<net::Net*> PairNet(const PairContext& pair, const char* way, net::NetKind* chosen) const {
     const ConnectorSpec& s = *pair.spec;
     net::NetKind kind = net::NetKind::kSocket;
     const bool known = static_cast<int>(s.fabrics.size()) == s.nranks;
@@ -145,17 +208,23 @@ class NetMedium : public FifoMedium {
                       : !known || s.fabrics[s.rank] == 0     ? " (no verbs port here)"
                       : s.fabrics[pair.peer] == 0            ? " (no verbs port there)"
                                                              : " (verbs ports on different fabrics)";
+    *chosen = kind;
     RINGO_LOG(INFO) << "rank " << s.rank << ": the edge " << way << " rank " << pair.peer << " ("
                     << (pair.lane == kP2pLane ? std::string("point-to-point") : "channel " + std::to_string(pair.lane))
-                    << ") takes " << net::NetKindName(kind) << why;
-    if (pair.gpu) {  // once per process: whether the NIC could have read the GPU itself
-      static std::once_flag reported;
-      std::call_once(reported, [&] {
-        RINGO_LOG(INFO) << "rank " << s.rank << ": GPUDirect RDMA "
-                        << net::JudgeGpuDirect(net::ProbeGpuDirect(s.device, kind == net::NetKind::kIb)).text;
-      });
-    }
+                    << ") takes " << net::NetKindName(kind) << why
+                    << (!pair.gpu                  ? ""
+                        : SlotsApart(pair, kind) ? ", slots in GPU memory (GPUDirect RDMA)"
+                                                 : ", slots in pinned host memory");
     return net::ProcessNet(config_, kind, s.numa);
+  }
+
+  // Whether the pair's slots are kept apart from its header: GPUDirect,
+  // where both ends offer it (net/gpudirect.h).
+  static bool SlotsApart(const PairContext& pair, net::NetKind kind) {
+    const ConnectorSpec& s = *pair.spec;
+    if (static_cast<int>(s.gpudirect.size()) != s.nranks) return false;
+    return net::EdgeSlotsApart(pair.gpu, kind, s.gpudirect[s.rank] != 0, s.gpudirect[pair.peer] != 0,
+                               s.gpudirect_host_stand_in);
   }
 
   // Ring channels spread over the transport's devices (NICs, ports).
@@ -174,6 +243,7 @@ class NetMedium : public FifoMedium {
     l.geometry = pair.geometry;
     l.geometry.slot_prefix = net::kProxySlotPrefix;
     l.geometry.ll_slot_bytes = 0;  // Simple slots only: the proxy moves what the tail announces
+    l.slots = fifo.slots;
     l.memory = std::move(fifo.memory);
     l.device = device;
     return l;

@@ -7,20 +7,26 @@
 
 namespace ringo::transport::net {
 
-GpuDirectVerdict JudgeGpuDirect(const GpuDirectFacts& f) {
+GpuDirectVerdict JudgeGpuDirect(const GpuDirectFacts& f, bool wanted) {
   GpuDirectVerdict v;
   const bool dmabuf = f.gpu_dmabuf && f.verbs_dmabuf;
   v.available = f.verbs && f.gpu_rdma && (dmabuf || f.peermem);
+  v.used = v.available && wanted;
   auto yes = [](bool b) { return b ? "yes" : "no"; };
   const std::string facts = std::string("verbs ") + yes(f.verbs) + ", GPU RDMA " + yes(f.gpu_rdma) +
                             ", GPU dma-buf " + yes(f.gpu_dmabuf) + ", ibv_reg_dmabuf_mr " + yes(f.verbs_dmabuf) +
                             ", nvidia_peermem " + yes(f.peermem);
-  if (v.available) {
-    v.text = std::string("available (") + (dmabuf ? "dma-buf" : "nvidia_peermem") + "; " + facts +
-             "), not used: Ringo's GPUDirect data path is not built, so GPU edges between hosts stage through "
-             "pinned host memory";
+  const std::string route = dmabuf ? "dma-buf" : "nvidia_peermem";
+  if (v.used) {
+    v.text = "available (" + route + "; " + facts +
+             ") and offered (RINGO_NET_GPUDIRECT=1): a GPU edge over verbs whose other end offers it too keeps its "
+             "slots in device memory, the others stage through pinned host memory";
+  } else if (v.available) {
+    v.text = "available (" + route + "; " + facts +
+             "), not used (RINGO_NET_GPUDIRECT=0): GPU edges between hosts stage through pinned host memory";
   } else {
-    v.text = "not available (" + facts + "): GPU edges between hosts stage through pinned host memory";
+    v.text = "not available (" + facts + ")" + (wanted ? " though RINGO_NET_GPUDIRECT=1 asks for it" : "") +
+             ": GPU edges between hosts stage through pinned host memory";
   }
   return v;
 }
@@ -38,6 +44,11 @@ GpuDirectFacts ProbeGpuDirect(int device, bool verbs, const std::string& sys_mod
   struct stat st;
   f.peermem = ::stat((sys_module + "/nvidia_peermem").c_str(), &st) == 0;
   return f;
+}
+
+bool EdgeSlotsApart(bool gpu, NetKind kind, bool self_offers, bool peer_offers, bool host_stand_in) {
+  if (!self_offers || !peer_offers) return false;
+  return gpu ? kind == NetKind::kIb : host_stand_in;
 }
 
 }  // namespace ringo::transport::net

@@ -1,6 +1,7 @@
 // GPUDirect RDMA's verdict from faked facts: available by either route only
-// with verbs and a GPU that supports it, never used (the data path is not
-// built), and the line saying which piece is missing; the module probe
+// with verbs and a GPU that supports it, offered only where
+// RINGO_NET_GPUDIRECT=1 asks for it, and the line saying which piece is
+// missing; an edge's choice from its two ends' offers; the module probe
 // against a faked /sys/module.
 #include "transport/net/gpudirect.h"
 
@@ -21,38 +22,65 @@ GpuDirectFacts All() {
   return f;
 }
 
-TEST(GpuDirect, AvailableByEitherRouteNeverUsed) {
+TEST(GpuDirect, AvailableByEitherRouteUsedOnlyWhenAsked) {
   GpuDirectFacts f = All();
-  GpuDirectVerdict v = JudgeGpuDirect(f);
+  GpuDirectVerdict v = JudgeGpuDirect(f, /*wanted=*/false);
   EXPECT_TRUE(v.available);
   EXPECT_FALSE(v.used);
   EXPECT_NE(v.text.find("available (dma-buf"), std::string::npos) << v.text;
-  EXPECT_NE(v.text.find("not used"), std::string::npos) << v.text;
+  EXPECT_NE(v.text.find("not used (RINGO_NET_GPUDIRECT=0)"), std::string::npos) << v.text;
   EXPECT_NE(v.text.find("pinned host memory"), std::string::npos) << v.text;
+  v = JudgeGpuDirect(f, /*wanted=*/true);
+  EXPECT_TRUE(v.used);
+  EXPECT_NE(v.text.find("offered (RINGO_NET_GPUDIRECT=1)"), std::string::npos) << v.text;
   f.gpu_dmabuf = false;  // the peermem route alone
-  v = JudgeGpuDirect(f);
+  v = JudgeGpuDirect(f, true);
   EXPECT_TRUE(v.available);
+  EXPECT_TRUE(v.used);
   EXPECT_NE(v.text.find("available (nvidia_peermem"), std::string::npos) << v.text;
   f.peermem = false;
-  v = JudgeGpuDirect(f);
+  v = JudgeGpuDirect(f, true);
   EXPECT_FALSE(v.available);
+  EXPECT_FALSE(v.used);  // asked for, but a piece is missing: staged, and the line says why
   EXPECT_NE(v.text.find("GPU dma-buf no"), std::string::npos) << v.text;
+  EXPECT_NE(v.text.find("though RINGO_NET_GPUDIRECT=1 asks for it"), std::string::npos) << v.text;
 }
 
 TEST(GpuDirect, NeedsVerbsAndTheGpu) {
   GpuDirectFacts f = All();
   f.verbs = false;  // sockets: no NIC reads GPU memory
-  GpuDirectVerdict v = JudgeGpuDirect(f);
+  GpuDirectVerdict v = JudgeGpuDirect(f, true);
   EXPECT_FALSE(v.available);
+  EXPECT_FALSE(v.used);
   EXPECT_NE(v.text.find("not available (verbs no"), std::string::npos) << v.text;
   f = All();
   f.gpu_rdma = false;
-  EXPECT_FALSE(JudgeGpuDirect(f).available);
+  EXPECT_FALSE(JudgeGpuDirect(f, true).used);
   f = All();
   f.verbs_dmabuf = false;  // dma-buf needs both ends; peermem still there
-  EXPECT_TRUE(JudgeGpuDirect(f).available);
+  EXPECT_TRUE(JudgeGpuDirect(f, true).used);
   f.peermem = false;
-  EXPECT_FALSE(JudgeGpuDirect(f).available);
+  EXPECT_FALSE(JudgeGpuDirect(f, true).used);
+}
+
+// An edge keeps its slots in device memory only where both of its ends
+// offer GPUDirect and it goes over verbs; every combination, both ways
+// round (the two ends must agree).
+TEST(GpuDirect, AnEdgeTakesItWhereBothEndsOfferItOverVerbs) {
+  for (bool gpu : {false, true}) {
+    for (bool stand_in : {false, true}) {
+      for (NetKind kind : {NetKind::kSocket, NetKind::kIb}) {
+        for (int offers = 0; offers < 4; ++offers) {
+          const bool mine = (offers & 1) != 0, theirs = (offers & 2) != 0;
+          // Host FIFOs only for a test's stand-in, on any transport.
+          const bool want = mine && theirs && (gpu ? kind == NetKind::kIb : stand_in);
+          EXPECT_EQ(EdgeSlotsApart(gpu, kind, mine, theirs, stand_in), want)
+              << gpu << " " << stand_in << " " << NetKindName(kind) << " " << offers;
+          EXPECT_EQ(EdgeSlotsApart(gpu, kind, theirs, mine, stand_in), want);
+        }
+      }
+    }
+  }
 }
 
 TEST(GpuDirect, ProbeReadsTheModulesAndTheGpu) {

@@ -16,6 +16,7 @@
 #include <deque>
 #include <random>
 
+#include "base/cuda.h"
 #include "transport/net/internal/ib_connection.h"
 #include "transport/net/internal/wire.h"
 #include "transport/peer_state.h"
@@ -229,16 +230,43 @@ class IbConnection {
   // A sender's memory is only read by its own NIC; a receiver's is written
   // by the peer's.
   StatusOr<std::unique_ptr<MemoryRegion>> RegisterMemory(void* data, size_t bytes, MemoryKind kind) {
-    if (kind != MemoryKind::kHost) {
-      return base::InvalidArgument(
-          "the verbs transport registers host memory only: GPU memory would go through ibv_reg_dmabuf_mr "
-          "(GPUDirect RDMA), which is not built; GPU rings between hosts stage through pinned host memory");
-    }
     if (bytes == 0) return std::unique_ptr<MemoryRegion>(new IbRegion(q_->v, nullptr));
     const int access = sending_ ? 0 : IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    if (kind == MemoryKind::kCuda) return RegisterDevice(data, bytes, access);
     ibv_mr* mr = q_->v->reg_mr(q_->port->pd, data, bytes, access);
     if (mr == nullptr) {
       return base::SystemError(Where() + ": ibv_reg_mr of " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
+    }
+    return std::unique_ptr<MemoryRegion>(new IbRegion(q_->v, mr));
+  }
+
+  // GPU memory (GPUDirect RDMA): through a dma-buf of its pages where the
+  // verbs library and the CUDA driver offer one, else ibv_reg_mr of the
+  // device address, which the nvidia_peermem module resolves.
+  StatusOr<std::unique_ptr<MemoryRegion>> RegisterDevice(void* data, size_t bytes, int access) {
+    if (!base::IsDevicePointer(data)) {
+      return base::InvalidArgument(Where() + ": a GPUDirect RDMA registration of " + std::to_string(bytes) +
+                                   " bytes at an address that is not GPU memory");
+    }
+    std::string dmabuf_why = "libibverbs has no ibv_reg_dmabuf_mr";
+    if (q_->v->reg_dmabuf_mr != nullptr) {
+      auto buf = base::ExportDmaBuf(data, bytes);
+      if (buf.ok()) {
+        ibv_mr* mr = q_->v->reg_dmabuf_mr(q_->port->pd, buf->offset, bytes, reinterpret_cast<uint64_t>(data),
+                                          buf->fd, access);
+        const int err = errno;
+        ::close(buf->fd);  // the registration holds the pages
+        if (mr != nullptr) return std::unique_ptr<MemoryRegion>(new IbRegion(q_->v, mr));
+        return base::SystemError(Where() + ": ibv_reg_dmabuf_mr of " + std::to_string(bytes) +
+                                 " bytes of GPU memory (GPUDirect RDMA): " + std::strerror(err));
+      }
+      dmabuf_why = buf.status().message();
+    }
+    ibv_mr* mr = q_->v->reg_mr(q_->port->pd, data, bytes, access);
+    if (mr == nullptr) {
+      return base::SystemError(Where() + ": ibv_reg_mr of " + std::to_string(bytes) +
+                               " bytes of GPU memory (GPUDirect RDMA through nvidia_peermem): " + std::strerror(errno) +
+                               "; no dma-buf either: " + dmabuf_why);
     }
     return std::unique_ptr<MemoryRegion>(new IbRegion(q_->v, mr));
   }

@@ -3,7 +3,8 @@
 // messages of every size intact and in order with many in flight, a receive
 // too small, aborts that carry the fault notice both ways, a peer that goes
 // away, a stranger refused; and the proxy moving FIFO slots and notices over
-// a connection.
+// a connection, with slots after the FIFO's header or apart from it (the
+// layout of GPUDirect edges).
 #include <unistd.h>
 
 #include <atomic>
@@ -396,6 +397,141 @@ TEST_P(NetConformance, ProxyMovesSlotsAndAborts) {
   EXPECT_EQ(slot.status().code(), base::Code::kRemoteError) << slot.status().ToString();
   EXPECT_EQ(slot.status().origin(), 3) << slot.status().ToString();
   EXPECT_NE(slot.status().message().find("rank 3 died"), std::string::npos) << slot.status().ToString();
+}
+
+// A FIFO whose slots are apart from its header, as a GPUDirect edge's are
+// (in device memory there; process memory here); counts the proxy's calls
+// to make the network's writes visible, and checks each comes before the
+// tail shows its slot.
+class ApartFifo : public FifoMemory {
+ public:
+  explicit ApartFifo(size_t slot_bytes)
+      : header_(kFifoDataOffset / 64), slots_(kSlots * (slot_bytes + kProxySlotPrefix) / 64) {
+    FormatFifoHeader(header(), FifoGeometry{slot_bytes, kProxySlotPrefix, 0}, 0, SelfProcessId());
+  }
+  void* base() override { return header_.data(); }
+  char* slots_apart() override { return reinterpret_cast<char*>(slots_.data()); }
+  Status AfterNetworkWrite() override {
+    if (header()->tail.value.load() != static_cast<uint64_t>(visible_calls.load())) early.store(true);
+    ++visible_calls;
+    return Status();
+  }
+  FifoHeader* header() { return reinterpret_cast<FifoHeader*>(header_.data()); }
+  // Slot `k`'s data at `shift` (a kernel writes it there).
+  char* Data(uint64_t k, uint32_t shift) {
+    return slots_apart() + (k % kSlots) * header()->slot_stride + kProxySlotPrefix + shift;
+  }
+  std::atomic<int> visible_calls{0};
+  std::atomic<bool> early{false};
+
+ private:
+  struct alignas(64) Line {
+    char b[64];
+  };
+  std::vector<Line> header_, slots_;
+};
+
+// The proxy over a connection with slots apart on both sides, as a kernel
+// drives them (data at a shift, the size word carrying it, the tail
+// published with release; the head released by the receiver): each slot
+// goes as its metadata and then its data, every size 0..slot arrives intact
+// with its signature, and each received slot is made visible before its tail.
+TEST_P(NetConformance, ProxyMovesSlotsApart) {
+  constexpr size_t kSlotBytes = 4096;
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  Connect(&send, &recv);
+  auto out = std::make_shared<ApartFifo>(kSlotBytes);
+  auto in = std::make_shared<ApartFifo>(kSlotBytes);
+  ProxyOptions po;
+  po.self_rank = 1;
+  Proxy sender_proxy(po);
+  po.self_rank = 0;
+  Proxy receiver_proxy(po);
+  ASSERT_TRUE(sender_proxy.AddSender(out, std::move(send), 0, /*device_fed=*/true).ok());
+  ASSERT_TRUE(receiver_proxy.AddReceiver(in, std::move(recv), 0, /*device_fed=*/true).ok());
+  ASSERT_TRUE(sender_proxy.Start().ok());
+  ASSERT_TRUE(receiver_proxy.Start().ok());
+  constexpr int kMessages = 300;
+  auto size_of = [](int m) { return static_cast<size_t>(m * 37) % (kSlotBytes - 15); };
+  auto shift_of = [](int m) { return static_cast<uint32_t>(m % 16); };
+  std::atomic<bool> stuck{false};
+  std::thread producer([&] {
+    FifoHeader* h = out->header();
+    for (int m = 0; m < kMessages; ++m) {
+      const auto until = Clock::now() + std::chrono::seconds(10);
+      while (m - h->head.value.load(std::memory_order_acquire) >= static_cast<uint64_t>(kSlots)) {
+        if (Clock::now() > until) {
+          stuck.store(true);
+          return;
+        }
+        std::this_thread::yield();
+      }
+      char* data = out->Data(m, shift_of(m));
+      for (size_t k = 0; k < size_of(m); ++k) data[k] = static_cast<char>(m + k);
+      h->meta[m % kSlots].bytes = size_of(m) | (uint64_t{shift_of(m)} << kSlotShiftBit);
+      h->meta[m % kSlots].sig.seq = static_cast<uint64_t>(m) + 1;
+      h->tail.value.store(m + 1, std::memory_order_release);
+      WakeProxy(h);
+    }
+  });
+  FifoHeader* h = in->header();
+  for (int m = 0; m < kMessages; ++m) {
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while (h->tail.value.load(std::memory_order_acquire) <= static_cast<uint64_t>(m)) {
+      ASSERT_LT(Clock::now(), until) << "slot " << m << " never arrived";
+      ASSERT_EQ(h->sender_aborted.load(), 0u) << h->sender_notice.text;
+      std::this_thread::yield();
+    }
+    const uint64_t word = h->meta[m % kSlots].bytes;
+    ASSERT_EQ(word & ((uint64_t{1} << kSlotShiftBit) - 1), size_of(m)) << m;
+    ASSERT_EQ(word >> kSlotShiftBit, shift_of(m)) << m;
+    ASSERT_EQ(h->meta[m % kSlots].sig.seq, static_cast<uint64_t>(m) + 1);
+    const char* data = in->Data(m, shift_of(m));
+    for (size_t k = 0; k < size_of(m); ++k) ASSERT_EQ(data[k], static_cast<char>(m + k)) << m << " " << k;
+    h->head.value.store(m + 1, std::memory_order_release);
+    WakeProxy(h);
+  }
+  producer.join();
+  EXPECT_FALSE(stuck.load());
+  EXPECT_EQ(in->visible_calls.load(), kMessages);
+  EXPECT_FALSE(in->early.load()) << "a slot was published before the proxy made it visible";
+  EXPECT_EQ(out->visible_calls.load(), 0);
+}
+
+// A receiving proxy with slots apart, fed by hand: metadata that says more
+// than the data that follows is an error naming the sender, in the FIFO.
+TEST_P(NetConformance, SlotsApartRefuseMetadataThatLies) {
+  constexpr size_t kSlotBytes = 4096;
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  Connect(&send, &recv);
+  auto in = std::make_shared<ApartFifo>(kSlotBytes);
+  ProxyOptions po;
+  po.self_rank = 0;
+  Proxy receiver_proxy(po);
+  ASSERT_TRUE(receiver_proxy.AddReceiver(in, std::move(recv), 0).ok());
+  ASSERT_TRUE(receiver_proxy.Start().ok());
+  std::vector<char> buf(kSlotBytes + 64, 7);
+  SlotMeta meta{};
+  meta.bytes = 100;  // and only 50 follow
+  auto mem = Reg(*send, buf.data(), buf.size());
+  std::memcpy(buf.data(), &meta, sizeof(meta));
+  auto r1 = send->Isend(buf.data(), sizeof(meta), mem.get());
+  ASSERT_TRUE(r1.ok() && *r1 != nullptr);
+  size_t bytes = 0;
+  ASSERT_TRUE(Finish(*send, *r1, &bytes).ok());
+  auto r2 = send->Isend(buf.data() + 64, 50, mem.get());
+  ASSERT_TRUE(r2.ok() && *r2 != nullptr);
+  ASSERT_TRUE(Finish(*send, *r2, &bytes).ok());
+  FifoHeader* h = in->header();
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while (h->sender_aborted.load() == 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_NE(h->sender_aborted.load(), 0u);
+  EXPECT_EQ(h->tail.value.load(), 0u);
+  EXPECT_NE(std::string(h->sender_notice.text).find("rank 1 sent message 0"), std::string::npos)
+      << h->sender_notice.text;
+  EXPECT_EQ(in->visible_calls.load(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Nets, NetConformance,

@@ -35,8 +35,8 @@ using base::CpuRelax;
 struct Proxy::Edge {
   std::shared_ptr<FifoMemory> fifo;
   FifoHeader* header = nullptr;
-  // The FIFO, registered with the connection (null: nothing to register);
-  // released after the connection, which may still be using it.
+  // The FIFO's slots, registered with the connection (null: nothing to
+  // register); released after the connection, which may still be using it.
   std::unique_ptr<MemoryRegion> region;
   std::unique_ptr<SendConnection> send;  // one of the two
   std::unique_ptr<RecvConnection> recv;
@@ -46,10 +46,36 @@ struct Proxy::Edge {
   uint64_t finished = 0;          // slots done: the head (sends) or the tail (receives)
   bool failed = false;            // stopped: its fault is in the FIFO (or was forwarded)
   bool device_fed = false;        // a kernel posts or releases its slots
+  // Slots apart from the header (FifoMemory::slots_apart): each slot goes as
+  // two messages, its metadata from `metas` (host memory, registered as
+  // `meta_region`) and then its data, since the proxy cannot write a prefix
+  // into device memory nor read one there.
+  char* slots = nullptr;  // slot 0's prefix: after the header, or apart
+  bool apart = false;
+  std::unique_ptr<SlotMeta[]> metas;
+  std::unique_ptr<MemoryRegion> meta_region;
+  bool half = false;         // slot `issued`'s metadata is out, its data not yet
+  uint64_t half_span = 0;    // (sends) the data of that slot
+  int parts_done = 0;        // messages of slot `finished` done (apart: of 2)
+  size_t meta_received = 0;  // (receives, apart) the size of slot `finished`'s metadata message
 
   Connection& connection() { return send ? static_cast<Connection&>(*send) : static_cast<Connection&>(*recv); }
-  char* Slot(uint64_t i) const {
-    return static_cast<char*>(fifo->base()) + kFifoDataOffset + (i % kSlots) * header->slot_stride;
+  char* Slot(uint64_t i) const { return slots + (i % kSlots) * header->slot_stride; }
+
+  // Registers the FIFO's slots with their prefixes for the network (not its
+  // header: nothing a peer writes may reach the counters and notices); for
+  // slots apart, the staging of their metadata too.
+  base::Status Register(Connection& c, FifoMemory& memory) {
+    const auto* h = static_cast<const FifoHeader*>(memory.base());
+    apart = memory.slots_apart() != nullptr;
+    slots = apart ? memory.slots_apart() : static_cast<char*>(memory.base()) + kFifoDataOffset;
+    ASSIGN_OR_RETURN(region, c.Register(slots, kSlots * static_cast<size_t>(h->slot_stride),
+                                        memory.slots_on_device() ? MemoryKind::kCuda : MemoryKind::kHost));
+    if (apart) {
+      metas.reset(new SlotMeta[kSlots]());
+      ASSIGN_OR_RETURN(meta_region, c.Register(metas.get(), kSlots * sizeof(SlotMeta), MemoryKind::kHost));
+    }
+    return base::OkStatus();
   }
 };
 
@@ -98,23 +124,11 @@ void Proxy::Shutdown(bool drain, int64_t timeout_ms) {
   }
 }
 
-namespace {
-
-// The FIFO's slots with their prefixes, registered for the network (not
-// its header: nothing a peer writes may reach the counters and notices).
-base::StatusOr<std::unique_ptr<MemoryRegion>> RegisterFifo(Connection& c, FifoMemory& fifo) {
-  const auto* h = static_cast<const FifoHeader*>(fifo.base());
-  return c.Register(static_cast<char*>(fifo.base()) + kFifoDataOffset, kSlots * static_cast<size_t>(h->slot_stride),
-                    MemoryKind::kHost);
-}
-
-}  // namespace
-
 base::Status Proxy::AddSender(std::shared_ptr<FifoMemory> fifo, std::unique_ptr<SendConnection> connection,
                               int channel, bool device_fed) {
   auto e = std::make_unique<Edge>();
   e->device_fed = device_fed;
-  ASSIGN_OR_RETURN(e->region, RegisterFifo(*connection, *fifo));
+  RETURN_IF_ERROR(e->Register(*connection, *fifo));
   e->send = std::move(connection);
   return Adopt(std::move(e), std::move(fifo), channel);
 }
@@ -123,7 +137,7 @@ base::Status Proxy::AddReceiver(std::shared_ptr<FifoMemory> fifo, std::unique_pt
                                 int channel, bool device_fed) {
   auto e = std::make_unique<Edge>();
   e->device_fed = device_fed;
-  ASSIGN_OR_RETURN(e->region, RegisterFifo(*connection, *fifo));
+  RETURN_IF_ERROR(e->Register(*connection, *fifo));
   e->recv = std::move(connection);
   return Adopt(std::move(e), std::move(fifo), channel);
 }
@@ -190,21 +204,46 @@ bool Proxy::StepSender(Edge& e) {
   }
   bool moved = false;
   const uint64_t tail = h->tail.value.load(std::memory_order_acquire);
-  while (e.issued < tail && e.requests.size() < static_cast<size_t>(kSlots)) {
-    const SlotMeta meta = h->meta[e.issued % kSlots];
-    char* msg = e.Slot(e.issued) + kMetaOffset;
-    std::memcpy(msg, &meta, sizeof(meta));
-    // A kernel's data starts at the shift its size word carries.
-    const uint64_t span = std::min<uint64_t>(SlotSpan(meta.bytes), h->slot_bytes);
-    auto req = e.send->Isend(msg, sizeof(meta) + span, e.region.get());
+  while (e.issued < tail) {
+    if (!e.half) {
+      const SlotMeta meta = h->meta[e.issued % kSlots];
+      // A kernel's data starts at the shift its size word carries.
+      const uint64_t span = std::min<uint64_t>(SlotSpan(meta.bytes), h->slot_bytes);
+      base::StatusOr<Request*> req = [&] {
+        if (e.apart) {  // the metadata alone, from host memory
+          SlotMeta& staged = e.metas[e.issued % kSlots];
+          staged = meta;
+          return e.send->Isend(&staged, sizeof(staged), e.meta_region.get());
+        }
+        // The metadata in the prefix, right before the data: one message.
+        char* msg = e.Slot(e.issued) + kMetaOffset;
+        std::memcpy(msg, &meta, sizeof(meta));
+        return e.send->Isend(msg, sizeof(meta) + span, e.region.get());
+      }();
+      if (!req.ok()) {
+        FailLocal(e, req.status());
+        return true;
+      }
+      if (*req == nullptr) break;
+      e.requests.push_back(*req);
+      moved = true;
+      if (!e.apart) {
+        ++e.issued;
+        continue;
+      }
+      e.half = true;
+      e.half_span = span;
+    }
+    // Slots apart: the data, straight from where the executor wrote it.
+    auto req = e.send->Isend(e.Slot(e.issued) + kProxySlotPrefix, e.half_span, e.region.get());
     if (!req.ok()) {
       FailLocal(e, req.status());
       return true;
     }
     if (*req == nullptr) break;
     e.requests.push_back(*req);
+    e.half = false;
     ++e.issued;
-    moved = true;
   }
   while (!e.requests.empty()) {
     bool done = false;
@@ -216,8 +255,10 @@ bool Proxy::StepSender(Edge& e) {
     }
     if (!done) break;
     e.requests.pop_front();
-    Publish(h->head, ++e.finished);  // the slot is free again
     moved = true;
+    if (e.apart && ++e.parts_done < 2) continue;
+    e.parts_done = 0;
+    Publish(h->head, ++e.finished);  // the slot is free again
   }
   return moved;
 }
@@ -232,18 +273,34 @@ bool Proxy::StepReceiver(Edge& e) {
     return true;
   }
   bool moved = false;
-  const size_t capacity = sizeof(SlotMeta) + h->slot_bytes;
   const uint64_t head = h->head.value.load(std::memory_order_acquire);
-  while (e.issued < head + kSlots && e.requests.size() < static_cast<size_t>(kSlots)) {
-    auto req = e.recv->Irecv(e.Slot(e.issued) + kMetaOffset, capacity, e.region.get());
+  while (e.issued < head + kSlots) {
+    if (!e.half) {
+      base::StatusOr<Request*> req =
+          e.apart ? e.recv->Irecv(&e.metas[e.issued % kSlots], sizeof(SlotMeta), e.meta_region.get())
+                  : e.recv->Irecv(e.Slot(e.issued) + kMetaOffset, sizeof(SlotMeta) + h->slot_bytes, e.region.get());
+      if (!req.ok()) {
+        FailLocal(e, req.status());
+        return true;
+      }
+      if (*req == nullptr) break;
+      e.requests.push_back(*req);
+      moved = true;
+      if (!e.apart) {
+        ++e.issued;
+        continue;
+      }
+      e.half = true;
+    }
+    auto req = e.recv->Irecv(e.Slot(e.issued) + kProxySlotPrefix, h->slot_bytes, e.region.get());
     if (!req.ok()) {
       FailLocal(e, req.status());
       return true;
     }
     if (*req == nullptr) break;
     e.requests.push_back(*req);
+    e.half = false;
     ++e.issued;
-    moved = true;
   }
   while (!e.requests.empty()) {
     bool done = false;
@@ -254,29 +311,44 @@ bool Proxy::StepReceiver(Edge& e) {
       return true;
     }
     if (!done) break;
+    e.requests.pop_front();
+    moved = true;
+    if (e.apart && e.parts_done == 0) {  // the metadata; the data follows
+      e.meta_received = bytes;
+      e.parts_done = 1;
+      continue;
+    }
+    e.parts_done = 0;
     SlotMeta meta;
-    std::memcpy(&meta, e.Slot(e.finished) + kMetaOffset, sizeof(meta));
+    std::memcpy(&meta, e.apart ? static_cast<void*>(&e.metas[e.finished % kSlots]) : e.Slot(e.finished) + kMetaOffset,
+                sizeof(meta));
+    const bool meta_whole = e.apart ? e.meta_received == sizeof(meta) : bytes >= sizeof(meta);
+    const uint64_t data = e.apart ? bytes : bytes - std::min(bytes, sizeof(meta));
     // The size word: bytes, and (a kernel's) the shift; nothing above (an
     // inline mark, say: the slot's data is here, not in its metadata).
     const bool word_ok = (meta.bytes >> kSlotShiftBit) < 16;
-    if (bytes < sizeof(meta) || !word_ok || SlotSpan(meta.bytes) != bytes - sizeof(meta) ||
-        SlotSpan(meta.bytes) > h->slot_bytes) {
+    if (!meta_whole || !word_ok || SlotSpan(meta.bytes) != data || SlotSpan(meta.bytes) > h->slot_bytes) {
       const int peer = e.recv->peer().rank;
       const std::string msg = "rank " + std::to_string(options_.self_rank) + " channel " + std::to_string(e.channel) +
                               ": rank " + std::to_string(peer) + " sent message " + std::to_string(e.finished) +
-                              " of " + std::to_string(bytes) + " bytes that says it holds " +
-                              std::to_string(meta.bytes);
+                              " of " + std::to_string(e.apart ? e.meta_received + bytes : bytes) +
+                              " bytes that says it holds " + std::to_string(meta.bytes);
       FailLocal(e, base::RemoteError(msg).WithOrigin(peer, msg));
       return true;
+    }
+    if (e.apart) {  // the NIC's writes into the slot, visible before the tail says they are there
+      const base::Status visible = e.fifo->AfterNetworkWrite();
+      if (!visible.ok()) {
+        FailLocal(e, visible.WithContext("channel " + std::to_string(e.channel)));
+        return true;
+      }
     }
     SlotMeta& dst = h->meta[e.finished % kSlots];
     dst.bytes = meta.bytes;
     dst.sig = meta.sig;
-    e.requests.pop_front();
     ++e.finished;
     __atomic_store_n(&dst.posted, e.finished, __ATOMIC_RELEASE);  // as SendEnd::Post marks a slot
     Publish(h->tail, e.finished);
-    moved = true;
   }
   return moved;
 }

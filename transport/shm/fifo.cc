@@ -38,6 +38,12 @@ class ProcessFifoMemory : public FifoMemory {
   void* base_;
 };
 
+// Slot 0's prefix: after the header, or where the memory keeps the slots apart.
+char* SlotsOf(FifoMemory& memory) {
+  char* apart = memory.slots_apart();
+  return apart != nullptr ? apart : static_cast<char*>(memory.base()) + kFifoDataOffset;
+}
+
 }  // namespace
 
 void FormatFifoHeader(FifoHeader* header, const FifoGeometry& geometry, int receiver_rank, const ProcessId& receiver) {
@@ -77,7 +83,7 @@ SendEnd::SendEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const Proces
     : memory_(std::move(memory)) {
   header_ = static_cast<FifoHeader*>(memory_->base());
   RINGO_CHECK(header_->magic == kFifoMagic, "FIFO memory is not formatted (CheckFifo first)");
-  data_ = static_cast<char*>(memory_->base()) + kFifoDataOffset + header_->slot_prefix;
+  data_ = SlotsOf(*memory_) + header_->slot_prefix;
   slot_bytes_ = header_->slot_bytes;
   stride_ = header_->slot_stride;
   can_inline_ = header_->slot_prefix == 0;
@@ -146,7 +152,7 @@ RecvEnd::RecvEnd(std::shared_ptr<FifoMemory> memory, int self_rank, const Proces
     : memory_(std::move(memory)) {
   header_ = static_cast<FifoHeader*>(memory_->base());
   RINGO_CHECK(header_->magic == kFifoMagic, "FIFO memory is not formatted (CheckFifo first)");
-  data_ = static_cast<char*>(memory_->base()) + kFifoDataOffset + header_->slot_prefix;
+  data_ = SlotsOf(*memory_) + header_->slot_prefix;
   slot_bytes_ = header_->slot_bytes;
   stride_ = header_->slot_stride;
   header_->receiver_rank = self_rank;

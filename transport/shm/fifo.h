@@ -58,6 +58,18 @@ class FifoMemory {
  public:
   virtual ~FifoMemory() = default;
   virtual void* base() = 0;
+  // Where the Simple slots are when they are kept apart from the header
+  // (slot i's prefix at slots_apart() + i * slot_stride, its data
+  // slot_prefix further): the device memory of a GPUDirect edge
+  // (net/gpudirect.h), or process memory in its place. Null: after the
+  // header, as fifo_layout.h lays them out.
+  virtual char* slots_apart() { return nullptr; }
+  // Whether slots_apart() is device memory (a proxy registers it as such).
+  virtual bool slots_on_device() const { return false; }
+  // Called by a proxy after the network wrote a slot apart and before it
+  // publishes the slot: device memory makes the NIC's writes visible to the
+  // kernels here (base::FlushGpuDirectWrites).
+  virtual base::Status AfterNetworkWrite() { return base::Status(); }
 };
 
 // The sending end. Owned by one thread (Abort: any thread).
