@@ -10,7 +10,10 @@
 //                          fault notices
 //   Simple slots           kSlots slots of slot_bytes, each after a
 //                          slot_prefix (0, or kProxySlotPrefix where a proxy
-//                          sends a slot's metadata with its data)
+//                          sends a slot's metadata with its data); a
+//                          GPUDirect edge keeps them apart, in device
+//                          memory, with the same stride (FifoMemory::
+//                          slots_apart, FifoLink::slots)
 //   LL slots               kSlots slots of ll_slot_bytes (16-byte lines),
 //                          GPU FIFOs only (ll_slot_bytes 0 elsewhere)
 //

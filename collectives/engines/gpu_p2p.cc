@@ -81,7 +81,10 @@ Status GpuP2p::Run(const std::vector<P2pOp>& ops, P2pCall& call) {
     kernels::gpu::P2pLane& lane = args->lanes[args->nlanes++];
     lane.kind = kind;
     lane.peer = peer;
-    if (link != nullptr) lane.fifo = kernels::gpu::DeviceFifoAt(link->header, link->geometry, !link->sending, peer, nullptr, link->slots);
+    if (link != nullptr) {
+      lane.fifo =
+          kernels::gpu::DeviceFifoAt(link->header, link->geometry, !link->sending, peer, nullptr, link->slots);
+    }
     lane.first_op = op_index;
     return lane;
   };

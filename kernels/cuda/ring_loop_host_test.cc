@@ -17,6 +17,8 @@
 // and the proxy moves the slots over loopback TCP. The primitives post and
 // take slots as the kernels do (data at the shift, the size word carrying
 // it, the tail published with release; the head released by the receiver).
+// SlotsApartEveryCollectiveDatatypeOp does it with every edge's slots apart
+// from its header, as a GPUDirect edge keeps them (process memory here).
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -202,8 +202,10 @@ base::Status BuildReport(const Options& o, Report* r) {
     }
     ASSIGN_OR_RETURN(topology::TransportPolicy policy, topology::PolicyFromConfig(config, &g));
     ASSIGN_OR_RETURN(auto plan, topology::PlanRings(&g, ranks, policy));
-    // GPU ranks: their network edges stage through pinned host memory.
-    r->prediction = topology::PredictAllReduce(model, plan, o.bytes, /*gpu_staged=*/true);
+    // GPU ranks: their network edges stage through pinned host memory,
+    // unless RINGO_NET_GPUDIRECT=1 (GPUDirect RDMA where both ends have it).
+    r->gpudirect = config.net_gpudirect;
+    r->prediction = topology::PredictAllReduce(model, plan, o.bytes, /*gpu_staged=*/!r->gpudirect);
     for (const auto& e : plan.front().edges) {
       if (e.path > r->farthest) r->farthest = e.path;
     }

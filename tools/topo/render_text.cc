@@ -187,14 +187,17 @@ void RenderText(const Report& r, std::ostream& out) {
   if (!r.plan.empty()) {
     // Each edge as a GPU communicator across hosts makes it: within a host
     // GPU peer-to-peer (one process) or CUDA IPC (processes), between hosts
-    // pinned host memory moved by the proxy over TCP or verbs.
+    // pinned host memory moved by the proxy over TCP or verbs, or with
+    // RINGO_NET_GPUDIRECT=1 device memory the NIC reads and writes.
     const topology::RingPlan& ch = r.plan.front();
     out << "\n== Ring across " << r.hosts << " hosts (channel 0 of " << r.plan.size() << ") ==\n";
     const int per_host = static_cast<int>(ch.order.size()) / std::max(1, r.hosts);
     for (const topology::RingEdge& e : ch.edges) {
       out << "rank " << e.from << " (host " << e.from / std::max(1, per_host) << ") -> rank " << e.to << ": "
           << (e.transport == topology::TransportKind::kNet
-                  ? "network, pinned host memory over TCP or verbs (GPUDirect RDMA off)"
+                  ? (r.gpudirect ? "network, GPU memory over verbs (GPUDirect RDMA, RINGO_NET_GPUDIRECT=1) where "
+                                   "both ends have it, else pinned host memory"
+                                 : "network, pinned host memory over TCP or verbs (GPUDirect RDMA off)")
                   : std::string(topology::PathTypeName(e.path)) + ", GPU peer-to-peer or CUDA IPC")
           << ", " << Fmt("%.1f", e.gbps) << " GB/s\n";
     }

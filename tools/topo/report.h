@@ -22,6 +22,9 @@ struct Report {
   int hosts = 1;     // rings are chains through NICs when > 1
   double bytes = 0;  // all-reduce size of the prediction
   bool has_prediction = false;
+  // Across hosts: RINGO_NET_GPUDIRECT=1 asks GPU edges over verbs to keep
+  // their slots in device memory (no staging copy in the prediction).
+  bool gpudirect = false;
   topology::Prediction prediction;
   topology::PathType farthest = topology::PathType::kLoc;  // farthest ring edge
   // hosts > 1: the communicator's plan over every host's GPUs (its first

@@ -15,10 +15,11 @@
 // queue pair and the message.
 //
 // Memory must be registered (Register) before it is sent or received into:
-// host memory through ibv_reg_mr. GPU memory would go through
-// ibv_reg_dmabuf_mr (NetProperties::dmabuf says whether the library has
-// it; GPUDirect RDMA, not built). GPU rings between hosts register their
-// pinned host FIFOs through ibv_reg_mr like any host memory.
+// host memory through ibv_reg_mr; GPU memory (GPUDirect RDMA) through
+// ibv_reg_dmabuf_mr over a dma-buf of its pages, else ibv_reg_mr of the
+// device address (nvidia_peermem). GPU rings between hosts register their
+// pinned host FIFOs like any host memory, or their device slots where both
+// ends offer GPUDirect (net/gpudirect.h).
 #ifndef RINGO_TRANSPORT_NET_IB_NET_H_
 #define RINGO_TRANSPORT_NET_IB_NET_H_
 

@@ -526,7 +526,9 @@ TEST_P(NetConformance, SlotsApartRefuseMetadataThatLies) {
   ASSERT_TRUE(Finish(*send, *r2, &bytes).ok());
   FifoHeader* h = in->header();
   const auto until = Clock::now() + std::chrono::seconds(10);
-  while (h->sender_aborted.load() == 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (h->sender_aborted.load() == 0 && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   ASSERT_NE(h->sender_aborted.load(), 0u);
   EXPECT_EQ(h->tail.value.load(), 0u);
   EXPECT_NE(std::string(h->sender_notice.text).find("rank 1 sent message 0"), std::string::npos)

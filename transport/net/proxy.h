@@ -36,6 +36,17 @@
 // engine wakes the proxy when it enqueues work, and the proxy's sleeps are
 // bounded (kDeviceSleepMs) while it serves such an edge. With verbs the
 // pinned FIFO is registered memory like any other.
+//
+// Slots apart (FifoMemory::slots_apart: GPUDirect RDMA, the slots in device
+// memory and the header in pinned host memory; net/gpudirect.h): the proxy
+// can neither write a prefix there nor read one, so each slot goes as two
+// messages, its metadata (staged in host memory the proxy registers) and
+// then its data, straight from the slot. The receiving proxy posts both,
+// checks the metadata against the data's size, calls
+// FifoMemory::AfterNetworkWrite (device memory: the NIC's writes made
+// visible to the GPU) and only then stores the metadata and publishes the
+// tail. Both ends of an edge keep their slots apart or neither does (they
+// decide from the same records), so the two sides agree on the messages.
 #ifndef RINGO_TRANSPORT_NET_PROXY_H_
 #define RINGO_TRANSPORT_NET_PROXY_H_
 
