@@ -333,6 +333,14 @@ StatusOr<GpuDirectAttrs> DeviceGpuDirect(int device) {
   // 124): runtimes that do not know it say so, which reads as no.
   v = 0;
   if (cudaDeviceGetAttribute(&v, static_cast<cudaDeviceAttr>(124), device) == cudaSuccess) a.dmabuf = v != 0;
+  v = 0;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrGPUDirectRDMAWritesOrdering, device) == cudaSuccess) {
+    a.writes_ordered = v >= cudaGPUDirectRDMAWritesOrderingOwner;
+  }
+  v = 0;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrGPUDirectRDMAFlushWritesOptions, device) == cudaSuccess) {
+    a.flush = (v & cudaFlushGPUDirectRDMAWritesOptionHost) != 0;
+  }
   (void)cudaGetLastError();
   return a;
 }
@@ -352,7 +360,12 @@ StatusOr<DmaBuf> ExportDmaBuf(const void* ptr, size_t bytes) {
   const long page_size = ::sysconf(_SC_PAGESIZE);
   const size_t page = page_size > 0 ? static_cast<size_t>(page_size) : 4096;
   const auto start = reinterpret_cast<uintptr_t>(ptr);
-  const uintptr_t first = start / page * page;
+  if (start % page != 0) {
+    // Rounding down could leave the allocation: its start must be a page's.
+    return InvalidArgument("cuMemGetHandleForAddressRange: device memory at " + std::to_string(start) +
+                           " does not start a host page");
+  }
+  const uintptr_t first = start;
   const uintptr_t end = (start + bytes + page - 1) / page * page;
   DmaBuf d;
   d.offset = start - first;

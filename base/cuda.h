@@ -174,10 +174,16 @@ class CudaEvent {
 };
 
 // What a device says of GPUDirect RDMA: its support (cudaDevAttrGPUDirect-
-// RDMASupported) and whether its memory can be exported as a dma-buf.
+// RDMASupported), whether its memory can be exported as a dma-buf, and how
+// the NIC's writes become visible to its kernels.
 struct GpuDirectAttrs {
   bool rdma = false;
   bool dmabuf = false;
+  // The NIC's writes into its memory are seen by its own kernels without a
+  // flush (cudaDevAttrGPUDirectRDMAWritesOrdering at least "owner"), or,
+  // where not, cudaDeviceFlushGPUDirectRDMAWrites makes them seen.
+  bool writes_ordered = false;
+  bool flush = false;
 };
 StatusOr<GpuDirectAttrs> DeviceGpuDirect(int device);
 
@@ -185,9 +191,9 @@ StatusOr<GpuDirectAttrs> DeviceGpuDirect(int device);
 // descriptor of the pages holding [ptr, ptr + bytes) and where ptr lies in
 // them (cuMemGetHandleForAddressRange, reached through the runtime's driver
 // entry points so that nothing links libcuda). The caller owns `fd` (close it
-// once the NIC registered it). `ptr` must come from one allocation whose
-// pages cover the range rounded out to the host page size (DeviceMalloc of a
-// multiple of 2 MiB does).
+// once the NIC registered it). `ptr` must start a host page (an error
+// otherwise) and its allocation cover the range rounded up to one (DeviceMalloc
+// of a multiple of 2 MiB returns 2 MiB-aligned memory that does).
 struct DmaBuf {
   int fd = -1;
   size_t offset = 0;  // of ptr within the exported range
@@ -198,8 +204,9 @@ StatusOr<DmaBuf> ExportDmaBuf(const void* ptr, size_t bytes);
 // Makes the NIC's writes into `device`'s memory that completed before this
 // call visible to the kernels that run after it reads a flag
 // (cudaDeviceFlushGPUDirectRDMAWrites, to the owner): what a proxy calls
-// between a receive into device memory and publishing it. Blocking; sets and
-// restores the calling thread's current device.
+// between a receive into device memory and publishing it, on devices whose
+// writes are not ordered (GpuDirectAttrs). Blocking; sets and restores the
+// calling thread's current device.
 Status FlushGpuDirectWrites(int device);
 
 // `n` timing CUDA events on one device, numbered 0..n-1 (the flight

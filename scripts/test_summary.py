@@ -5,6 +5,7 @@ Prints failing cases, then "N passed, N failed[, N skipped]". A test target
 with no XML (it did not run, or crashed before writing one) counts as one
 failed case. Exits 1 when anything failed.
 """
+import glob
 import os
 import subprocess
 import sys
@@ -16,16 +17,21 @@ def test_targets():
     return [line.strip() for line in out.stdout.splitlines() if line.startswith("//")]
 
 
-def xml_path(label):
+def xml_paths(label):
+    """The target's test.xml, or each shard's (shard_K_of_N/test.xml)."""
     package, name = label[2:].split(":")
-    return os.path.join("bazel-testlogs", package, name, "test.xml")
+    folder = os.path.join("bazel-testlogs", package, name)
+    whole = os.path.join(folder, "test.xml")
+    if os.path.exists(whole):
+        return [whole]
+    shards = sorted(glob.glob(os.path.join(folder, "shard_*_of_*", "test.xml")))
+    return shards or [whole]
 
 
 def main():
     passed = failed = skipped = 0
     failures = []
-    for label in test_targets():
-        path = xml_path(label)
+    for label, path in ((label, path) for label in test_targets() for path in xml_paths(label)):
         if not os.path.exists(path):
             failed += 1
             failures.append(f"{label}: no test results (did not run)")

@@ -31,8 +31,8 @@ using base::StatusOr;
 // the counters and the metadata).
 class PinnedFifoMemory : public FifoMemory {
  public:
-  PinnedFifoMemory(base::MappedHostMemory memory, int device, void* slots)
-      : memory_(std::move(memory)), device_(device), slots_(slots) {}
+  PinnedFifoMemory(base::MappedHostMemory memory, int device, void* slots, bool flush)
+      : memory_(std::move(memory)), device_(device), slots_(slots), flush_(flush) {}
   ~PinnedFifoMemory() override {
     if (slots_ == nullptr) return;
     if (auto scope = base::ScopedDevice::Enter(device_); scope.ok()) (void)base::DeviceFree(slots_);
@@ -41,12 +41,14 @@ class PinnedFifoMemory : public FifoMemory {
   void* device_base() const { return memory_.device(); }
   char* slots_apart() override { return static_cast<char*>(slots_); }
   bool slots_on_device() const override { return slots_ != nullptr; }
-  Status AfterNetworkWrite() override { return base::FlushGpuDirectWrites(device_); }
+  // Where the device does not order the NIC's writes for its kernels, a flush.
+  Status AfterNetworkWrite() override { return flush_ ? base::FlushGpuDirectWrites(device_) : Status(); }
 
  private:
   base::MappedHostMemory memory_;
   int device_;
   void* slots_;  // device memory; null: the slots follow the header
+  bool flush_;   // slots_ needs a flush after the NIC wrote it
 };
 
 // A host FIFO with its slots apart (the layout of a GPUDirect edge, in
@@ -106,11 +108,14 @@ StatusOr<EdgeFifo> AllocateEdgeFifo(uint64_t slot_bytes, int receiver_rank, int 
   ASSIGN_OR_RETURN(base::MappedHostMemory pinned,
                    base::MappedHostMemory::Allocate(apart ? kFifoDataOffset : geometry.Bytes()));
   void* slots = nullptr;
+  bool flush = false;
   if (apart) {
+    ASSIGN_OR_RETURN(const base::GpuDirectAttrs attrs, base::DeviceGpuDirect(device));
+    flush = !attrs.writes_ordered;
     const size_t bytes = (kSlots * geometry.stride() + kDevicePage - 1) / kDevicePage * kDevicePage;
     ASSIGN_OR_RETURN(slots, base::DeviceMalloc(bytes));
   }
-  auto memory = std::make_shared<PinnedFifoMemory>(std::move(pinned), device, slots);
+  auto memory = std::make_shared<PinnedFifoMemory>(std::move(pinned), device, slots, flush);
   FormatFifoHeader(static_cast<FifoHeader*>(memory->base()), geometry, receiver_rank, SelfProcessId());
   f.header = static_cast<FifoHeader*>(memory->device_base());
   f.slots = slots;

@@ -10,12 +10,13 @@ namespace ringo::transport::net {
 GpuDirectVerdict JudgeGpuDirect(const GpuDirectFacts& f, bool wanted) {
   GpuDirectVerdict v;
   const bool dmabuf = f.gpu_dmabuf && f.verbs_dmabuf;
-  v.available = f.verbs && f.gpu_rdma && (dmabuf || f.peermem);
+  v.available = f.verbs && f.gpu_rdma && f.gpu_visible && (dmabuf || f.peermem);
   v.used = v.available && wanted;
   auto yes = [](bool b) { return b ? "yes" : "no"; };
   const std::string facts = std::string("verbs ") + yes(f.verbs) + ", GPU RDMA " + yes(f.gpu_rdma) +
-                            ", GPU dma-buf " + yes(f.gpu_dmabuf) + ", ibv_reg_dmabuf_mr " + yes(f.verbs_dmabuf) +
-                            ", nvidia_peermem " + yes(f.peermem);
+                            ", GPU write ordering or flush " + yes(f.gpu_visible) + ", GPU dma-buf " +
+                            yes(f.gpu_dmabuf) + ", ibv_reg_dmabuf_mr " + yes(f.verbs_dmabuf) + ", nvidia_peermem " +
+                            yes(f.peermem);
   const std::string route = dmabuf ? "dma-buf" : "nvidia_peermem";
   if (v.used) {
     v.text = "available (" + route + "; " + facts +
@@ -37,6 +38,7 @@ GpuDirectFacts ProbeGpuDirect(int device, bool verbs, const std::string& sys_mod
   if (auto attrs = base::DeviceGpuDirect(device); attrs.ok()) {
     f.gpu_rdma = attrs->rdma;
     f.gpu_dmabuf = attrs->dmabuf;
+    f.gpu_visible = attrs->writes_ordered || attrs->flush;
   }
   std::string why;
   const VerbsApi* api = verbs ? Verbs(&why) : nullptr;

@@ -22,6 +22,7 @@ struct GpuDirectFacts {
   bool verbs = false;         // this rank's network edges can take verbs (it has a verbs port)
   bool gpu_rdma = false;      // the GPU supports GPUDirect RDMA (cudaDevAttrGPUDirectRDMASupported)
   bool gpu_dmabuf = false;    // its driver exports device memory as a dma-buf (attribute 124)
+  bool gpu_visible = false;   // the NIC's writes reach its kernels: ordered, or a flush it supports
   bool verbs_dmabuf = false;  // libibverbs has ibv_reg_dmabuf_mr
   bool peermem = false;       // the nvidia_peermem kernel module is loaded
 };
@@ -34,7 +35,8 @@ struct GpuDirectVerdict {
 
 // The verdict from the facts and the setting (pure: the tests fake them).
 // Routes: dma-buf (the GPU's and the verbs library's), or nvidia_peermem;
-// either needs verbs and a GPU that supports GPUDirect RDMA.
+// either needs verbs and a GPU that supports GPUDirect RDMA and makes the
+// NIC's writes visible to its kernels.
 GpuDirectVerdict JudgeGpuDirect(const GpuDirectFacts& facts, bool wanted);
 
 // The facts on this machine for CUDA device `device`; `verbs` whether the

@@ -18,7 +18,7 @@ namespace {
 
 GpuDirectFacts All() {
   GpuDirectFacts f;
-  f.verbs = f.gpu_rdma = f.gpu_dmabuf = f.verbs_dmabuf = f.peermem = true;
+  f.verbs = f.gpu_rdma = f.gpu_visible = f.gpu_dmabuf = f.verbs_dmabuf = f.peermem = true;
   return f;
 }
 
@@ -56,6 +56,11 @@ TEST(GpuDirect, NeedsVerbsAndTheGpu) {
   f = All();
   f.gpu_rdma = false;
   EXPECT_FALSE(JudgeGpuDirect(f, true).used);
+  f = All();
+  f.gpu_visible = false;  // the NIC's writes could not be made visible to the kernels
+  v = JudgeGpuDirect(f, true);
+  EXPECT_FALSE(v.used);
+  EXPECT_NE(v.text.find("GPU write ordering or flush no"), std::string::npos) << v.text;
   f = All();
   f.verbs_dmabuf = false;  // dma-buf needs both ends; peermem still there
   EXPECT_TRUE(JudgeGpuDirect(f, true).used);

@@ -257,10 +257,10 @@ class IbConnection {
         const int err = errno;
         ::close(buf->fd);  // the registration holds the pages
         if (mr != nullptr) return std::unique_ptr<MemoryRegion>(new IbRegion(q_->v, mr));
-        return base::SystemError(Where() + ": ibv_reg_dmabuf_mr of " + std::to_string(bytes) +
-                                 " bytes of GPU memory (GPUDirect RDMA): " + std::strerror(err));
+        dmabuf_why = std::string("ibv_reg_dmabuf_mr: ") + std::strerror(err);
+      } else {
+        dmabuf_why = buf.status().message();
       }
-      dmabuf_why = buf.status().message();
     }
     ibv_mr* mr = q_->v->reg_mr(q_->port->pd, data, bytes, access);
     if (mr == nullptr) {

@@ -499,6 +499,33 @@ TEST_P(NetConformance, ProxyMovesSlotsApart) {
   EXPECT_EQ(out->visible_calls.load(), 0);
 }
 
+// Idle edges with slots apart let their proxies sleep, even where the
+// connection takes fewer requests than two per slot (the fake network's 8):
+// an edge the connection holds back is no work.
+TEST_P(NetConformance, IdleEdgesWithSlotsApartLetTheProxySleep) {
+  std::unique_ptr<SendConnection> send;
+  std::unique_ptr<RecvConnection> recv;
+  Connect(&send, &recv);
+  auto out = std::make_shared<ApartFifo>(4096);
+  auto in = std::make_shared<ApartFifo>(4096);
+  ProxyOptions po;
+  po.self_rank = 1;
+  Proxy sender_proxy(po);
+  po.self_rank = 0;
+  Proxy receiver_proxy(po);
+  ASSERT_TRUE(sender_proxy.AddSender(out, std::move(send), 0).ok());
+  ASSERT_TRUE(receiver_proxy.AddReceiver(in, std::move(recv), 0).ok());
+  ASSERT_TRUE(sender_proxy.Start().ok());
+  ASSERT_TRUE(receiver_proxy.Start().ok());
+  for (ApartFifo* f : {out.get(), in.get()}) {
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (f->header()->proxy_sleeping.load() == 0 && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    EXPECT_EQ(f->header()->proxy_sleeping.load(), 1u) << (f == in.get() ? "receiving" : "sending") << " proxy";
+  }
+}
+
 // A receiving proxy with slots apart, fed by hand: metadata that says more
 // than the data that follows is an error naming the sender, in the FIFO.
 TEST_P(NetConformance, SlotsApartRefuseMetadataThatLies) {

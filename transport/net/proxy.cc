@@ -38,6 +38,13 @@ struct Proxy::Edge {
   // The FIFO's slots, registered with the connection (null: nothing to
   // register); released after the connection, which may still be using it.
   std::unique_ptr<MemoryRegion> region;
+  // Slots apart from the header (FifoMemory::slots_apart): each slot goes as
+  // two messages, its metadata from `metas` (host memory, registered as
+  // `meta_region`; released after the connection too) and then its data,
+  // since the proxy cannot write a prefix into device memory nor read one
+  // there.
+  std::unique_ptr<SlotMeta[]> metas;
+  std::unique_ptr<MemoryRegion> meta_region;
   std::unique_ptr<SendConnection> send;  // one of the two
   std::unique_ptr<RecvConnection> recv;
   int channel = 0;
@@ -46,14 +53,11 @@ struct Proxy::Edge {
   uint64_t finished = 0;          // slots done: the head (sends) or the tail (receives)
   bool failed = false;            // stopped: its fault is in the FIFO (or was forwarded)
   bool device_fed = false;        // a kernel posts or releases its slots
-  // Slots apart from the header (FifoMemory::slots_apart): each slot goes as
-  // two messages, its metadata from `metas` (host memory, registered as
-  // `meta_region`) and then its data, since the proxy cannot write a prefix
-  // into device memory nor read one there.
   char* slots = nullptr;  // slot 0's prefix: after the header, or apart
   bool apart = false;
-  std::unique_ptr<SlotMeta[]> metas;
-  std::unique_ptr<MemoryRegion> meta_region;
+  // The connection took no more requests: nothing to issue until one of
+  // those in flight completes (which wakes a sleeping proxy by itself).
+  bool blocked = false;
   bool half = false;         // slot `issued`'s metadata is out, its data not yet
   uint64_t half_span = 0;    // (sends) the data of that slot
   int parts_done = 0;        // messages of slot `finished` done (apart: of 2)
@@ -224,7 +228,10 @@ bool Proxy::StepSender(Edge& e) {
         FailLocal(e, req.status());
         return true;
       }
-      if (*req == nullptr) break;
+      if (*req == nullptr) {
+        e.blocked = true;
+        break;
+      }
       e.requests.push_back(*req);
       moved = true;
       if (!e.apart) {
@@ -240,7 +247,10 @@ bool Proxy::StepSender(Edge& e) {
       FailLocal(e, req.status());
       return true;
     }
-    if (*req == nullptr) break;
+    if (*req == nullptr) {
+      e.blocked = true;
+      break;
+    }
     e.requests.push_back(*req);
     e.half = false;
     ++e.issued;
@@ -255,6 +265,7 @@ bool Proxy::StepSender(Edge& e) {
     }
     if (!done) break;
     e.requests.pop_front();
+    e.blocked = false;
     moved = true;
     if (e.apart && ++e.parts_done < 2) continue;
     e.parts_done = 0;
@@ -283,7 +294,10 @@ bool Proxy::StepReceiver(Edge& e) {
         FailLocal(e, req.status());
         return true;
       }
-      if (*req == nullptr) break;
+      if (*req == nullptr) {
+        e.blocked = true;
+        break;
+      }
       e.requests.push_back(*req);
       moved = true;
       if (!e.apart) {
@@ -297,7 +311,10 @@ bool Proxy::StepReceiver(Edge& e) {
       FailLocal(e, req.status());
       return true;
     }
-    if (*req == nullptr) break;
+    if (*req == nullptr) {
+      e.blocked = true;
+      break;
+    }
     e.requests.push_back(*req);
     e.half = false;
     ++e.issued;
@@ -312,6 +329,7 @@ bool Proxy::StepReceiver(Edge& e) {
     }
     if (!done) break;
     e.requests.pop_front();
+    e.blocked = false;
     moved = true;
     if (e.apart && e.parts_done == 0) {  // the metadata; the data follows
       e.meta_received = bytes;
@@ -361,11 +379,13 @@ void Proxy::Sleep() {
   for (auto& e : edges_) {
     if (e->failed) continue;
     const FifoHeader* h = e->header;
+    // An edge the connection holds back has nothing to issue until a
+    // request completes, which makes its descriptors readable.
     if (e->send) {
-      work = work || h->tail.value.load(std::memory_order_seq_cst) > e->issued ||
+      work = work || (h->tail.value.load(std::memory_order_seq_cst) > e->issued && !e->blocked) ||
              h->sender_aborted.load(std::memory_order_seq_cst) != 0;
     } else {
-      work = work || h->head.value.load(std::memory_order_seq_cst) + kSlots > e->issued ||
+      work = work || (h->head.value.load(std::memory_order_seq_cst) + kSlots > e->issued && !e->blocked) ||
              h->receiver_aborted.load(std::memory_order_seq_cst) != 0;
     }
   }

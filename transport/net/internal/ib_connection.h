@@ -18,11 +18,14 @@
 
 namespace ringo::transport::net::ib {
 
-inline constexpr int kMaxRequests = 8;   // messages in flight per connection: the clear-to-send ring
+// Messages in flight per connection (the clear-to-send ring): every slot
+// of a FIFO twice over (an edge with slots apart sends each as two).
+inline constexpr int kMaxRequests = 16;
 inline constexpr int kMaxQps = 16;
 inline constexpr uint32_t kPartBits = 28;             // an immediate: slot (4 bits), part size (28)
 inline constexpr uint32_t kTooBig = (1u << kPartBits) - 1;  // part size meaning "your receive is too small"
 inline constexpr uint32_t kPartMax = kTooBig - 1;           // the largest part of a message
+static_assert(kMaxRequests <= (1 << (32 - kPartBits)), "a request's slot fits its immediate");
 
 // The largest message over `nqps` queue pairs.
 uint64_t MaxMessage(int nqps);
