@@ -1,9 +1,0 @@
-// Ring and reduction kernels for the 8-bit floats (E4M3, E5M2; combined in
-// fp32, stored rounded and saturated, base/device/fp8.h): the typed
-// launchers launch.cc dispatches to. One .cu file per datatype family so
-// nvcc builds them in parallel; launch shape and memory ordering:
-// internal/ring.cuh.
-#include "kernels/cuda/internal/ring.cuh"
-
-RINGO_CUDA_INSTANTIATE(ringo::base::Fp8E4M3)
-RINGO_CUDA_INSTANTIATE(ringo::base::Fp8E5M2)
