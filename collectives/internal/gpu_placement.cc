@@ -30,7 +30,7 @@ std::string GpuName(const GpuPlace& p) {
 GpuPlace Unplaced() {
   GpuPlace p;
   std::memset(&p, 0, sizeof(p));
-  p.host_hash = transport::LocalPeerInfo(0, -1).host_hash;
+  p.machine_hash = transport::LocalPeerInfo(0, -1).machine_hash;
   p.pid = static_cast<int32_t>(getpid());
   p.device = -1;
   return p;
@@ -77,7 +77,7 @@ StatusOr<std::vector<GpuPlace>> ExchangePlaces(transport::Exchange& bootstrap, i
 }
 
 bool SameGpu(const GpuPlace& a, const GpuPlace& b) {
-  return a.host_hash == b.host_hash && BusId(a) == BusId(b);
+  return a.machine_hash == b.machine_hash && BusId(a) == BusId(b);
 }
 
 GpuLayout LayoutOf(const std::vector<GpuPlace>& places) {

@@ -31,7 +31,10 @@ inline constexpr int kPlaceBusIdBytes = 32;
 
 // One rank's place; fixed-size, sent raw through the bootstrap.
 struct GpuPlace {
-  uint64_t host_hash;
+  // Its machine (the boot id, PeerInfo::machine_hash): with the PCI bus id,
+  // which GPU it is, whatever host RINGO_HOSTID, a container or a network
+  // namespace says the rank is on.
+  uint64_t machine_hash;
   int32_t pid;
   int32_t ok;             // 1: the fields below are valid; 0: this rank failed to load its kernels
   int32_t sms;            // its GPU's multiprocessors

@@ -18,7 +18,7 @@ GpuPlace Place(uint64_t host, int pid, const char* bus, int sms = 132, int block
                int queues = 32) {
   GpuPlace p;
   std::memset(&p, 0, sizeof(p));
-  p.host_hash = host;
+  p.machine_hash = host;
   p.pid = pid;
   p.ok = 1;
   p.sms = sms;
