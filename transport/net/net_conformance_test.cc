@@ -109,6 +109,27 @@ class NetConformance : public ::testing::TestWithParam<Factory> {
     return base::Timeout("request not done in time");
   }
 
+  // A sending proxy (rank 1) serving `out` and a receiving one (rank 0)
+  // serving `in`, over a new connection; started.
+  struct Proxies {
+    std::unique_ptr<Proxy> sender, receiver;
+  };
+  void StartProxies(std::shared_ptr<FifoMemory> out, std::shared_ptr<FifoMemory> in, bool device_fed,
+                    Proxies* p) {
+    std::unique_ptr<SendConnection> send;
+    std::unique_ptr<RecvConnection> recv;
+    ASSERT_NO_FATAL_FAILURE(Connect(&send, &recv));
+    ProxyOptions po;
+    po.self_rank = 1;
+    p->sender = std::make_unique<Proxy>(po);
+    po.self_rank = 0;
+    p->receiver = std::make_unique<Proxy>(po);
+    ASSERT_TRUE(p->sender->AddSender(std::move(out), std::move(send), 0, device_fed).ok());
+    ASSERT_TRUE(p->receiver->AddReceiver(std::move(in), std::move(recv), 0, device_fed).ok());
+    ASSERT_TRUE(p->sender->Start().ok());
+    ASSERT_TRUE(p->receiver->Start().ok());
+  }
+
   std::unique_ptr<Net> net_;
 };
 
@@ -345,23 +366,13 @@ TEST_P(NetConformance, AConnectionOfAnotherCommunicatorIsRefused) {
 // executor with their origin.
 TEST_P(NetConformance, ProxyMovesSlotsAndAborts) {
   constexpr size_t kSlotBytes = 4096;
-  std::unique_ptr<SendConnection> send;
-  std::unique_ptr<RecvConnection> recv;
-  Connect(&send, &recv);
   auto out_mem = AllocateProcessFifo(kSlotBytes, 0, kProxySlotPrefix);
   auto in_mem = AllocateProcessFifo(kSlotBytes, 0, kProxySlotPrefix);
   static_cast<FifoHeader*>(in_mem->base())->sender_rank = 1;
   SendEnd out(out_mem, 1, SelfProcessId());
   RecvEnd in(in_mem, 0, SelfProcessId());
-  ProxyOptions po;
-  po.self_rank = 1;
-  Proxy sender_proxy(po);
-  po.self_rank = 0;
-  Proxy receiver_proxy(po);
-  ASSERT_TRUE(sender_proxy.AddSender(out_mem, std::move(send), 0).ok());
-  ASSERT_TRUE(receiver_proxy.AddReceiver(in_mem, std::move(recv), 0).ok());
-  ASSERT_TRUE(sender_proxy.Start().ok());
-  ASSERT_TRUE(receiver_proxy.Start().ok());
+  Proxies proxies;
+  ASSERT_NO_FATAL_FAILURE(StartProxies(out_mem, in_mem, /*device_fed=*/false, &proxies));
   WaitContext w;
   w.timeout_ms = 5000;
   w.spin_count = 100;
@@ -438,20 +449,10 @@ class ApartFifo : public FifoMemory {
 // with its signature, and each received slot is made visible before its tail.
 TEST_P(NetConformance, ProxyMovesSlotsApart) {
   constexpr size_t kSlotBytes = 4096;
-  std::unique_ptr<SendConnection> send;
-  std::unique_ptr<RecvConnection> recv;
-  Connect(&send, &recv);
   auto out = std::make_shared<ApartFifo>(kSlotBytes);
   auto in = std::make_shared<ApartFifo>(kSlotBytes);
-  ProxyOptions po;
-  po.self_rank = 1;
-  Proxy sender_proxy(po);
-  po.self_rank = 0;
-  Proxy receiver_proxy(po);
-  ASSERT_TRUE(sender_proxy.AddSender(out, std::move(send), 0, /*device_fed=*/true).ok());
-  ASSERT_TRUE(receiver_proxy.AddReceiver(in, std::move(recv), 0, /*device_fed=*/true).ok());
-  ASSERT_TRUE(sender_proxy.Start().ok());
-  ASSERT_TRUE(receiver_proxy.Start().ok());
+  Proxies proxies;
+  ASSERT_NO_FATAL_FAILURE(StartProxies(out, in, /*device_fed=*/true, &proxies));
   constexpr int kMessages = 300;
   auto size_of = [](int m) { return static_cast<size_t>(m * 37) % (kSlotBytes - 15); };
   auto shift_of = [](int m) { return static_cast<uint32_t>(m % 16); };
@@ -503,20 +504,10 @@ TEST_P(NetConformance, ProxyMovesSlotsApart) {
 // connection takes fewer requests than two per slot (the fake network's 8):
 // an edge the connection holds back is no work.
 TEST_P(NetConformance, IdleEdgesWithSlotsApartLetTheProxySleep) {
-  std::unique_ptr<SendConnection> send;
-  std::unique_ptr<RecvConnection> recv;
-  Connect(&send, &recv);
   auto out = std::make_shared<ApartFifo>(4096);
   auto in = std::make_shared<ApartFifo>(4096);
-  ProxyOptions po;
-  po.self_rank = 1;
-  Proxy sender_proxy(po);
-  po.self_rank = 0;
-  Proxy receiver_proxy(po);
-  ASSERT_TRUE(sender_proxy.AddSender(out, std::move(send), 0).ok());
-  ASSERT_TRUE(receiver_proxy.AddReceiver(in, std::move(recv), 0).ok());
-  ASSERT_TRUE(sender_proxy.Start().ok());
-  ASSERT_TRUE(receiver_proxy.Start().ok());
+  Proxies proxies;
+  ASSERT_NO_FATAL_FAILURE(StartProxies(out, in, /*device_fed=*/false, &proxies));
   for (ApartFifo* f : {out.get(), in.get()}) {
     const auto until = Clock::now() + std::chrono::seconds(5);
     while (f->header()->proxy_sleeping.load() == 0 && Clock::now() < until) {

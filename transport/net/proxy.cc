@@ -59,7 +59,6 @@ struct Proxy::Edge {
   // those in flight completes (which wakes a sleeping proxy by itself).
   bool blocked = false;
   bool half = false;         // slot `issued`'s metadata is out, its data not yet
-  uint64_t half_span = 0;    // (sends) the data of that slot
   int parts_done = 0;        // messages of slot `finished` done (apart: of 2)
   size_t meta_received = 0;  // (receives, apart) the size of slot `finished`'s metadata message
 
@@ -197,6 +196,19 @@ void Proxy::FailLocal(Edge& e, const base::Status& st) {
   WakeFifo(h);
 }
 
+Proxy::Issue Proxy::Track(Edge& e, base::StatusOr<Request*> request) {
+  if (!request.ok()) {
+    FailLocal(e, request.status());
+    return Issue::kFailed;
+  }
+  if (*request == nullptr) {  // the connection holds no more: wait for one to complete
+    e.blocked = true;
+    return Issue::kBlocked;
+  }
+  e.requests.push_back(*request);
+  return Issue::kIssued;
+}
+
 bool Proxy::StepSender(Edge& e) {
   FifoHeader* h = e.header;
   if (h->sender_aborted.load(std::memory_order_acquire) != 0) {  // the executor failed: tell the peer why
@@ -209,50 +221,28 @@ bool Proxy::StepSender(Edge& e) {
   bool moved = false;
   const uint64_t tail = h->tail.value.load(std::memory_order_acquire);
   while (e.issued < tail) {
-    if (!e.half) {
-      const SlotMeta meta = h->meta[e.issued % kSlots];
-      // A kernel's data starts at the shift its size word carries.
-      const uint64_t span = std::min<uint64_t>(SlotSpan(meta.bytes), h->slot_bytes);
-      base::StatusOr<Request*> req = [&] {
-        if (e.apart) {  // the metadata alone, from host memory
-          SlotMeta& staged = e.metas[e.issued % kSlots];
-          staged = meta;
-          return e.send->Isend(&staged, sizeof(staged), e.meta_region.get());
-        }
-        // The metadata in the prefix, right before the data: one message.
-        char* msg = e.Slot(e.issued) + kMetaOffset;
-        std::memcpy(msg, &meta, sizeof(meta));
-        return e.send->Isend(msg, sizeof(meta) + span, e.region.get());
-      }();
-      if (!req.ok()) {
-        FailLocal(e, req.status());
-        return true;
-      }
-      if (*req == nullptr) {
-        e.blocked = true;
-        break;
-      }
-      e.requests.push_back(*req);
-      moved = true;
-      if (!e.apart) {
-        ++e.issued;
-        continue;
-      }
-      e.half = true;
-      e.half_span = span;
+    const SlotMeta& meta = h->meta[e.issued % kSlots];
+    // A kernel's data starts at the shift its size word carries.
+    const uint64_t span = std::min<uint64_t>(SlotSpan(meta.bytes), h->slot_bytes);
+    Issue issued;
+    if (!e.apart) {  // the metadata in the prefix, right before the data: one message
+      char* msg = e.Slot(e.issued) + kMetaOffset;
+      std::memcpy(msg, &meta, sizeof(meta));
+      issued = Track(e, e.send->Isend(msg, sizeof(meta) + span, e.region.get()));
+    } else if (!e.half) {  // the metadata alone, from host memory; the data next
+      SlotMeta& staged = e.metas[e.issued % kSlots];
+      staged = meta;
+      issued = Track(e, e.send->Isend(&staged, sizeof(staged), e.meta_region.get()));
+    } else {  // the data, straight from where the executor wrote it
+      issued = Track(e, e.send->Isend(e.Slot(e.issued) + kProxySlotPrefix, span, e.region.get()));
     }
-    // Slots apart: the data, straight from where the executor wrote it.
-    auto req = e.send->Isend(e.Slot(e.issued) + kProxySlotPrefix, e.half_span, e.region.get());
-    if (!req.ok()) {
-      FailLocal(e, req.status());
-      return true;
+    if (issued == Issue::kFailed) return true;
+    if (issued == Issue::kBlocked) break;
+    moved = true;
+    if (e.apart) {
+      e.half = !e.half;
+      if (e.half) continue;  // the metadata's request is in flight: the slot's data next
     }
-    if (*req == nullptr) {
-      e.blocked = true;
-      break;
-    }
-    e.requests.push_back(*req);
-    e.half = false;
     ++e.issued;
   }
   while (!e.requests.empty()) {
@@ -286,37 +276,22 @@ bool Proxy::StepReceiver(Edge& e) {
   bool moved = false;
   const uint64_t head = h->head.value.load(std::memory_order_acquire);
   while (e.issued < head + kSlots) {
-    if (!e.half) {
-      base::StatusOr<Request*> req =
-          e.apart ? e.recv->Irecv(&e.metas[e.issued % kSlots], sizeof(SlotMeta), e.meta_region.get())
-                  : e.recv->Irecv(e.Slot(e.issued) + kMetaOffset, sizeof(SlotMeta) + h->slot_bytes, e.region.get());
-      if (!req.ok()) {
-        FailLocal(e, req.status());
-        return true;
-      }
-      if (*req == nullptr) {
-        e.blocked = true;
-        break;
-      }
-      e.requests.push_back(*req);
-      moved = true;
-      if (!e.apart) {
-        ++e.issued;
-        continue;
-      }
-      e.half = true;
+    Issue issued;
+    if (!e.apart) {  // prefix and data as one message
+      issued = Track(e, e.recv->Irecv(e.Slot(e.issued) + kMetaOffset, sizeof(SlotMeta) + h->slot_bytes,
+                                      e.region.get()));
+    } else if (!e.half) {  // the metadata, into host memory; the data next
+      issued = Track(e, e.recv->Irecv(&e.metas[e.issued % kSlots], sizeof(SlotMeta), e.meta_region.get()));
+    } else {  // the data, straight into the slot
+      issued = Track(e, e.recv->Irecv(e.Slot(e.issued) + kProxySlotPrefix, h->slot_bytes, e.region.get()));
     }
-    auto req = e.recv->Irecv(e.Slot(e.issued) + kProxySlotPrefix, h->slot_bytes, e.region.get());
-    if (!req.ok()) {
-      FailLocal(e, req.status());
-      return true;
+    if (issued == Issue::kFailed) return true;
+    if (issued == Issue::kBlocked) break;
+    moved = true;
+    if (e.apart) {
+      e.half = !e.half;
+      if (e.half) continue;  // the metadata's request is in flight: the slot's data next
     }
-    if (*req == nullptr) {
-      e.blocked = true;
-      break;
-    }
-    e.requests.push_back(*req);
-    e.half = false;
     ++e.issued;
   }
   while (!e.requests.empty()) {

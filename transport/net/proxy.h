@@ -108,6 +108,10 @@ class Proxy {
   void Wake();
   void Run();
   // Progresses one edge; whether anything moved.
+  // What issuing one request came to: in flight, held back by the
+  // connection (Edge::blocked), or failed (the edge failed with it).
+  enum class Issue { kIssued, kBlocked, kFailed };
+  Issue Track(Edge& e, base::StatusOr<Request*> request);
   bool StepSender(Edge& e);
   bool StepReceiver(Edge& e);
   void FailLocal(Edge& e, const base::Status& st);
