@@ -149,9 +149,9 @@ thread_local uint64_t t_call_ticks = 0;
 CallScope::CallScope(const char* fn, ringoComm* comm) {
   if (!TracingOn()) return;
   const uint64_t ticks = TraceTicks();
-  // A handle is never freed (Retire), so reading a stale one is safe; its
-  // communicator is null then.
-  Communicator* c = comm != nullptr ? comm->Get() : nullptr;
+  // Only a live handle is read: the caller's pointer may never have been a
+  // communicator (the call itself refuses it after this stamp).
+  Communicator* c = comm != nullptr && IsLive(comm) ? comm->Get() : nullptr;
   stamp_.emplace(fn, c != nullptr ? c->id() : 0, ticks);
   t_call_ticks = ticks;
   if (c != nullptr && c->observer() != nullptr) c->observer()->Driven(ThisThreadCall());
