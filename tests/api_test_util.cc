@@ -114,4 +114,16 @@ ringoComm_t MakeSoloHostComm() {
   return comm;
 }
 
+std::string NamesAbsentRank(const std::string& message, int rank) {
+  const size_t never = message.find(" never joined");
+  const size_t list = never == std::string::npos ? std::string::npos : message.rfind("rank(s) ", never);
+  if (list != std::string::npos) {
+    const std::string ranks = message.substr(list + 8, never - list - 8) + ",";
+    for (size_t at = 0, comma; (comma = ranks.find(',', at)) != std::string::npos; at = comma + 1) {
+      if (ranks.substr(at, comma - at) == std::to_string(rank)) return "";
+    }
+  }
+  return "the message does not name rank " + std::to_string(rank) + " as never joined: \"" + message + "\"";
+}
+
 }  // namespace ringo::tests

@@ -34,6 +34,11 @@ bool MentionsAny(const std::string& text, std::initializer_list<const char*> key
 std::string CheckFails(const char* what, ringoResult_t rc, ringoResult_t want,
                        std::initializer_list<const char*> keywords);
 
+// "" when a failed init's `message` names `rank` among the ranks that never
+// joined ("rank(s) 1,3 never joined ..."); otherwise what is wrong. Other
+// ranks may be named beside it (a present rank that was slow to join).
+std::string NamesAbsentRank(const std::string& message, int rank);
+
 // Runs `fn` in a forked child (so a crash fails only this test) with a 60 s
 // deadline; the child's message or its death is returned, "" on success.
 std::string InChild(const std::function<std::string()>& fn);

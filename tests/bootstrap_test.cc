@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 
 #include "gtest/gtest.h"
 #include "ringo/ringo.h"
+#include "tests/api_test_util.h"
 #include "tests/harness.h"
 
 namespace ringo::tests {
@@ -254,6 +256,79 @@ INSTANTIATE_TEST_SUITE_P(Attacks, Garbage,
                                            Attack::kShortThenClose, Attack::kSilent),
                          [](const ::testing::TestParamInfo<Attack>& info) {
                            return std::string(AttackName(info.param));
+                         });
+
+// ---- A rank that never comes ----
+
+// Every rank that came names the one that did not, whichever process holds
+// the root: rank 0's (RINGO_COMM_ID: the root dies with rank 0's process, which
+// returns from init as soon as it hears the verdict) or this test's
+// (ringoGetUniqueId). Each run is one communicator with one rank missing
+// (rank 0 too); kBatch communicators run at once, so ranks compete for the
+// cores as on a loaded machine.
+struct MissingCase {
+  int nranks;
+  bool comm_id;  // the root in rank 0's process (RINGO_COMM_ID), else in this one
+};
+
+class MissingRank : public ::testing::TestWithParam<MissingCase> {};
+
+// "" when `message` names rank `missing` as absent, or, for rank 0 holding
+// the root, as the rank that could not be reached.
+std::string NamesMissing(const std::string& message, int missing, bool comm_id) {
+  if (comm_id && missing == 0 && message.find("could not reach rank 0") != std::string::npos) return "";
+  return NamesAbsentRank(message, missing);
+}
+
+TEST_P(MissingRank, EveryWaitingRankNamesIt) {
+  constexpr int kBatch = 5;
+  constexpr int kMissingTimeoutMs = 1000;
+  const MissingCase c = GetParam();
+  // 20 runs where the root dies with rank 0's process (the race this guards);
+  // one batch where it lives in this process.
+  const int runs = c.comm_id ? 20 : kBatch;
+  ScopedEnv env({{"RINGO_TIMEOUT_MS", std::to_string(kMissingTimeoutMs)}, {"RINGO_COMM_ID", std::nullopt}});
+  HarnessOptions options;
+  options.make_unique_id = false;
+  for (int first = 0; first < runs; first += kBatch) {
+    std::vector<ringoUniqueId> ids(kBatch);
+    for (int g = 0; g < kBatch; ++g) {
+      ringoResult_t rc = c.comm_id ? ringoGetUniqueIdForAddress(("127.0.0.1:" + std::to_string(PickFreePort())).c_str(), &ids[g])
+                                   : ringoGetUniqueId(&ids[g]);
+      ASSERT_EQ(rc, ringoSuccess) << ringoGetLastError(nullptr);
+    }
+    auto results = RunRanks(
+        kBatch * c.nranks, RankMode::kProcesses, kDeadline,
+        [&](int global, int, const ringoUniqueId&) -> std::string {
+          const int g = global / c.nranks;
+          const int rank = global % c.nranks;
+          const int missing = (first + g) % c.nranks;
+          if (rank == missing) return "";
+          // One core for every rank, and rank 0 (which holds the root) joined
+          // first: the root's thread is then often preempted by the ranks it
+          // wakes, the root's own process first, whose exit would kill it.
+          cpu_set_t one;
+          CPU_ZERO(&one);
+          CPU_SET(0, &one);
+          (void)sched_setaffinity(0, sizeof(one), &one);
+          if (rank != 0) std::this_thread::sleep_for(milliseconds(100));
+          ringoComm_t comm = nullptr;
+          const ringoResult_t rc = ringoCommInitRank(&comm, c.nranks, ids[g], rank);
+          if (rc == ringoSuccess) return "init succeeded with rank " + std::to_string(missing) + " missing";
+          const std::string why = NamesMissing(ringoGetLastError(nullptr), missing, c.comm_id);
+          return why.empty() ? "" : "run " + std::to_string(first + g) + ", " + ResultName(rc) + ": " + why;
+        },
+        options);
+    EXPECT_ALL_RANKS_OK(results) << "runs " << first << "-" << first + kBatch - 1;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, MissingRank,
+                         ::testing::Values(MissingCase{3, true}, MissingCase{4, true}, MissingCase{8, true},
+                                           MissingCase{3, false}, MissingCase{4, false}, MissingCase{8, false}),
+                         [](const ::testing::TestParamInfo<MissingCase>& info) {
+                           return std::to_string(info.param.nranks) +
+                                  (info.param.comm_id ? "RanksRootInRank0" : "RanksRootApart");
                          });
 
 // ---- Unreachable root ----

@@ -138,6 +138,12 @@ StatusOr<std::unique_ptr<Bootstrap>> Bootstrap::Connect(const UniqueId& id, int 
   Deadline deadline = DeadlineAfterMs(timeout_ms);
   auto socket = Socket::Connect(id.root, deadline);
   if (!socket.ok()) {
+    if (id.root_started_by_rank0 && rank != 0) {
+      return socket.status().WithContext(
+          "bootstrap: rank " + std::to_string(rank) + " could not reach rank 0, which listens at " +
+          id.root.ToString() + " (RINGO_COMM_ID): rank 0 never started, or its communicator was already set up "
+          "or had failed");
+    }
     return socket.status().WithContext(
         "bootstrap: rank " + std::to_string(rank) + " could not reach the root at " + id.root.ToString() +
         " (nothing accepts there: the root exits once its communicator is set up or has failed, and with the "
@@ -174,6 +180,7 @@ Status Bootstrap::AllGather(const void* mine, size_t bytes, void* all) {
     const int code = reply.rank;  // the root puts the result code there
     const bool known = code > static_cast<int>(base::Code::kOk) && code <= static_cast<int>(base::Code::kTimeout) &&
                        code != static_cast<int>(base::Code::kInProgress);
+    internal::AwaitRootVerdict(nonce_, DeadlineAfterMs(kRankGraceMs));  // the root may be ours: let it finish telling
     return Status(known ? static_cast<base::Code>(code) : base::Code::kRemoteError, "bootstrap root: " + msg);
   }
   if (reply.type != static_cast<uint16_t>(MsgType::kGatherResult) || reply.nonce != nonce_ ||

@@ -7,8 +7,12 @@
 // timeout, answering every rank that connects late with the same error (so
 // it learns why instead of finding nobody listening), and exits.
 #include <poll.h>
+#include <unistd.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +53,28 @@ using base::Code;
 
 constexpr size_t kMaxConnections = 4096;
 
+// The roots that have not yet told their ranks a verdict, by the process
+// that runs them (a forked child inherits this map, not the threads) and
+// nonce (a count: two communicators may share a RINGO_COMM_ID over time).
+struct Untold {
+  std::mutex mu;
+  std::condition_variable told;
+  std::map<std::pair<pid_t, uint64_t>, int> roots;  // GUARDED_BY(mu)
+};
+
+Untold& UntoldRoots() {
+  static Untold* const untold = new Untold();  // never destroyed: detached roots outlive main
+  return *untold;
+}
+
+void MarkTold(uint64_t nonce) {
+  Untold& u = UntoldRoots();
+  std::lock_guard<std::mutex> lock(u.mu);
+  auto it = u.roots.find({getpid(), nonce});
+  if (it != u.roots.end() && --it->second == 0) u.roots.erase(it);
+  u.told.notify_all();
+}
+
 struct Conn {
   Socket socket;
   std::string buffer;  // received, not yet parsed
@@ -63,6 +89,13 @@ class Root {
         deadline_(DeadlineAfterMs(timeout_ms)) {}
 
   void Run() {
+    RunUntilDone();
+    if (!told_) MarkTold(nonce_);
+    RINGO_LOG(INFO) << "bootstrap root exits";
+  }
+
+ private:
+  void RunUntilDone() {
     while (!done_) {
       PollOnce();
       if (done_) break;
@@ -72,10 +105,8 @@ class Root {
         OnDeadline();
       }
     }
-    RINGO_LOG(INFO) << "bootstrap root exits";
   }
 
- private:
   void PollOnce() {
     std::vector<pollfd> fds;
     fds.push_back({listener_.fd(), POLLIN, 0});
@@ -269,6 +300,8 @@ class Root {
     fail_code_ = code;
     fail_message_ = msg;
     linger_until_ = DeadlineAfterMs(timeout_ms_);
+    told_ = true;
+    MarkTold(nonce_);
   }
 
   void Drop(size_t i) {
@@ -292,6 +325,7 @@ class Root {
   bool done_ = false;
   // After a failure: the error, told to late arrivals until linger_until_.
   bool failed_ = false;
+  bool told_ = false;  // every rank has had the verdict (MarkTold called)
   Code fail_code_ = Code::kOk;
   std::string fail_message_;
   Deadline linger_until_;
@@ -300,10 +334,22 @@ class Root {
 }  // namespace
 
 void StartRootThread(Socket listener, uint64_t nonce, int64_t timeout_ms) {
+  {
+    Untold& u = UntoldRoots();
+    std::lock_guard<std::mutex> lock(u.mu);
+    ++u.roots[{getpid(), nonce}];
+  }
   std::thread([l = std::move(listener), nonce, timeout_ms]() mutable {
     Root root(std::move(l), nonce, timeout_ms);
     root.Run();
   }).detach();
+}
+
+void AwaitRootVerdict(uint64_t nonce, Deadline deadline) {
+  Untold& u = UntoldRoots();
+  std::unique_lock<std::mutex> lock(u.mu);
+  const std::pair<pid_t, uint64_t> key{getpid(), nonce};
+  u.told.wait_until(lock, deadline, [&] { return u.roots.count(key) == 0; });
 }
 
 }  // namespace ringo::transport::internal

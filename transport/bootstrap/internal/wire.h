@@ -37,6 +37,13 @@ base::Status ValidateHeader(const WireHeader& h);
 // Starts the root's serving thread on a listening socket. `nonce` is the id's.
 void StartRootThread(Socket listener, uint64_t nonce, int64_t timeout_ms);
 
+// Returns once no root of this process serving `nonce` is still telling its
+// ranks why it failed (at once where none runs here), or at `deadline`. A
+// rank of the root's own process hears the verdict first; were it to return
+// and its program exit, the root would die with it before the other ranks
+// heard which rank was missing.
+void AwaitRootVerdict(uint64_t nonce, Deadline deadline);
+
 }  // namespace ringo::transport::internal
 
 #endif  // RINGO_TRANSPORT_BOOTSTRAP_INTERNAL_WIRE_H_
