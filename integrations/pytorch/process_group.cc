@@ -1,5 +1,6 @@
 #include "integrations/pytorch/process_group.h"
 
+#include <algorithm>
 #include <chrono>
 #include <numeric>
 #include <thread>
@@ -241,57 +242,84 @@ WorkPtr ProcessGroupRingo::allgather_coalesced(std::vector<std::vector<at::Tenso
                 AllGatherCoalescedBody(outputs, inputs), inputs[0].device());
 }
 
+// gloo's monitored barrier, in gloo's words (programs and PyTorch's own tests
+// match on them): rank 0 waits for each rank in order, within what is left of
+// `timeout` (each rank the whole of it with wait_all_ranks), and raises
+// "[Rank 0]: Rank R failed to pass monitoredBarrier in T ms", or "[Rank 0]:
+// Ranks A, B failed ..." with wait_all_ranks, with "Rank 0 timed out in
+// monitoredBarrier after T ms." below it when the time ran out before rank R
+// was waited for. The other ranks hear rank 0's verdict through the store at
+// once (gloo's wait until their own timeout) and raise "Rank N successfully
+// reached monitoredBarrier, but received errors while waiting for send/recv
+// from rank 0", with rank 0's words below.
 void ProcessGroupRingo::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
   using Clock = std::chrono::steady_clock;
-  const std::chrono::milliseconds timeout =
-      opts.timeout == c10d::kUnsetTimeout ? timeout_
-                                          : std::chrono::duration_cast<std::chrono::milliseconds>(opts.timeout);
+  using std::chrono::milliseconds;
+  const milliseconds timeout =
+      opts.timeout == c10d::kUnsetTimeout ? timeout_ : std::chrono::duration_cast<milliseconds>(opts.timeout);
   const std::string base =
       "ringo/" + key_prefix_ + "monitored_barrier/" + std::to_string(++monitored_barriers_) + "/";
   const std::string verdict_key = base + "verdict";
+  const std::string in_time = " failed to pass monitoredBarrier in " + std::to_string(timeout.count()) + " ms";
   const int rank = getRank();
   if (rank != 0) {
+    const std::string reached = "Rank " + std::to_string(rank) +
+                                " successfully reached monitoredBarrier, but received errors while waiting for "
+                                "send/recv from rank 0. Please check rank 0 logs for faulty rank.\n Original "
+                                "exception: \n";
     store_->set(base + "arrived/" + std::to_string(rank), std::vector<uint8_t>{1});
+    // Only rank 0 enforces `timeout`: the others wait at least the group's
+    // own timeout, so that rank 0 names the missing rank first.
     try {
-      store_->wait({verdict_key}, timeout);
+      store_->wait({verdict_key}, std::max(timeout, timeout_));
     } catch (const std::exception& e) {
-      TORCH_CHECK(false, "Rank ", rank,
-                  " successfully reached monitoredBarrier, but received errors while waiting for send/recv from "
-                  "rank 0. Please check rank 0 logs for faulty rank.\n Original exception: \n",
-                  e.what());
+      TORCH_CHECK(false, reached, e.what());
     }
     const std::vector<uint8_t> v = store_->get(verdict_key);
     const std::string verdict(v.begin(), v.end());
-    TORCH_CHECK(verdict == "ok", "Rank ", rank,
-                " successfully reached monitoredBarrier, but rank 0 reported a failure: ", verdict);
+    TORCH_CHECK(verdict == "ok", reached, verdict);
     return;
   }
-  const Clock::time_point deadline = Clock::now() + timeout;
+  const Clock::time_point start = Clock::now();
+  std::vector<int> processed;
   std::vector<int> failed;
-  for (int r = 1; r < getSize(); ++r) {
+  std::string error;
+  for (int r = 1; r < getSize() && error.empty(); ++r) {
+    const milliseconds left =
+        wait_all_ranks ? timeout : timeout - std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+    if (left.count() <= 0) {
+      std::string done;
+      for (int p : processed) done += (done.empty() ? "" : ", ") + std::to_string(p);
+      error = "[Rank 0]: Rank " + std::to_string(r) + in_time + "\n Original exception: \nRank 0 timed out in " +
+              "monitoredBarrier after " + std::to_string(timeout.count()) + " ms.\n" +
+              (done.empty() ? "No ranks successfully processed in monitoredBarrier."
+                            : "Successfully processed ranks: " + done);
+      break;
+    }
     const std::string key = base + "arrived/" + std::to_string(r);
+    const Clock::time_point until = Clock::now() + left;
     bool arrived = store_->check({key});
-    while (!arrived && Clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (!arrived && Clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(1));
       arrived = store_->check({key});
     }
-    if (arrived) continue;
-    failed.push_back(r);
-    if (!wait_all_ranks) break;
+    if (arrived) {
+      processed.push_back(r);
+    } else if (wait_all_ranks) {
+      failed.push_back(r);
+    } else {
+      error = "[Rank 0]: Rank " + std::to_string(r) + in_time + "\n Original exception: \nrank " +
+              std::to_string(r) + " did not reach monitoredBarrier within " + std::to_string(left.count()) + " ms";
+    }
   }
-  if (failed.empty()) {
-    store_->set(verdict_key, std::vector<uint8_t>{'o', 'k'});
-    return;
-  }
-  std::string error;
-  if (!wait_all_ranks) {
-    error = "Rank " + std::to_string(failed[0]) + " failed to pass monitoredBarrier in " +
-            std::to_string(timeout.count()) + " ms";
-  } else {
+  if (error.empty() && !failed.empty()) {
     std::string ranks;
     for (int r : failed) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    error = "[Rank 0]: Ranks " + ranks + " failed to pass monitoredBarrier in " + std::to_string(timeout.count()) +
-            " ms";
+    error = "[Rank 0]: Ranks " + ranks + in_time;
+  }
+  if (error.empty()) {
+    store_->set(verdict_key, std::vector<uint8_t>{'o', 'k'});
+    return;
   }
   store_->set(verdict_key, std::vector<uint8_t>(error.begin(), error.end()));
   TORCH_CHECK(false, error);

@@ -16,10 +16,14 @@ ringo against gloo on the same inputs (N processes, --nranks):
   rank; tags taken out of order; several receives outstanding at once, from
   any source and by source; irecv posted before isend on every rank; a
   receive of another size (refused, the message kept).
-- the monitored barrier: passing on every rank; rank N-1 staying away
-  (rank 0 raises "Rank N-1 failed to pass monitoredBarrier in ... ms", as
-  gloo's does, and the ranks that came learn of the failure); ranks 1..N-1
-  staying away with wait_all_ranks (every missing rank named).
+- the monitored barrier: passing on every rank; then, each case on fresh
+  groups of both backends, every rank's message against gloo's (the same
+  first line: rank 0's "[Rank 0]: Rank R failed to pass monitoredBarrier in
+  T ms", the others' "Rank N successfully reached monitoredBarrier, but
+  received errors while waiting for send/recv from rank 0"): rank N-1
+  staying away; ranks 2..N-1 away (rank 2, the first, named); ranks 1..N-1
+  away with wait_all_ranks (every one named); rank 0 alone with a zero
+  timeout ("Rank 0 timed out in monitoredBarrier").
 
 Sums over 2 ranks are compared exactly; over 3 or more, floating sums within
 a few ulps (the two backends may add in different orders).
@@ -34,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 TIMEOUT_MS = 1500  # the monitored barrier's, in the failing cases
+GLOO_WAIT_S = 3  # the gloo groups' timeout there: how long gloo's other ranks wait
 
 
 def worker(args):
@@ -293,7 +298,6 @@ def worker(args):
     cases.run("ddp.sparse_embedding", ddp_sparse)
 
     # ---- the monitored barrier -------------------------------------------------------
-    timeout = datetime.timedelta(milliseconds=TIMEOUT_MS)
 
     def monitored_pass():
         ringo_torch.monitored_barrier(timeout=datetime.timedelta(seconds=30))
@@ -302,48 +306,62 @@ def worker(args):
 
     cases.run("monitored_barrier.passes", monitored_pass)
 
-    def monitored(away, wait_all, group_name):
-        """Ranks in `away` stay out; returns what this rank raised ("" if nothing)."""
+    def monitored(group, away, wait_all, ms):
+        """Ranks in `away` stay out; returns what this rank raised ("" if
+        nothing), None for a rank away."""
         if rank in away:
-            return "away"
+            return None
         try:
-            if group_name == "gloo":
-                dist.monitored_barrier(group=gloo, timeout=timeout, wait_all_ranks=wait_all)
-            else:
-                ringo_torch.monitored_barrier(timeout=timeout, wait_all_ranks=wait_all)
+            group.monitored_barrier(datetime.timedelta(milliseconds=ms), wait_all_ranks=wait_all)
         except RuntimeError as e:
             return str(e)
         return ""
 
-    def monitored_fails(away, wait_all):
-        dist.barrier()  # everyone is here before the case
-        ringo = monitored(away, wait_all, "ringo")
+    def same_words(away, wait_all, ms, want0):
+        """One case on a fresh ringo group and a fresh gloo group (a failed
+        monitored barrier leaves a group's sends unmatched): every rank that
+        came raises, with gloo's words: rank 0's first line is want0 on both
+        (and, where rank 0 ran out of time, so is its "timed out" line), the
+        others' first line is gloo's "Rank N successfully reached ...". gloo's
+        other ranks wait for their group's timeout (GLOO_WAIT_S); Ringo's hear
+        rank 0 at once."""
+        ringo_group = dist.new_group(backend="ringo")
+        gloo_group = dist.new_group(backend="gloo", timeout=datetime.timedelta(seconds=GLOO_WAIT_S))
+        said = {}
+        for name, group in (("ringo", ringo_group), ("gloo", gloo_group)):
+            dist.barrier()  # everyone is here before the case
+            said[name] = monitored(group, away, wait_all, ms)
         dist.barrier()
         if rank in away:
             return
+        ringo, gloo_said = said["ringo"], said["gloo"]
+        assert ringo and gloo_said, "rank %d: a barrier with ranks away passed (ringo %r, gloo %r)" % (
+            rank, ringo, gloo_said)
+        first = ringo.splitlines()[0]
+        assert first == gloo_said.splitlines()[0], "rank %d: ringo said %r, gloo %r" % (rank, ringo, gloo_said)
         if rank == 0:
-            if wait_all:
-                want = "Ranks %s failed to pass monitoredBarrier in %d ms" % (", ".join(map(str, away)), TIMEOUT_MS)
-            else:
-                want = "Rank %d failed to pass monitoredBarrier in %d ms" % (away[0], TIMEOUT_MS)
-            assert want in ringo, "rank 0 raised %r, want %r" % (ringo, want)
+            assert first == want0, "rank 0: %r, want %r" % (first, want0)
+            if "timed out in monitoredBarrier" in gloo_said:
+                timed_out = [line for line in gloo_said.splitlines() if "timed out in monitoredBarrier" in line][0]
+                assert timed_out in ringo.splitlines(), "rank 0: ringo %r lacks gloo's %r" % (ringo, timed_out)
         else:
-            assert "monitoredBarrier" in ringo, "rank %d did not learn of the failure: %r" % (rank, ringo)
+            want = ("Rank %d successfully reached monitoredBarrier, but received errors while waiting for "
+                    "send/recv from rank 0" % rank)
+            assert first.startswith(want), "rank %d: %r, want %r" % (rank, first, want)
+            assert want0 in ringo, "rank %d: ringo's message lacks rank 0's words: %r" % (rank, ringo)
 
-    cases.run("monitored_barrier.one_rank_away", monitored_fails, [n - 1], False)
-    cases.run("monitored_barrier.wait_all_ranks", monitored_fails, list(range(1, n)), True)
+    failed = "[Rank 0]: Rank%s %s failed to pass monitoredBarrier in %d ms"
+    cases.run("monitored_barrier.one_rank_away", same_words, [n - 1], False, TIMEOUT_MS,
+              failed % ("", n - 1, TIMEOUT_MS))
+    if n >= 3:  # the first missing rank in order is named
+        cases.run("monitored_barrier.failure_order", same_words, list(range(2, n)), False, TIMEOUT_MS,
+                  failed % ("", 2, TIMEOUT_MS))
+    away = list(range(1, n))
+    cases.run("monitored_barrier.wait_all_ranks", same_words, away, True, 300,
+              failed % ("s", ", ".join(map(str, away)), 300))
+    # Rank 0 alone with no time at all: "Rank 0 timed out in monitoredBarrier".
+    cases.run("monitored_barrier.rank_0_timeout", same_words, away, False, 0, failed % ("", 1, 0))
 
-    def gloo_words():
-        # gloo's own message for the one-rank case, for the record (last: a
-        # failed gloo monitored barrier leaves its group's sends unmatched).
-        dist.barrier()
-        said = monitored([n - 1], False, "gloo")
-        if rank == 0:
-            want = "Rank %d failed to pass monitoredBarrier in %d ms" % (n - 1, TIMEOUT_MS)
-            assert want in said, "gloo said %r" % said
-            print("gloo's words: %s" % said.splitlines()[0], flush=True)
-
-    cases.run("monitored_barrier.gloo_says_the_same", gloo_words)
     dist.barrier()
     dist.destroy_process_group()
 
