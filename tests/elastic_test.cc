@@ -181,7 +181,7 @@ TEST(Elastic, AStoppedRankIsExcludedAndHearsSoWhenResumed) {
   constexpr int kVictim = 2;
   auto body = [&](int rank, int n, const ringoUniqueId& id) -> std::string {
     SetEnvAndReload("RINGO_TIMEOUT_MS", "2000");
-    SetEnvAndReload("RINGO_CONTROL_TIMEOUT_MS", "300");
+    SetEnvAndReload("RINGO_CONTROL_TIMEOUT_MS", "1000");
     SetEnvAndReload("RINGO_STALL_MS", "0");
     ringoComm_t comm = nullptr;
     ringoResult_t r = ringoCommInitRank(&comm, n, id, rank);
@@ -192,8 +192,19 @@ TEST(Elastic, AStoppedRankIsExcludedAndHearsSoWhenResumed) {
       if (!e.empty()) return e;
       raise(SIGSTOP);  // stopped before the next all-reduce; resumed by rank 0
       // Resumed after the survivors shrank: what they told it while it was
-      // stopped is read within moments, and then every call says so.
-      std::this_thread::sleep_for(milliseconds(300));
+      // stopped is read by its control thread within moments (until then a
+      // call may fail otherwise: its peers are gone), and then every call
+      // says so.
+      const auto resumed = std::chrono::steady_clock::now();
+      while (true) {
+        std::vector<float> buf(kCount, 1.0f);
+        r = ringoAllReduce(buf.data(), buf.data(), kCount, ringoFloat, ringoSum, comm, nullptr);
+        if (r == ringoInvalidUsage && std::string(ringoGetLastError(comm)).find("excluded") != std::string::npos) break;
+        if (std::chrono::steady_clock::now() - resumed > std::chrono::seconds(10)) {
+          return "not told it was excluded within 10 s of resuming: " + Msg("ringoAllReduce", r, comm);
+        }
+        std::this_thread::sleep_for(milliseconds(20));
+      }
       for (int i = 0; i < 3; ++i) {
         std::vector<float> buf(kCount, 1.0f);
         r = ringoAllReduce(buf.data(), buf.data(), kCount, ringoFloat, ringoSum, comm, nullptr);

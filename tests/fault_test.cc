@@ -195,15 +195,16 @@ TEST(Abort, PeerBlockedInCollectiveGetsRemoteError) {
 // of its threads; rank 1 joins later and must see ringoRemoteError, not wait.
 TEST(Abort, AcrossProcesses) {
   ScopedEnv env({{"RINGO_TIMEOUT_MS", "60000"}, {"RINGO_COMM_ID", std::nullopt}});
+  Flag aborted;  // rank 0's ringoCommAbort returned
   auto results = RunRanks(
       2, RankMode::kProcesses, kDeadline,
-      [](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+      [&aborted](int rank, int nranks, const ringoUniqueId& id) -> std::string {
         ringoComm_t comm = nullptr;
         std::string problem = InitHost(nranks, id, rank, &comm);
         if (!problem.empty()) return problem;
         float in[16] = {}, out[16];
         if (rank == 1) {
-          std::this_thread::sleep_for(milliseconds(1500));
+          if (!aborted.Wait(milliseconds(30000))) return "rank 0 did not abort";
           const Clock::time_point start = Clock::now();
           ringoResult_t rc = ringoAllReduce(in, out, 16, ringoFloat32, ringoSum, comm, nullptr);
           const double seconds = SecondsSince(start);
@@ -219,6 +220,7 @@ TEST(Abort, AcrossProcesses) {
         std::this_thread::sleep_for(milliseconds(300));
         const Clock::time_point start = Clock::now();
         ringoResult_t abort_rc = ringoCommAbort(comm);
+        aborted.Raise();
         blocked.join();
         const double seconds = SecondsSince(start);
         if (abort_rc != ringoSuccess) return "ringoCommAbort returned " + ResultName(abort_rc);

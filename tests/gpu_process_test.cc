@@ -325,6 +325,7 @@ INSTANTIATE_TEST_SUITE_P(Sweep, GpuProcesses,
 TEST(GpuProcessFaults, PeerAbortStopsAWaitingKernel) {
   SKIP_WITHOUT_GPU();
   ScopedEnv env({{"RINGO_TIMEOUT_MS", std::string("60000")}, {"RINGO_DEVICE", std::nullopt}});
+  Flag enqueued;  // rank 0's all-reduce is on its stream
   auto results = RunRanks(
       2, RankMode::kProcesses, milliseconds(120000),
       [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
@@ -332,7 +333,8 @@ TEST(GpuProcessFaults, PeerAbortStopsAWaitingKernel) {
         std::string error = g.Init(rank, nranks, id, 1 << 20, RINGO_DEVICE_CUDA);
         if (!error.empty()) return error;
         if (rank == 1) {
-          std::this_thread::sleep_for(milliseconds(500));  // let rank 0's kernel start waiting
+          // Rank 0's kernel is enqueued (and soon waiting) before the abort.
+          if (!enqueued.Wait(milliseconds(60000))) return "rank 0 did not enqueue its all-reduce";
           const ringoResult_t rc =
               ringoCommAbort(g.comm());  // returns once rank 0 has released (destroyed)
           g.Forget();
@@ -341,6 +343,7 @@ TEST(GpuProcessFaults, PeerAbortStopsAWaitingKernel) {
         const auto start = std::chrono::steady_clock::now();
         const ringoResult_t rc = ringoAllReduce(g.send(), g.recv(), 1 << 18, ringoFloat32, ringoSum,
                                                 g.comm(), g.stream());
+        enqueued.Raise();
         if (rc != ringoSuccess) return "ringoAllReduce returned " + ResultName(rc);
         CHILD_CUDA(cudaStreamSynchronize(g.stream()));
         const auto waited = std::chrono::steady_clock::now() - start;
@@ -362,6 +365,7 @@ TEST(GpuProcessFaults, PeerAbortStopsAWaitingKernel) {
 TEST(GpuProcessFaults, MissingPeerTimesOutNamingIt) {
   SKIP_WITHOUT_GPU();
   ScopedEnv env({{"RINGO_TIMEOUT_MS", std::string("5000")}, {"RINGO_DEVICE", std::nullopt}});
+  Flag timed_out;  // rank 0's stream finished (its kernel gave up)
   auto results =
       RunRanks(2, RankMode::kProcesses, milliseconds(120000),
                [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
@@ -369,16 +373,18 @@ TEST(GpuProcessFaults, MissingPeerTimesOutNamingIt) {
                  std::string error = g.Init(rank, nranks, id, 1 << 20, RINGO_DEVICE_CUDA);
                  if (!error.empty()) return error;
                  if (rank == 1) {
-                   // Past rank 0's 5 s timeout, then destroy (rank 0's destroy waits for
-                   // this rank to release its memory).
-                   std::this_thread::sleep_for(milliseconds(7500));
-                   return "";
+                   // Until rank 0's kernel gave up at its 5 s timeout, then destroy (rank
+                   // 0's destroy waits for this rank to release its memory).
+                   if (!timed_out.Wait(milliseconds(60000))) return std::string("rank 0's kernel did not time out");
+                   return std::string();
                  }
                  const ringoResult_t rc = ringoAllReduce(g.send(), g.recv(), 1 << 18, ringoFloat32,
                                                          ringoSum, g.comm(), g.stream());
                  if (rc != ringoSuccess) return "ringoAllReduce returned " + ResultName(rc);
                  const auto start = std::chrono::steady_clock::now();
-                 CHILD_CUDA(cudaStreamSynchronize(g.stream()));
+                 const cudaError_t synced = cudaStreamSynchronize(g.stream());
+                 timed_out.Raise();
+                 CHILD_CUDA(synced);
                  if (std::chrono::steady_clock::now() - start > std::chrono::seconds(7)) {
                    return "the kernel outlived its 5 s timeout by far";
                  }

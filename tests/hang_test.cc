@@ -87,7 +87,18 @@ TEST(Hang, ASleepingRankIsNamedByEveryRankBeforeTheTimeout) {
     ringoResult_t r = ringoCommInitRank(&comm, n, id, rank);
     if (r != ringoSuccess) return Msg("ringoCommInitRank", r);
     for (int i = 1; i <= 6; ++i) {
-      if (rank == 3 && i == 5) std::this_thread::sleep_for(milliseconds(3000));
+      if (rank == 3 && i == 5) {
+        // Away for 3 s at least, and until every other rank has logged its
+        // diagnosis (on a loaded machine the stall threshold may pass late).
+        const auto away = Clock::now();
+        for (int r = 0; r < 3 && Clock::now() - away < milliseconds(30000); ++r) {
+          while (ReadFile(dir.path() + "/log." + std::to_string(r)).find("Ringo hang diagnosis") == std::string::npos &&
+                 Clock::now() - away < milliseconds(30000)) {
+            std::this_thread::sleep_for(milliseconds(20));
+          }
+        }
+        std::this_thread::sleep_until(away + milliseconds(3000));
+      }
       const auto start = Clock::now();
       std::string e = AllReduce(comm, n);
       if (!e.empty()) return "all-reduce " + std::to_string(i) + ": " + e;
@@ -122,6 +133,7 @@ TEST(Hang, TwoCommunicatorsInDifferentOrdersAreShownInsideTheOtherCall) {
     TempDir dir;
     ASSERT_FALSE(dir.path().empty());
     ScopedEnv env({{"RINGO_STALL_MS", "800"}, {"RINGO_STALL_ABORT", "1"}, {"RINGO_TIMEOUT_MS", "20000"}});
+    Flag done[2];  // each rank's crossed call returned
     auto body = [&](int rank, int n, const ringoUniqueId& id) -> std::string {
       ringoComm_t a = nullptr, b = nullptr;
       ringoResult_t r = ringoCommInitRank(&a, n, id, rank);
@@ -143,7 +155,9 @@ TEST(Hang, TwoCommunicatorsInDifferentOrdersAreShownInsideTheOtherCall) {
         return "the diagnosis does not say where the other rank is: " + why;
       }
       std::ofstream(dir.path() + "/seen." + std::to_string(rank)) << (inside ? "inside" : "outside");
-      std::this_thread::sleep_for(milliseconds(1500));  // the other rank may still be asking this one
+      done[rank].Raise();
+      // The other rank may still be asking this one: stay until its call returned.
+      if (!done[1 - rank].Wait(milliseconds(30000))) return "the other rank's call did not return";
       return "";
     };
     HarnessOptions options;
@@ -158,6 +172,7 @@ TEST(Hang, TwoCommunicatorsInDifferentOrdersAreShownInsideTheOtherCall) {
 // A rank busy outside Ringo is shown so; the timeout's error carries the
 // diagnosis too (no abort at the threshold).
 TEST(Hang, ARankBusyOutsideRingoAndTheTimeoutsMessage) {
+  Flag failed[3];  // ranks 0 and 2: their all-reduce returned
   auto body = [&](int rank, int n, const ringoUniqueId& id) -> std::string {
     SetEnvAndReload("RINGO_STALL_MS", "500");
     SetEnvAndReload("RINGO_TIMEOUT_MS", "2500");
@@ -167,13 +182,18 @@ TEST(Hang, ARankBusyOutsideRingoAndTheTimeoutsMessage) {
     std::string e = AllReduce(comm, n);
     if (!e.empty()) return e;
     if (rank == 1) {
-      const auto until = Clock::now() + milliseconds(4000);
+      // Busy outside Ringo (alive, never calling) until the others' calls returned.
+      const auto until = Clock::now() + milliseconds(30000);
       volatile uint64_t x = 0;
-      while (Clock::now() < until) x = x + 1;  // busy, outside Ringo
-      return "";
+      while (!(failed[0].Wait(milliseconds(0)) && failed[2].Wait(milliseconds(0)))) {
+        for (int i = 0; i < 100000; ++i) x = x + 1;
+        if (Clock::now() > until) return std::string("the others' all-reduce did not return");
+      }
+      return std::string();
     }
     std::vector<float> buf(16, 1.0f);
     r = ringoAllReduce(buf.data(), buf.data(), buf.size(), ringoFloat, ringoSum, comm, nullptr);
+    failed[rank].Raise();
     const std::string why = ringoGetLastError(comm);
     if (r == ringoSuccess) return "the all-reduce succeeded without rank 1";
     if (why.find("rank 1 has not entered AllReduce #2") == std::string::npos ||

@@ -433,6 +433,36 @@ void SetEnvAndReload(const char* name, const std::string& value) {
   ringo::base::ReloadConfigForTesting();
 }
 
+Flag::Flag() {
+  if (::pipe2(fds_, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "harness: pipe for a Flag: %s\n", std::strerror(errno));
+    std::abort();
+  }
+}
+
+Flag::~Flag() {
+  ::close(fds_[0]);
+  ::close(fds_[1]);
+}
+
+void Flag::Raise() {
+  const char c = 1;
+  while (::write(fds_[1], &c, 1) < 0 && errno == EINTR) {
+  }
+}
+
+bool Flag::Wait(std::chrono::milliseconds limit) const {
+  // The byte stays in the pipe: every waiter sees it, however many wait.
+  pollfd p{fds_[0], POLLIN, 0};
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    const int rc = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+    if (rc > 0) return true;
+    if (rc == 0 || errno != EINTR) return false;
+  }
+}
+
 int PickFreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return -1;

@@ -118,6 +118,25 @@ class ScopedEnv {
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
+// A one-shot signal between ranks, threads or forked processes alike (a
+// pipe made before RunRanks): one rank raises it once it has reached a
+// state, another waits for that instead of sleeping and hoping. Make it in
+// the test, before RunRanks; any rank may raise it, several may wait.
+class Flag {
+ public:
+  Flag();
+  ~Flag();
+  Flag(const Flag&) = delete;
+  Flag& operator=(const Flag&) = delete;
+  void Raise();
+  // True once raised (by any rank, before or during the wait); false when
+  // `limit` passed first.
+  bool Wait(std::chrono::milliseconds limit) const;
+
+ private:
+  int fds_[2] = {-1, -1};
+};
+
 // Sets one variable and re-reads the configuration (inside a forked rank,
 // where nothing needs restoring).
 void SetEnvAndReload(const char* name, const std::string& value);

@@ -316,6 +316,20 @@ int HangStopped(int rank, int victim, ringoComm_t comm) {
   return 1;
 }
 
+// The first all-reduce of the fault modes, then "rank R: ready" on stdout:
+// the script strikes (kills, stops, takes a link down) only once every rank
+// has said it, so the fault lands mid-stream, never during init.
+void Ready(int rank, ringoComm_t comm) {
+  std::vector<float> in(64 << 10, 1.0f), out(in.size());  // as the fault modes call
+  const ringoResult_t rc = ringoAllReduce(in.data(), out.data(), in.size(), ringoFloat32, ringoSum, comm, nullptr);
+  if (rc != ringoSuccess) {
+    std::fprintf(stderr, "rank %d: the first all-reduce failed: %s\n", rank, ringoGetLastError(comm));
+    std::exit(1);
+  }
+  std::printf("rank %d: ready\n", rank);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -338,6 +352,7 @@ int main(int argc, char** argv) {
     ringoCommDestroy(comm);
     return rc;
   }
+  if (mode == "survive" || mode == "victim" || mode == "hang_stopped") Ready(rank, comm);
   if (mode == "survive" && argc > 2) {
     const char* t = std::getenv("RINGO_TIMEOUT_MS");
     return Survive(rank, std::atoi(argv[2]), comm, t != nullptr ? std::atoll(t) : 300000);

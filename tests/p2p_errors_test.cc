@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -25,10 +24,10 @@ constexpr int kTimeoutMs = 1000;
 constexpr size_t kBigFloats = size_t{1} << 19;
 constexpr milliseconds kDeadline{60000};
 
-ringoComm_t InitHost(int rank, int nranks, const ringoUniqueId& id, std::string* error) {
+ringoComm_t InitHost(int rank, int nranks, const ringoUniqueId& id, std::string* error, int timeout_ms = kTimeoutMs) {
   ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
   config.device_kind = RINGO_DEVICE_HOST;
-  config.timeout_ms = kTimeoutMs;
+  config.timeout_ms = timeout_ms;
   ringoComm_t comm = nullptr;
   if (ringoCommInitRankConfig(&comm, nranks, id, rank, &config) != ringoSuccess) {
     *error = std::string("init: ") + ringoGetLastError(nullptr);
@@ -58,6 +57,7 @@ class MissingMatch : public ::testing::TestWithParam<Scenario> {};
 TEST_P(MissingMatch, TimesOutNamingThePeer) {
   const Scenario s = GetParam();
   for (RankMode mode : {RankMode::kThreads, RankMode::kProcesses}) {
+    Flag gave_up;  // the stuck side's call returned
     auto results = RunRanks(2, mode, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
       std::string error;
       ringoComm_t comm = InitHost(rank, nranks, id, &error);
@@ -75,9 +75,10 @@ TEST_P(MissingMatch, TimesOutNamingThePeer) {
         const ringoResult_t rc = stuck == 0 ? ringoSend(buf.data(), buf.size(), ringoFloat32, 1, comm, nullptr)
                                             : ringoRecv(buf.data(), buf.size(), ringoFloat32, 0, comm, nullptr);
         problem = Expect(stuck == 0 ? "ringoSend" : "ringoRecv", rc, ringoTimeout, comm, 1 - stuck);
-      } else {
-        // Never posts the match; stays until the other side has given up.
-        std::this_thread::sleep_for(milliseconds(2 * kTimeoutMs + 500));
+        gave_up.Raise();
+      } else if (!gave_up.Wait(kDeadline / 2)) {
+        // Never posts the match; stays (alive, not aborted) until the other side has given up.
+        problem = "the stuck rank's call did not return";
       }
       ringoCommAbort(comm);
       return problem;
@@ -94,6 +95,7 @@ INSTANTIATE_TEST_SUITE_P(P2p, MissingMatch,
                          [](const ::testing::TestParamInfo<Scenario>& info) { return std::string(info.param.name); });
 
 TEST(P2pErrors, MismatchedSizesAreInvalidUsage) {
+  Flag received;  // the receiver's call returned
   auto results = RunRanks(2, RankMode::kThreads, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) {
     std::string error;
     ringoComm_t comm = InitHost(rank, nranks, id, &error);
@@ -102,9 +104,11 @@ TEST(P2pErrors, MismatchedSizesAreInvalidUsage) {
     std::string problem;
     if (rank == 0) {
       (void)ringoSend(buf.data(), 10, ringoFloat32, 1, comm, nullptr);  // eager: may return success
-      std::this_thread::sleep_for(milliseconds(500));  // the receiver reads the slot before this rank aborts
+      // The receiver reads the slot before this rank aborts.
+      if (!received.Wait(kDeadline / 2)) problem = "the receive did not return";
     } else {
       const ringoResult_t rc = ringoRecv(buf.data(), 20, ringoFloat32, 0, comm, nullptr);
+      received.Raise();
       problem = Expect("ringoRecv of the wrong size", rc, ringoInvalidUsage, comm, 0);
       if (problem.empty() && std::string(ringoGetLastError(comm)).find("40") == std::string::npos) {
         problem = std::string("the message does not give the sizes: ") + ringoGetLastError(comm);
@@ -122,7 +126,9 @@ TEST(P2pErrors, APeerThatDiesIsARemoteError) {
       2, RankMode::kProcesses, kDeadline,
       [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
         std::string error;
-        ringoComm_t comm = InitHost(rank, nranks, id, &error);
+        // A timeout far beyond the peer's death: the error must come from
+        // noticing it, however long the kill takes to land.
+        ringoComm_t comm = InitHost(rank, nranks, id, &error, 30000);
         if (comm == nullptr) return error;
         std::vector<float> buf(kBigFloats, 3.0f);
         const ringoResult_t first = rank == 0 ? ringoSend(buf.data(), 4, ringoFloat32, 1, comm, nullptr)

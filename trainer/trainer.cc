@@ -201,7 +201,9 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   if (nranks_ == 1) return base::OkStatus();
   if (joining) {
     RETURN_IF_ERROR(BroadcastState(0));
-    return StartSync(info);
+    RETURN_IF_ERROR(StartSync(info));
+    std::fprintf(stderr, "ringo-train: rank %d holds the job's state and trains\n", rank_);
+    return base::OkStatus();
   }
 
   // As DDP does: every replica starts from rank 0's parameters.

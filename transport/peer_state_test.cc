@@ -31,17 +31,19 @@ TEST(PeerState, ZombieStoppedAndReusedPids) {
     while (true) pause();
   }
   ASSERT_GT(child, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const ProcessId id{child, 0};  // start time unknown: the pid alone
   // A start time other than the process's: the pid was reused, the peer is gone.
   EXPECT_EQ(ProbeProcess(ProcessId{child, 1}), ProcessState::kGone);
   EXPECT_EQ(ProbeProcess(id), ProcessState::kRunning);
-  kill(child, SIGSTOP);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, WUNTRACED), child);  // stopped, not only signalled
+  ASSERT_TRUE(WIFSTOPPED(status));
   EXPECT_EQ(ProbeProcess(id), ProcessState::kStopped);
-  kill(child, SIGKILL);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  // Killed but not reaped: a zombie, which kill(pid, 0) still finds.
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  // Dead and not reaped (WNOWAIT): a zombie, which kill(pid, 0) still finds.
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
   EXPECT_EQ(kill(child, 0), 0);
   EXPECT_EQ(ProbeProcess(id), ProcessState::kGone);
   waitpid(child, nullptr, 0);

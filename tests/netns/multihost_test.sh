@@ -30,6 +30,19 @@ LOGS=$(mktemp -d /tmp/ringo-multihost.XXXXXX)
 
 cluster_up 3 || { junit_skip_all "could not build the cluster" "${CASES[@]}"; exit 1; }
 
+# await_ready NAME N: waits (30 s at most) until each of the case's N ranks
+# has logged "ready" (its first all-reduce done), so that DURING strikes
+# mid-stream and never during init.
+await_ready() {
+  local name=$1 n=$2 r tries
+  for ((r = 0; r < n; r++)); do
+    for ((tries = 0; tries < 600; tries++)); do
+      grep -q "rank $r: ready" "$LOGS/$name.rank$r.log" 2>/dev/null && break
+      sleep 0.05
+    done
+  done
+}
+
 # launch NAME "HOSTS" ARGS... : rank r runs on host HOSTS[r]; waits for all.
 # Each rank's own arguments may differ: RANK_ARGS_<r> overrides ARGS.
 launch() {
@@ -76,10 +89,10 @@ EXTRA_ENV=""
 
 export RINGO_TIMEOUT_MS=3000
 # A rank on the other host killed mid-stream (ranks 0, 1 on host 0; 2, 3 on host 1).
-VICTIM=2 RANK_ARGS_2="victim" DURING='sleep 1.5; kill -9 ${RANK_PIDS[2]}' \
+VICTIM=2 RANK_ARGS_2="victim" DURING='await_ready $name $n; kill -9 ${RANK_PIDS[2]}' \
   launch kill_remote_rank "0 0 1 1" survive 2
 # Host 1's link down mid-collective: each side names the other.
-RANK_ARGS_1="survive 0" DURING="sleep 1.5; ip -n $(host_ns 1) link set $(host_ifname 1) down" \
+RANK_ARGS_1="survive 0" DURING="await_ready \$name \$n; ip -n $(host_ns 1) link set $(host_ifname 1) down" \
   launch link_down "0 1" survive 1
 ip -n "$(host_ns 1)" link set "$(host_ifname 1)" up
 # A peer that writes garbage on its data connections.
@@ -95,7 +108,7 @@ EXTRA_ENV="RINGO_STALL_MS=1500" \
 # Rank 1 (host 1) stopped with SIGSTOP mid-loop; rank 0 aborts at the
 # diagnosis, which must report rank 1 silent and on another host.
 EXTRA_ENV="RINGO_STALL_MS=1000 RINGO_STALL_ABORT=1 RINGO_CONTROL_TIMEOUT_MS=300" VICTIM=1 RANK_ARGS_1="victim" \
-  DURING='sleep 1.5; kill -STOP ${RANK_PIDS[1]}' \
+  DURING='await_ready $name $n; kill -STOP ${RANK_PIDS[1]}' \
   launch hang_stopped_remote "0 1" hang_stopped 1
 
 echo "logs in $LOGS"

@@ -34,6 +34,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 
 import numpy as np
 
@@ -146,17 +147,34 @@ def main():
                                                              "--rejoin-wait-ms", "8000", "--dump-params", out_path],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines, joiner, killed = [], None, False
+    joiner_lines, joiner_ready = [], threading.Event()
+
+    def read_joiner(proc):
+        for jline in proc.stdout:
+            joiner_lines.append(jline)
+            if "holds the job's state" in jline:
+                joiner_ready.set()
+
+    reader = None
     for line in job.stdout:
         lines.append(line)
         if joiner is None and "lost rank 2" in line:
             joiner = subprocess.Popen([binary] + COMMON + long_steps + ["--batch", "96", "--join", jdir],
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            reader = threading.Thread(target=read_joiner, args=(joiner,), daemon=True)
+            reader.start()
         if not killed and "a replacement joined" in line:
+            # Once the replacement holds the job's state too (not while the
+            # state still travels to it through rank 1).
+            joiner_ready.wait(timeout=120)
             children = subprocess.run(["pgrep", "-P", str(job.pid)], stdout=subprocess.PIPE, text=True).stdout.split()
             os.kill(int(sorted(children, key=int)[1]), 9)  # rank 1 (rank 2's process is gone)
             killed = True
     job.wait(timeout=300)
-    joined_out = joiner.communicate(timeout=300)[0] if joiner else ""
+    if joiner:
+        joiner.wait(timeout=300)
+        reader.join(timeout=60)
+    joined_out = "".join(joiner_lines)
     out = "".join(lines)
     problems = []
     if job.returncode != 0 or joiner is None or joiner.returncode != 0:

@@ -591,7 +591,8 @@ TEST(BootstrapTest, ConnectingToAClosedPortTimesOutWithinTheDeadline) {
     EXPECT_TRUE(s.status().code() == Code::kTimeout || s.status().code() == Code::kSystemError)
         << s.status().ToString();
     EXPECT_NE(s.status().message().find(addr.ToString()), std::string::npos) << s.status().ToString();
-    EXPECT_LE(elapsed, ms + 250) << "overran the deadline";
+    // The loop never sleeps past its deadline; the slack is a loaded machine's scheduling.
+    EXPECT_LE(elapsed, ms + 1000) << "overran the deadline";
     EXPECT_GE(elapsed, ms / 2) << "gave up long before the deadline (the root may come up late)";
   }
 }
@@ -607,7 +608,7 @@ TEST(BootstrapTest, BootstrapToAClosedPortFailsWithinTheTimeout) {
   EXPECT_TRUE(b.status().code() == Code::kTimeout || b.status().code() == Code::kSystemError)
       << b.status().ToString();
   EXPECT_NE(b.status().message().find("rank 3"), std::string::npos) << b.status().ToString();
-  EXPECT_LE(elapsed, 500 + 250);
+  EXPECT_LE(elapsed, 500 + 1000);
 }
 
 // The root comes up after the rank starts connecting (RINGO_COMM_ID flow).

@@ -71,8 +71,10 @@ TEST(ControlService, NoHandlerIsAnErrorAndASlowOneATimeout) {
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), Code::kRemoteError) << none.status().ToString();
   // Another kind of the same context is not answered by this handler.
+  // The handler answers far later than the deadline, so the bound below
+  // tells a deadline kept from an answer awaited, with room for a loaded machine.
   b->control().Register(kContext, ControlKind::kAgree, [](int, const std::string&) {
-    std::this_thread::sleep_for(milliseconds(400));
+    std::this_thread::sleep_for(milliseconds(2000));
     return std::string("late");
   });
   EXPECT_FALSE(a->control().Ask(1, kContext, ControlKind::kWhere, "", DeadlineAfterMs(2000)).ok());
@@ -80,7 +82,7 @@ TEST(ControlService, NoHandlerIsAnErrorAndASlowOneATimeout) {
   auto slow = a->control().Ask(1, kContext, ControlKind::kAgree, "", DeadlineAfterMs(100));
   ASSERT_FALSE(slow.ok());
   EXPECT_EQ(slow.status().code(), Code::kTimeout) << slow.status().ToString();
-  EXPECT_LT(MsSince(start), 350);
+  EXPECT_LT(MsSince(start), 1000);
   // Unregister waits for the running handler, and then nothing answers.
   b->control().Unregister(kContext, ControlKind::kAgree);
   EXPECT_FALSE(a->control().Ask(1, kContext, ControlKind::kAgree, "", DeadlineAfterMs(2000)).ok());
@@ -120,18 +122,23 @@ TEST(ControlService, AcrossProcessesAStoppedRankTimesOutAndADeadOneFailsAtOnce) 
   EXPECT_EQ(*first, "child: hello");
 
   ASSERT_EQ(kill(child, SIGSTOP), 0);
+  // kill() returns before the child stops: until it has, it may still answer.
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, WUNTRACED), child);
+  ASSERT_TRUE(WIFSTOPPED(status));
   auto start = steady_clock::now();
   auto stopped = control.Ask(1, kContext, ControlKind::kWhere, "stopped?", DeadlineAfterMs(300));
   ASSERT_FALSE(stopped.ok());
   EXPECT_EQ(stopped.status().code(), Code::kTimeout) << stopped.status().ToString();
   EXPECT_GE(MsSince(start), 250);
   ASSERT_EQ(kill(child, SIGCONT), 0);
+  ASSERT_EQ(waitpid(child, &status, WCONTINUED), child);
+  ASSERT_TRUE(WIFCONTINUED(status));
   auto resumed = control.Ask(1, kContext, ControlKind::kWhere, "back", DeadlineAfterMs(5000));
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   EXPECT_EQ(*resumed, "child: back");
 
   ASSERT_EQ(kill(child, SIGKILL), 0);
-  int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   // The mesh notices the closed connection; an Ask then fails long before its deadline.
   std::this_thread::sleep_for(milliseconds(200));
