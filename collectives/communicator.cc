@@ -9,7 +9,7 @@
 #include "base/cuda.h"
 #include "base/logging.h"
 #include "collectives/engines/host_tagged.h"
-#include "kernels/signature.h"
+#include "kernels/coll_signature.h"
 
 namespace ringo::collectives {
 

@@ -22,7 +22,7 @@
 #include "transport/bootstrap/mesh.h"
 #include "transport/connect/peer_info.h"
 #include "transport/net/gpudirect.h"
-#include "transport/net/registry.h"
+#include "transport/net/choice.h"
 #include "transport/shm/board.h"
 
 namespace ringo::collectives {

@@ -23,7 +23,7 @@
 #include "base/status.h"
 #include "collectives/planner.h"
 #include "kernels/coll_args.h"
-#include "transport/shm/counter.h"
+#include "transport/fifo/counter.h"
 #include "transport/signature.h"
 
 namespace ringo::collectives {

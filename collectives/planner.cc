@@ -4,7 +4,7 @@
 
 #include "base/device/dtype.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/host_oneshot.h"
+#include "kernels/oneshot_executor.h"
 
 namespace ringo::collectives {
 namespace {

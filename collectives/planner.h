@@ -25,7 +25,7 @@ struct CommGeometry {
   bool fixed_slot = false;      // RINGO_SLOT_BYTES set: every ring collective uses whole slots
   Algorithm algorithm = Algorithm::kAuto;  // RINGO_ALGO
   int64_t board_bytes = 0;  // one-shot board buffer; 0: no board (ranks on several hosts)
-  bool check = true;           // RINGO_CHECK: signatures compared (kernels/signature.h)
+  bool check = true;           // RINGO_CHECK: signatures compared (kernels/coll_signature.h)
   bool deterministic = false;  // RINGO_DETERMINISTIC: reductions in rank order, as a ring chain rounds
   int64_t oneshot_ll_bytes = 0;  // one-shot posts up to this size in the board's LL format
   // Per collective (index: kernels::Coll), in nccl-tests' message bytes

@@ -15,7 +15,7 @@
 namespace ringo::collectives {
 
 // kDirect: a collective run straight on every rank's buffers
-// (kernels/host_direct.h), where every rank can address the ones it needs;
+// (kernels/direct_executor.h), where every rank can address the ones it needs;
 // the ranks agree per call over the board and fall back to the ring otherwise.
 enum class Algorithm : int32_t { kAuto = 0, kRing = 1, kOneShot = 2, kDirect = 3 };
 // GPU communicators' protocol.

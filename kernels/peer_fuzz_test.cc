@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/host_ring.h"
-#include "kernels/host_oneshot.h"
-#include "kernels/signature.h"
+#include "kernels/ring_executor.h"
+#include "kernels/oneshot_executor.h"
+#include "kernels/coll_signature.h"
 #include "transport/shm/board.h"
-#include "transport/shm/fifo.h"
+#include "transport/fifo/fifo.h"
 
 namespace ringo::kernels {
 namespace {

@@ -1,6 +1,6 @@
 // The ring loop, written once: one channel of a ring collective as a walk
 // over schedule.h, calling the primitives step by step. The host executor
-// (host_ring.cc, primitives over shared-memory FIFOs, with the signature
+// (ring_executor.cc, primitives over shared-memory FIFOs, with the signature
 // checks inside them) and the CUDA kernel (cuda/internal/ring.cuh,
 // primitives.cuh's Primitives<T, kOp, Proto>) both run this function, and
 // the host test of the kernel's primitives (cuda/ring_loop_host_test.cc)

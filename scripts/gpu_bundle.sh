@@ -30,7 +30,7 @@ done
 targets=(
   //kernels/cuda:ring_kernel_test
   //kernels/cuda:reduce_bench
-  //transport/cuda:device_fifo_test
+  //transport/cuda:gpu_fifo_test
   //tests:gpu_conformance_test
   //tests:gpu_process_test
   //tests:gpu_graph_test

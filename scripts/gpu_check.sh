@@ -237,7 +237,7 @@ step_kernel_tests() {
   DETAIL=""
   local rc=0
   run_gtest ring_kernel_test "$B/bin/ring_kernel_test" || rc=1
-  run_gtest device_fifo_test "$B/bin/device_fifo_test" || rc=1
+  run_gtest gpu_fifo_test "$B/bin/gpu_fifo_test" || rc=1
   run_gtest perf_gpu_test "$B/bin/perf_gpu_test" || rc=1
   return $rc
 }

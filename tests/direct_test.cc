@@ -1,4 +1,4 @@
-// The direct AllReduce (kernels/host_direct.h) as users reach it: buffers
+// The direct AllReduce (kernels/direct_executor.h) as users reach it: buffers
 // from ringoMemAlloc in forked ranks, ranks as threads of one process, and
 // the cases where it must not run (heap buffers across processes, a mix,
 // small messages, RINGO_ALGO=ring). Whether it ran is read from the INFO log

@@ -1,6 +1,6 @@
 // GPU communicators whose ranks are forked processes on CUDA device 0, joined
 // by ringoCommInitRankConfig and connected through CUDA IPC
-// (transport/p2p_ipc.h): 2 and 4 ranks, every collective, a few datatypes and
+// (transport/cuda/gpu_fifo.h): 2 and 4 ranks, every collective, a few datatypes and
 // ops, counts {0, 1, 7, chunk-1, chunk, chunk+1, 4*chunk+3, about 256 KiB}
 // (most not a multiple of the 16-byte vector width), misaligned and in-place
 // buffers, Simple and LL with small slots and the planner's choice with

@@ -1,4 +1,4 @@
-// The alpha-beta cost model (DESIGN.md "Tuning"): a ring all-reduce of S bytes
+// The alpha-beta cost model (docs/performance.md): a ring all-reduce of S bytes
 // over N ranks takes 2(N-1) steps, each costing alpha (latency) plus S/N bytes
 // at beta (bandwidth): t = 2(N-1) * (alpha + S / (N * beta)). Pure functions.
 #ifndef RINGO_TOPOLOGY_COST_MODEL_H_

@@ -31,7 +31,7 @@
 #include "collectives/control/thread_call.h"
 #include "transport/bootstrap/exchange.h"
 #include "transport/connect/peer_info.h"
-#include "transport/shm/counter.h"
+#include "transport/fifo/counter.h"
 
 namespace ringo::collectives {
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "base/logging.h"
-#include "kernels/host_direct.h"
-#include "kernels/signature.h"
+#include "kernels/direct_executor.h"
+#include "kernels/coll_signature.h"
 
 namespace ringo::collectives {
 

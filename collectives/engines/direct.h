@@ -1,5 +1,5 @@
 // The direct engine: a collective run straight on every rank's buffers
-// (kernels/host_direct.h) where every rank can address the ones it needs:
+// (kernels/direct_executor.h) where every rank can address the ones it needs:
 // ranks that are threads of one process, or buffers from ringoMemAlloc
 // mapped by every rank. The ranks agree per call over the board: each posts
 // where its buffers are, and when some rank's are out of reach every rank

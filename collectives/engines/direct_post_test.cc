@@ -6,7 +6,7 @@
 
 #include "collectives/engines/direct_post.h"
 #include "gtest/gtest.h"
-#include "kernels/host_direct.h"
+#include "kernels/direct_executor.h"
 
 namespace ringo::collectives::internal {
 namespace {

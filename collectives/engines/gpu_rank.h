@@ -20,7 +20,7 @@
 #include "base/status.h"
 #include "collectives/internal/gpu_order.h"
 #include "kernels/cuda/device_types.h"
-#include "transport/cuda/device_fifo.h"
+#include "transport/cuda/gpu_fifo.h"
 
 namespace ringo::collectives {
 

@@ -44,8 +44,8 @@
 #include "collectives/engine.h"
 #include "collectives/engines/setup.h"
 #include "transport/connect/connector.h"
-#include "transport/shm/counter.h"
-#include "transport/shm/fifo.h"
+#include "transport/fifo/counter.h"
+#include "transport/fifo/fifo.h"
 #include "transport/shm/shared_region.h"
 
 namespace ringo::collectives {

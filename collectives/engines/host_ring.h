@@ -1,7 +1,7 @@
 // The host ring engine: every channel of a ring collective on host memory,
 // channel 0 on the calling thread and the others on a worker thread each,
 // over the ring's FIFO ends (one pair per channel, connected at init), each
-// channel running kernels/host_ring.h's loop. Takes every call it is asked.
+// channel running kernels/ring_executor.h's loop. Takes every call it is asked.
 //
 // Where the communicator has a board (its ranks share one memory domain),
 // the ring posts each call's signature there first, so that a rank whose
@@ -19,8 +19,8 @@
 #include "collectives/engine.h"
 #include "collectives/engines/board_state.h"
 #include "collectives/engines/setup.h"
-#include "kernels/host_ring.h"
-#include "transport/shm/fifo.h"
+#include "kernels/ring_executor.h"
+#include "transport/fifo/fifo.h"
 
 namespace ringo::collectives {
 

@@ -53,8 +53,8 @@
 
 #include "base/status.h"
 #include "transport/connect/connector.h"
-#include "transport/shm/counter.h"
-#include "transport/shm/fifo.h"
+#include "transport/fifo/counter.h"
+#include "transport/fifo/fifo.h"
 
 namespace ringo::collectives {
 

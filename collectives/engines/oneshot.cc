@@ -1,7 +1,7 @@
 #include "collectives/engines/oneshot.h"
 
 #include "collectives/engines/host_ring.h"
-#include "kernels/host_oneshot.h"
+#include "kernels/oneshot_executor.h"
 
 namespace ringo::collectives {
 

@@ -1,5 +1,5 @@
 // The one-shot engine: small collectives among the ranks of one memory
-// domain in a single exchange over the board (kernels/host_oneshot.h), for
+// domain in a single exchange over the board (kernels/oneshot_executor.h), for
 // the calls the planner sends there (PlanCollective: kOneShot).
 #ifndef RINGO_COLLECTIVES_ENGINES_ONESHOT_H_
 #define RINGO_COLLECTIVES_ENGINES_ONESHOT_H_

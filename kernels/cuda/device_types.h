@@ -14,12 +14,12 @@
 
 #include "base/device/dtype.h"
 #include "kernels/ring_loop.h"
-#include "transport/fifo_layout.h"
+#include "transport/fifo/layout.h"
 #include "kernels/schedule.h"
 
 namespace ringo::kernels::gpu {
 
-// Slots per connector: the one count of transport/fifo_layout.h.
+// Slots per connector: the one count of transport/fifo/layout.h.
 inline constexpr int kFifoSlots = transport::kSlots;
 // Channels one launch runs (one CUDA block each). The channel table lives in
 // device memory (its owner uploads it once, see LaunchRingKernel), so the
@@ -45,7 +45,7 @@ enum class Proto : int {
 };
 
 // One end of one connector as a kernel addresses it: pointers into a FIFO
-// laid out as transport/fifo_layout.h says (DeviceFifoAt below computes
+// laid out as transport/fifo/layout.h says (DeviceFifoAt below computes
 // them from the header's device address), so a GPU FIFO is the same memory a
 // host FIFO or a proxied one is. Both ends of a connector name the same
 // memory; each end writes one counter: the sender `tail`, the receiver

@@ -4,7 +4,7 @@
 // pair (every operation on it in issue order, since one block owns the
 // connector's counter) or this rank's copies to itself. No CUDA headers.
 //
-// Protocol on a lane's connector (transport/fifo_layout.h, the same FIFO
+// Protocol on a lane's connector (transport/fifo/layout.h, the same FIFO
 // as a ring edge): a message of B bytes is max(1, ceil(B / slot_bytes))
 // slots; the sender writes a slot, stores its size in meta[slot].bytes and
 // release-stores tail + 1; the receiver acquires tail, checks the size

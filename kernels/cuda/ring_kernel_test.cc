@@ -135,7 +135,7 @@ void Cuda(cudaError_t err, const char* what) {
 }
 #define CUDA(call) Cuda((call), #call)
 
-// FIFO memory of one connector: transport/fifo_layout.h's, zeroed (the
+// FIFO memory of one connector: transport/fifo/layout.h's, zeroed (the
 // kernels read no header field but the counters, metadata and abort words).
 
 // N ranks on one GPU: FIFOs for every ring edge and channel, a stream, an

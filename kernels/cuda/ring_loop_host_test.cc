@@ -44,7 +44,7 @@
 #include "kernels/ring_loop.h"
 #include "transport/bootstrap/exchange.h"
 #include "transport/connect/connector.h"
-#include "transport/shm/fifo.h"
+#include "transport/fifo/fifo.h"
 
 namespace ringo::kernels::gpu::internal {
 namespace {

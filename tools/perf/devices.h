@@ -1,6 +1,6 @@
 // Which CUDA device each of ringo-perf's ranks uses: --ranks-per-gpu K puts
 // ranks r = 0..K-1 on device 0, K..2K-1 on device 1, and so on. Several ranks
-// on one GPU are a supported configuration (DESIGN.md). Pure functions.
+// on one GPU are a supported configuration (docs/gpu.md). Pure functions.
 #ifndef RINGO_TOOLS_PERF_DEVICES_H_
 #define RINGO_TOOLS_PERF_DEVICES_H_
 

@@ -54,7 +54,7 @@ std::string ParametersLine(const Options& o) {
       o.warmup_iters, o.iters, o.check ? 1 : 0);
 }
 
-// STYLE.md rule 11: figures come with the machine and the build that made them.
+// Figures come with the machine and the build that made them.
 std::string MachineLines(const Options& o, const RunInfo& info) {
   return Printf("# %s, %s %s, build %s, %d ranks, %s\n", info.library.c_str(),
                 info.program.c_str(), CollectiveName(o.collective), info.build_mode.c_str(),

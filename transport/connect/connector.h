@@ -1,7 +1,7 @@
 // The one way pairs of ranks connect: ring edges and point-to-point pairs,
 // host and GPU FIFOs alike. A pair is (sender, receiver, lane): a ring's
 // channel c is lane c, point-to-point is lane kP2pLane. Its FIFO (the
-// layout of fifo_layout.h) lives in the receiver's memory, in a medium both
+// layout of fifo/layout.h) lives in the receiver's memory, in a medium both
 // ends choose alike from what they know of each other (ChooseMedium): the
 // receiver's process memory (ranks that are threads of one process), POSIX
 // shared memory (processes of one memory domain), device memory (GPU
@@ -39,9 +39,9 @@
 #include "base/status.h"
 #include "transport/bootstrap/exchange.h"
 #include "transport/connect/peer_info.h"
-#include "transport/fifo_layout.h"
+#include "transport/fifo/layout.h"
 #include "transport/net/proxy.h"
-#include "transport/shm/fifo.h"
+#include "transport/fifo/fifo.h"
 
 namespace ringo::transport {
 
@@ -73,7 +73,7 @@ struct FifoLink {
   // Where Simple slot 0's prefix is when the slots are kept apart from the
   // header (slot i's data at slots + i * stride + slot_prefix): the device
   // memory of a GPUDirect edge between hosts (net/gpudirect.h), addressed as
-  // the header is. Null: the slots follow the header (fifo_layout.h).
+  // the header is. Null: the slots follow the header (fifo/layout.h).
   void* slots = nullptr;
   int device = -1;  // GPU FIFOs: the device the memory is on, as this process numbers it (-1: not visible)
 };

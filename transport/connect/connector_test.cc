@@ -21,7 +21,7 @@
 #include "base/config.h"
 #include "gtest/gtest.h"
 #include "transport/bootstrap/exchange.h"
-#include "transport/shm/fifo.h"
+#include "transport/fifo/fifo.h"
 
 namespace ringo::transport {
 namespace {

@@ -1,5 +1,5 @@
 // GPU FIFOs on one host: device memory of the receiver's GPU
-// (cuda/device_fifo.h). A sender that is a thread of the receiver's process
+// (cuda/gpu_fifo.h). A sender that is a thread of the receiver's process
 // takes the allocation itself and addresses it by its pointer, with peer
 // access enabled between the two GPUs (kCudaPeer); a sender in another
 // process opens its CUDA IPC handle (kCudaIpc).
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "transport/connect/media.h"
-#include "transport/cuda/device_fifo.h"
+#include "transport/cuda/gpu_fifo.h"
 
 namespace ringo::transport {
 namespace {

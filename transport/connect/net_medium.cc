@@ -17,7 +17,7 @@
 #include "base/logging.h"
 #include "transport/connect/media.h"
 #include "transport/net/gpudirect.h"
-#include "transport/net/registry.h"
+#include "transport/net/choice.h"
 
 namespace ringo::transport {
 namespace {

@@ -3,7 +3,7 @@
 #include <sys/stat.h>
 
 #include "base/cuda.h"
-#include "transport/net/ib_verbs.h"
+#include "transport/net/ib/verbs.h"
 
 namespace ringo::transport::net {
 

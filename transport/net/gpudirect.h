@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "transport/net/registry.h"
+#include "transport/net/choice.h"
 
 namespace ringo::transport::net {
 

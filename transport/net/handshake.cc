@@ -53,7 +53,7 @@ uint64_t WriteHandle(Transport transport, const SocketAddress& bound, const void
   h.version = kWireVersion;
   h.transport = static_cast<uint8_t>(transport);
   h.nonce = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ 1;
-  wire::PutAddress(bound, &h.family, &h.port, h.addr);
+  shared::PutAddress(bound, &h.family, &h.port, h.addr);
   *out = NetHandle();
   std::memcpy(out->bytes, &h, sizeof(h));
   std::memcpy(out->bytes + sizeof(h), extra, std::min(extra_bytes, kHandleExtraBytes));
@@ -71,7 +71,7 @@ base::Status ReadHandle(Transport transport, const NetHandle& handle, const Conn
     return base::RemoteError(who + ": its handle is not a " + Name(transport) + " transport handle of this version")
         .WithOrigin(options.peer_rank, who + ": a bad handle");
   }
-  *to = wire::GetAddress(h.family, h.port, h.addr);
+  *to = shared::GetAddress(h.family, h.port, h.addr);
   *nonce = h.nonce;
   std::memcpy(extra, handle.bytes + sizeof(h), std::min(extra_bytes, kHandleExtraBytes));
   return base::OkStatus();
@@ -125,7 +125,7 @@ bool KnownControl(const ControlHeader& h) {
   if (h.magic != kControlMagic) return false;
   switch (static_cast<Control>(h.type)) {
     case Control::kReady: return h.length == 0;
-    case Control::kAbort: return h.length == sizeof(wire::Notice);
+    case Control::kAbort: return h.length == sizeof(shared::Notice);
     case Control::kClose: return h.length <= sizeof(uint64_t);
   }
   return false;

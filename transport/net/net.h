@@ -1,6 +1,6 @@
 // The network interface: what a transport between hosts provides, in the
 // shape NCCL's net plugins have and nothing more. Two implementations: TCP
-// sockets (socket_net.h) and InfiniBand verbs; an in-memory fake for tests.
+// sockets (socket/net.h) and InfiniBand verbs (ib/net.h); an in-memory fake for tests.
 //
 // A connection is one-way: the receiver listens and hands its opaque
 // NetHandle to the sender (through the bootstrap); the sender connects, the

@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "transport/shm/fifo.h"
+#include "transport/fifo/fifo.h"
 #include "transport/net/fake_net.h"
-#include "transport/net/ib_net.h"
+#include "transport/net/ib/net.h"
 #include "transport/net/net.h"
 #include "transport/net/proxy.h"
-#include "transport/net/socket_net.h"
+#include "transport/net/socket/net.h"
 
 namespace ringo::transport::net {
 namespace {

@@ -26,7 +26,7 @@
 //
 // GPU ranks (connect/net_medium.cc): the FIFO lives in pinned host memory
 // mapped into the rank's GPU, with the same layout. The kernel writes a
-// slot's data (at the shift its size word carries: fifo_layout.h's
+// slot's data (at the shift its size word carries: fifo/layout.h's
 // SlotSpan), the size word, and publishes the tail with a system-scope
 // release; the proxy, which acquires the tail before reading the slot, sends
 // SlotSpan bytes. On the receiving side the proxy writes data and metadata
@@ -56,7 +56,7 @@
 #include <thread>
 #include <vector>
 
-#include "transport/shm/fifo.h"
+#include "transport/fifo/fifo.h"
 #include "transport/net/net.h"
 
 namespace ringo::transport::net {

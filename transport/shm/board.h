@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "transport/shm/counter.h"
+#include "transport/fifo/counter.h"
 #include "transport/peer_state.h"
 #include "transport/shm/host_pages.h"
 #include "transport/signature.h"

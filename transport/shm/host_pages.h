@@ -6,7 +6,7 @@
 //                 cells, peer_state.h), and the scheduling hints of crowded
 //                 waits (the core it last ran on, what it waits for)
 //   engine words  words the engines share per call: the direct path's
-//                 claim word (kernels/host_direct.h)
+//                 claim word (kernels/direct_executor.h)
 //   board         the one-shot board's counters, signatures and buffers
 //                 (board.h), when the communicator has one
 //
@@ -26,7 +26,7 @@
 #include "base/status.h"
 #include "transport/bootstrap/exchange.h"
 #include "transport/peer_state.h"
-#include "transport/shm/fifo.h"  // FifoMemory
+#include "transport/fifo/fifo.h"  // FifoMemory
 
 namespace ringo::transport {
 

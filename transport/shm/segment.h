@@ -9,7 +9,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "transport/shm/fifo.h"
+#include "transport/fifo/fifo.h"
 
 namespace ringo::transport {
 

@@ -1,7 +1,8 @@
-// Device side of the connector FIFO protocol (DESIGN.md, "Connectors"): the
-// counters, the waits with their deadline and abort checks, and the error
-// record. Waits and posts are made by one thread of a block (thread 0) for
-// the whole block; the block's barriers carry the ordering to the others.
+// Device side of the connector FIFO protocol (transport/fifo/layout.h;
+// docs/architecture.md, "The FIFO protocol"): the counters, the waits with
+// their deadline and abort checks, and the error record. Waits and posts
+// are made by one thread of a block (thread 0) for the whole block; the
+// block's barriers carry the ordering to the others.
 //
 // Memory ordering, per method (PTX memory model; every counter access is a
 // system-scope atomic, since the peer may be another process or GPU):

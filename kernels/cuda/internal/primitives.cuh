@@ -30,7 +30,7 @@
 
 namespace ringo::kernels::gpu::internal {
 
-// A network proxy moves a slot's SlotSpan (transport/fifo_layout.h): the
+// A network proxy moves a slot's SlotSpan (transport/fifo/layout.h): the
 // size word's layout is one.
 static_assert(kSlotShiftBit == transport::kSlotShiftBit, "the shift bits of a slot's size word");
 

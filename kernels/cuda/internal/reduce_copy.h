@@ -1,6 +1,6 @@
 // The element loops every primitive and the reduction kernel share: read one
 // or two sources, combine element by element with ReduceFunc exactly as the
-// host executor does (host_executor.cc's Send and Combine), write one or two
+// host executor does (kernels/host_loops.cc's element loops), write one or two
 // destinations. 16-byte vectors when all pointers share their offset modulo
 // 16, after a scalar head that brings them to a 16-byte boundary; a scalar
 // tail; everything scalar when the pointers disagree modulo 16 (the ring's

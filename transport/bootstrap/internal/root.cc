@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "base/logging.h"
-#include "transport/bootstrap/internal/wire.h"
+#include "transport/bootstrap/internal/protocol.h"
 
 namespace ringo::transport::internal {
 

@@ -21,7 +21,7 @@
 #include <functional>
 
 #include "base/status.h"
-#include "transport/net/internal/wire.h"
+#include "transport/net/internal/shared.h"
 #include "transport/net/net.h"
 #include "transport/socket.h"
 
@@ -71,13 +71,13 @@ inline constexpr uint32_t kControlMagic = 0x43424752;  // "RGBC"
 
 // The body of an abort: `why` (not OK) as this rank's notice for
 // collective `seq`.
-inline wire::Notice AbortBody(const base::Status& why, int self_rank, uint64_t seq) {
-  return wire::ToNotice(why, self_rank, seq);
+inline shared::Notice AbortBody(const base::Status& why, int self_rank, uint64_t seq) {
+  return shared::ToNotice(why, self_rank, seq);
 }
 // What a receiver of an abort reports: `where`, the origin rank and its
 // message (naming `peer_rank` where the notice names no rank).
-inline base::Status AbortStatus(const wire::Notice& body, const std::string& where, int peer_rank) {
-  return wire::FromNotice(body, where, peer_rank);
+inline base::Status AbortStatus(const shared::Notice& body, const std::string& where, int peer_rank) {
+  return shared::FromNotice(body, where, peer_rank);
 }
 // Whether a header announces a control message this version knows, with a
 // body of the size its type has (an abort: a notice; a close: up to 8 bytes).

@@ -1,0 +1,86 @@
+#include "transport/net/choice.h"
+
+#include <pthread.h>
+
+#include <memory>
+#include <mutex>
+#include <new>
+
+#include "base/logging.h"
+#include "transport/net/ib/net.h"
+#include "transport/net/socket/net.h"
+
+namespace ringo::transport::net {
+namespace {
+
+struct Made {
+  bool tried = false;
+  Net* net = nullptr;  // never freed: connections may outlive any owner
+  base::Status why;
+};
+
+std::mutex g_mu;
+Made g_nets[2];  // GUARDED_BY(g_mu), by NetKind
+
+// A forked child cannot use its parent's verbs contexts or sockets: it
+// makes its own Nets (the parent's are left to the parent).
+void ForgetNetsInChild() {
+  new (&g_mu) std::mutex();
+  for (Made& m : g_nets) m = Made();
+}
+
+[[maybe_unused]] const int g_atfork = pthread_atfork(nullptr, nullptr, &ForgetNetsInChild);
+
+}  // namespace
+
+const char* NetKindName(NetKind kind) { return kind == NetKind::kIb ? "ib" : "socket"; }
+
+base::StatusOr<Net*> ProcessNet(const base::Config& config, NetKind kind, int numa) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Made& m = g_nets[static_cast<int>(kind)];
+  if (!m.tried) {
+    m.tried = true;
+    base::StatusOr<std::unique_ptr<Net>> made =
+        kind == NetKind::kIb ? MakeIbNet(IbNetOptionsFromConfig(config, numa))
+                             : MakeSocketNet(SocketNetOptionsFromConfig(config));
+    if (made.ok()) {
+      auto props = (*made)->Properties(0);
+      RINGO_LOG(INFO) << "network transport: " << (*made)->name() << ", " << (*made)->DeviceCount()
+                      << " device(s)" << (props.ok() ? ", first " + props->name : std::string());
+      m.net = made->release();
+    } else {
+      m.why = made.status();
+    }
+  }
+  if (m.net == nullptr) return m.why;
+  return m.net;
+}
+
+uint64_t VerbsFabric(const base::Config& config, int numa) {
+  if (config.net == "socket" || config.ib_disable) return 0;
+  auto net = ProcessNet(config, NetKind::kIb, numa);
+  if (!net.ok()) {
+    static std::once_flag said;
+    std::call_once(said, [&] {
+      RINGO_LOG(INFO) << "no verbs transport, hosts are joined by TCP: " << net.status().message();
+    });
+    return 0;
+  }
+  auto props = (*net)->Properties(0);
+  return props.ok() ? props->fabric : 0;
+}
+
+base::StatusOr<NetKind> ChooseNet(const base::Config& config, uint64_t mine, uint64_t theirs, int self_rank,
+                                  int peer_rank) {
+  if (mine != 0 && mine == theirs) return NetKind::kIb;
+  if (config.net == "ib") {
+    const std::string why = mine == 0 ? "this rank has no usable verbs port"
+                            : theirs == 0 ? "rank " + std::to_string(peer_rank) + " has no usable verbs port"
+                                          : "their verbs ports are on different fabrics";
+    return base::InvalidUsage("RINGO_NET=ib, but rank " + std::to_string(self_rank) + " and rank " +
+                              std::to_string(peer_rank) + " cannot use verbs: " + why);
+  }
+  return NetKind::kSocket;
+}
+
+}  // namespace ringo::transport::net
