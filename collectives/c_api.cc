@@ -16,7 +16,7 @@
 #include "base/device/dtype.h"
 #include "base/logging.h"
 #include "collectives/communicator.h"
-#include "collectives/device_choice.h"
+#include "collectives/plan/device_choice.h"
 #include "collectives/internal/boundary.h"
 #include "kernels/cuda/launch.h"
 #include "ringo/ringo.h"
@@ -47,7 +47,7 @@ static_assert(ringoAvg == static_cast<int>(base::RedOp::kAvg), "ops match");
 static_assert(ringoFloat8e5m2 == static_cast<int>(base::DataType::kFloat8E5M2), "datatypes match");
 static_assert(ringoNumTypes == base::kNumDataTypes && ringoNumOps == base::kNumRedOps, "enum sizes match");
 
-// This rank's wish for its memory (collectives/device_choice.h): the
+// This rank's wish for its memory (collectives/plan/device_choice.h): the
 // config's device kind, else RINGO_DEVICE, against what this process sees.
 // `in_process`: one rank, or every rank a thread of this process (InitAll),
 // where AUTO takes a GPU outright; across processes AUTO's GPU needs every

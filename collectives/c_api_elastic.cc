@@ -11,7 +11,7 @@
 #include "base/config.h"
 #include "base/cuda.h"
 #include "collectives/communicator.h"
-#include "collectives/device_choice.h"
+#include "collectives/plan/device_choice.h"
 #include "collectives/internal/boundary.h"
 #include "ringo/ringo.h"
 #include "transport/bootstrap/bootstrap.h"

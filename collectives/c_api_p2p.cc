@@ -10,10 +10,10 @@
 
 #include "base/device/dtype.h"
 #include "collectives/communicator.h"
-#include "collectives/device_choice.h"
+#include "collectives/plan/device_choice.h"
 #include "collectives/internal/boundary.h"
 #include "collectives/internal/group.h"
-#include "collectives/engine.h"
+#include "collectives/engines/engine.h"
 #include "ringo/ringo.h"
 
 namespace {

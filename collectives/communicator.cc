@@ -6,9 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "base/cuda.h"
 #include "base/logging.h"
-#include "collectives/engines/host_tagged.h"
 #include "kernels/coll_signature.h"
 
 namespace ringo::collectives {
@@ -29,9 +27,7 @@ Communicator::~Communicator() {
   observer_.reset();  // stops answering control requests about this communicator
   // GPU engines wait for this rank's kernels before their memory goes; host
   // engines stop their threads.
-  engines_.clear();
-  p2p_.reset();
-  tagged_.reset();
+  engines_.ReleaseEngines();
   // What this rank posted for its peers on other hosts goes out before the
   // connections close (a collective returns once its slots are posted).
   if (connector_ != nullptr) connector_->Shutdown(!failed_.load() && !abort_.load(), timeout_ms_);
@@ -86,14 +82,7 @@ void Communicator::SetTraceLabel(const char* label) {
   label_[sizeof(label_) - 1] = '\0';
 }
 
-Status Communicator::CheckCapture(void* stream) const {
-  // A host collective runs inside the call: a graph would hold nothing of it.
-  // (The C API asks before it refuses any stream on a host communicator.)
-  if (device_ >= 0 || stream == nullptr || !cuda_visible_ || !base::StreamCapturing(stream)) return Status();
-  return base::InvalidUsage(
-      "the stream is being captured into a CUDA graph, but this is a host-memory communicator, whose "
-      "collectives run inside the call and cannot be replayed: capture only GPU communicators' calls");
-}
+Status Communicator::CheckCapture(void* stream) const { return engines_.residence->CheckCapture(stream); }
 
 Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTrace& trace) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
@@ -111,50 +100,25 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTr
                            static_cast<uint8_t>(args.dtype), kernels::Reduces(args.coll) ? static_cast<uint8_t>(args.op) : 0,
                            trace.group, trace.called, trace.group == 0 ? trace.called : 0, label_);
   }
-  for (const auto& engine : engines_) {
+  Residence& where = *engines_.residence;
+  GpuTimes* times = observer_->gpu_times();
+  for (const auto& engine : engines_.engines) {
     if (engine->Takes(call)) {
-      GpuLaunch gpu;
-      Status st = BeginGpuLaunch(entry != nullptr, stream, &gpu);
+      Residence::Launch launch;
+      Status st = where.BeginLaunch(times, entry != nullptr, stream, &launch);
       if (!st.ok()) {  // refused: the communicator is as it was
         recorder.Finish(entry, TraceState::kFailed);
         --sequence_;
         return st;
       }
       st = engine->Run(call);
-      recorder.Finish(entry, !st.ok() ? TraceState::kFailed : gpu.state);
-      EndGpuLaunch(gpu, stream, st.ok() && entry != nullptr ? entry->id : 0, 1);
+      recorder.Finish(entry, !st.ok() ? TraceState::kFailed : launch.state);
+      where.EndLaunch(times, launch, stream, st.ok() && entry != nullptr ? entry->id : 0, 1);
       return WithDiagnosis(Finish(st, call.fatal), call.seq);
     }
   }
   recorder.Finish(entry, TraceState::kFailed);
   return base::Internal("no engine takes this collective");
-}
-
-Status Communicator::BeginGpuLaunch(bool recorded, void* stream, GpuLaunch* g) {
-  *g = GpuLaunch();
-  if (device_ < 0) return Status();  // host: done when the call returns
-  if (base::StreamCapturing(stream)) {
-    if (gpu_hosts_) {
-      return base::InvalidUsage(
-          "this GPU communicator spans hosts: its calls cannot be captured into a CUDA graph (the network "
-          "proxy moves each slot as a kernel posts it, and a replay would not tell it); call it eagerly");
-    }
-    g->state = TraceState::kCaptured;  // recorded once, at capture
-    return Status();
-  }
-  g->state = TraceState::kEnqueued;
-  GpuTimes* times = observer_->gpu_times();
-  if (recorded && times != nullptr) g->slot = times->Before(stream);
-  return Status();
-}
-
-void Communicator::EndGpuLaunch(const GpuLaunch& g, void* stream, uint64_t first, size_t n) {
-  if (g.slot < 0) return;
-  if (first != 0) {
-    observer_->gpu_times()->After(g.slot, stream, first, n);
-  } else {
-    observer_->gpu_times()->Cancel(g.slot);  // the launch failed or was refused
-  }
 }
 
 Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const OpTrace& trace) {
@@ -177,15 +141,17 @@ Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const O
       if (first == 0) first = e->id;
     }
   }
-  GpuLaunch gpu;
-  Status st = BeginGpuLaunch(first != 0, stream, &gpu);
+  Residence& where = *engines_.residence;
+  GpuTimes* times = observer_->gpu_times();
+  Residence::Launch launch;
+  Status st = where.BeginLaunch(times, first != 0, stream, &launch);
   if (!st.ok()) {
     recorder.FinishBatch(first, ops.size(), TraceState::kFailed);
     return st;
   }
-  st = p2p_->Run(ops, call);
-  recorder.FinishBatch(first, ops.size(), !st.ok() ? TraceState::kFailed : gpu.state);
-  EndGpuLaunch(gpu, stream, st.ok() ? first : 0, ops.size());
+  st = engines_.p2p->Run(ops, call);
+  recorder.FinishBatch(first, ops.size(), !st.ok() ? TraceState::kFailed : launch.state);
+  where.EndLaunch(times, launch, stream, st.ok() ? first : 0, ops.size());
   return Finish(st, call.fatal);
 }
 
@@ -193,11 +159,8 @@ Status Communicator::RunTagged(bool send, void* buf, size_t bytes, int peer, int
                                const OpTrace& trace) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   RETURN_IF_ERROR(CheckUsable());
-  if (tagged_ == nullptr) {
-    return base::InvalidUsage(std::string(send ? "ringoSendTagged" : "ringoRecvTagged") +
-                              (device_ >= 0 ? " runs on host communicators only"
-                                            : " needs a communicator made with config->tagged_p2p = 1"));
-  }
+  RETURN_IF_ERROR(CheckTagged(send));
+  HostTagged& tagged = *engines_.tagged;
   const transport::WaitContext wait = MakeWait(send ? "ringoSendTagged" : "ringoRecvTagged");
   FlightRecorder& recorder = observer_->recorder();
   TraceEntry* entry = nullptr;
@@ -206,10 +169,14 @@ Status Communicator::RunTagged(bool send, void* buf, size_t bytes, int peer, int
                            static_cast<uint8_t>(base::DataType::kInt8), 0, trace.group, trace.called,
                            trace.called != 0 ? trace.called : TraceTicks(), label_);
   }
-  const Status st = send ? tagged_->Send(buf, bytes, peer, tag, wait)
-                         : tagged_->Recv(buf, bytes, peer, tag, source, wait);
+  const Status st = send ? tagged.Send(buf, bytes, peer, tag, wait) : tagged.Recv(buf, bytes, peer, tag, source, wait);
   recorder.Finish(entry, st.ok() ? TraceState::kDone : TraceState::kFailed);
-  return Finish(st, tagged_->fatal());
+  return Finish(st, tagged.fatal());
+}
+
+Status Communicator::CheckTagged(bool send) const {
+  if (engines_.tagged != nullptr) return Status();
+  return base::InvalidUsage(std::string(send ? "ringoSendTagged" : "ringoRecvTagged") + engines_.tagged_refusal);
 }
 
 void Communicator::Fail(const Status& st) {
@@ -221,7 +188,7 @@ void Communicator::Fail(const Status& st) {
   }
   RINGO_LOG(WARN) << "rank " << rank_ << ": " << st.ToString();
   abort_.store(true);  // stops this rank's other waits
-  AbortEngines(st);    // tells the peers, and through them every rank, where it started
+  engines_.Abort(st, sequence_);  // tells the peers, and through them every rank, where it started
   DumpTrace(st.code() == base::Code::kTimeout ? "timeout" : "fault");
 }
 
@@ -231,45 +198,25 @@ void Communicator::DumpTrace(const char* reason) {
   if (!st.ok()) RINGO_LOG(WARN) << "rank " << rank_ << ": flight record not written: " << st.message();
 }
 
-void Communicator::AbortEngines(const Status& why) {
-  if (pages_ != nullptr) pages_->Abort(why, sequence_);
-  for (const auto& engine : engines_) engine->Abort(why, sequence_);
-  if (p2p_ != nullptr) p2p_->Abort(why, sequence_);
-  if (tagged_ != nullptr) tagged_->Abort(why, sequence_);
-}
-
 Status Communicator::CheckBuffer(const void* ptr, const char* name) const {
-  if (ptr == nullptr) return base::InvalidArgument(std::string(name) + " is NULL");
-  if (!cuda_visible_) return Status();  // host memory: no GPU in this process
-  const int owner = base::PointerDevice(ptr);
-  if (device_ < 0) {
-    if (owner < 0) return Status();
-    return base::InvalidArgument(std::string(name) + " is GPU memory, but this is a host communicator");
-  }
-  if (owner == device_) return Status();
-  if (owner < 0) {
-    return base::InvalidArgument(std::string(name) + " is host memory, but this is a GPU communicator on CUDA device " +
-                                 std::to_string(device_) + ": pass memory from cudaMalloc on that device");
-  }
-  return base::InvalidArgument(std::string(name) + " is memory of CUDA device " + std::to_string(owner) +
-                               ", but this communicator runs on CUDA device " + std::to_string(device_));
+  return engines_.residence->CheckBuffer(ptr, name);
 }
 
 Status Communicator::Finalize() {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   if (finalized_) return base::InvalidUsage("the communicator was already finalized");
   finalized_ = true;  // host collectives finish inside Run(): nothing is pending
-  for (const auto& engine : engines_) RETURN_IF_ERROR(engine->Synchronize());  // GPU: the enqueued work
+  for (const auto& engine : engines_.engines) RETURN_IF_ERROR(engine->Synchronize());  // GPU: the enqueued work
   return AsyncError();
 }
 
 void Communicator::Abort() {
   abort_.store(true);
   const std::string why = "rank " + std::to_string(rank_) + "'s communicator was aborted (ringoCommAbort)";
-  AbortEngines(base::RemoteError(why).WithOrigin(rank_, why));
+  engines_.Abort(base::RemoteError(why).WithOrigin(rank_, why), sequence_);
   DumpTrace("abort");
   std::lock_guard<std::mutex> run_lock(run_mu_);  // waits for a running collective to return
-  for (const auto& engine : engines_) (void)engine->Synchronize();  // GPU kernels see the flag and return
+  for (const auto& engine : engines_.engines) (void)engine->Synchronize();  // GPU kernels see the flag and return
 }
 
 Status Communicator::AsyncError() const {
@@ -278,7 +225,7 @@ Status Communicator::AsyncError() const {
     std::lock_guard<std::mutex> lock(error_mu_);
     if (!async_error_.ok()) return async_error_;
   }
-  for (const auto& engine : engines_) RETURN_IF_ERROR(engine->AsyncError());
+  for (const auto& engine : engines_.engines) RETURN_IF_ERROR(engine->AsyncError());
   return Status();
 }
 

@@ -1,11 +1,13 @@
-// The communicator: one rank's membership (rank, ranks, device, the control
+// The communicator: one rank's membership (rank, ranks, the control
 // exchange its lazy connections and splits use), its lifecycle (ready ->
 // finalized, or -> failed; aborted by ringoCommAbort) and error state, and
-// the engines that move its data (engine.h). Per call it hands the
-// collective to the first engine that takes it; it holds no engine's state.
+// the engines that move its data (engines/registry.h's EngineSet). Per call
+// it hands the collective to the first engine that takes it; it holds no
+// engine's state, and never asks which device it runs on: its residence
+// (engines/residence.h) answers what depends on it.
 //
-// Two kinds, decided at init from every rank's wish (device_choice.h): a
-// host communicator's engines run each collective to completion inside
+// Two kinds, decided at init from every rank's wish (plan/device_choice.h):
+// a host communicator's engines run each collective to completion inside
 // Run(); a GPU communicator's enqueue a kernel on the caller's stream and
 // return at once.
 //
@@ -26,25 +28,20 @@
 #include "base/status.h"
 #include "collectives/control/agreement.h"
 #include "collectives/control/observer.h"
-#include "collectives/engine.h"
+#include "collectives/engines/registry.h"
 #include "collectives/internal/user_ops.h"
-#include "collectives/settings.h"
 #include "kernels/coll_args.h"
 #include "transport/bootstrap/bootstrap.h"
 #include "transport/bootstrap/exchange.h"
 #include "transport/connect/connector.h"
-#include "transport/shm/host_pages.h"
 
 namespace ringo::collectives {
-
-struct EngineSetup;
-class HostTagged;
 
 enum class DeviceKind : int { kHost = 0, kCuda = 1 };
 
 struct CommOptions {
   int64_t timeout_ms = 0;  // 0: RINGO_TIMEOUT_MS
-  // InitRank: this rank's wish (collectives/device_choice.h; an int so this
+  // InitRank: this rank's wish (collectives/plan/device_choice.h; an int so this
   // header needs no more) and, when it wishes for a GPU, its CUDA device.
   int32_t device_wish = 0;  // DeviceWish::kHost; Split: kInheritDevice
   int cuda_device = -1;
@@ -160,8 +157,9 @@ class Communicator {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   bool finalized() const { return finalized_; }
-  DeviceKind kind() const { return device_ >= 0 ? DeviceKind::kCuda : DeviceKind::kHost; }
-  int device() const { return device_; }  // the CUDA device ordinal; -1 for host memory
+  DeviceKind kind() const { return device() >= 0 ? DeviceKind::kCuda : DeviceKind::kHost; }
+  // The CUDA device ordinal; -1 for host memory (the residence's).
+  int device() const { return engines_.residence->device(); }
 
  private:
   Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options);
@@ -175,8 +173,17 @@ class Communicator {
   base::StatusOr<Agreement> Agree(transport::Exchange& exchange, const CommOptions& options);
   // 2. the ring and the geometry;
   base::Status Plan(const Agreement& agreed, EngineSetup* setup);
-  // 3. the connector, the host's shared pages, and every engine.
+  //    (every rank runs the same channels: the fewest any rank's cores allow)
+  int ChannelsEveryRankAllows(const std::vector<transport::PeerInfo>& peers) const;
+  // 3. the connector (ConnectorSpecFor), then the residence and every
+  //    engine (engines/registry.h), then how this rank's calls wait.
   base::Status Connect(transport::Exchange& exchange, const Agreement& agreed, EngineSetup* setup);
+  base::StatusOr<transport::ConnectorSpec> ConnectorSpecFor(transport::Exchange& exchange, const Agreement& agreed,
+                                                            const EngineSetup& setup) const;
+  void ConfigureWait(const EngineSetup& setup);
+  // 4. what explains this rank from then on (observer.h) and the failure
+  //    agreement.
+  void Observe(transport::Exchange& exchange, const Agreement& agreed);
 
   // The preamble every call shares: the lock is held; refuses a finalized,
   // failed or aborted communicator.
@@ -196,25 +203,13 @@ class Communicator {
   // A split's or shrink's options: `options`, or (null) this communicator's
   // timeout; a child inheriting the device lives where this one does.
   CommOptions ChildOptions(const CommOptions* options) const;
+  // The tagged engine, or InvalidUsage saying why there is none.
+  base::Status CheckTagged(bool send) const;
   // This call's wait context (abort flag, patience, wait cells).
   transport::WaitContext MakeWait(const char* coll) const;
   // Records `st` as the communicator's error (the first one sticks), raises
   // the abort flag and tells the peers. Any thread.
   void Fail(const base::Status& st);
-  void AbortEngines(const base::Status& why);
-  // Around a call's launch on a GPU stream: how its record ends (enqueued,
-  // captured; host calls: done) and, where GPU times are kept, its start
-  // and finish events (control/gpu_times.h).
-  struct GpuLaunch {
-    TraceState state = TraceState::kDone;
-    int slot = -1;
-  };
-  // InvalidUsage for a capture this communicator cannot follow (its ranks
-  // span hosts: the proxy moves slots as the kernels post them, which a
-  // replayed graph would not announce).
-  base::Status BeginGpuLaunch(bool recorded, void* stream, GpuLaunch* g);
-  // After it: `first` the first of its `n` entries; 0 when it failed.
-  void EndGpuLaunch(const GpuLaunch& g, void* stream, uint64_t first, size_t n);
   // Writes the flight record to RINGO_TRACE_DIR, if set (a fault, an abort).
   void DumpTrace(const char* reason);
 
@@ -223,8 +218,6 @@ class Communicator {
   const int nranks_;
   const base::Config config_;  // snapshot taken at init
   const int64_t timeout_ms_;
-  int device_ = -1;
-  bool cuda_visible_ = true;  // false: no buffer can be GPU memory (CheckBuffer need not ask)
   // The control exchange (mesh.h across processes, a LocalFabric between
   // threads) that lazy connections and splits use, the context its messages
   // travel in, the tag that names this communicator's shared memory.
@@ -233,16 +226,13 @@ class Communicator {
   uint64_t tag_ = 0;
   uint64_t splits_ = 0;  // ringoCommSplit calls so far (each child's context)
 
-  // Engines, and what they share: the connector (and its proxy), and the
-  // pages of the host's ranks (their wait cells), null across hosts.
+  // The connector (and its proxy) every engine connects through, then the
+  // residence and the engines (the collective ones asked in their order,
+  // point-to-point, tagged pairs where some rank asked for them).
   std::unique_ptr<transport::Connector> connector_;
-  std::shared_ptr<transport::HostPages> pages_;
-  std::vector<std::unique_ptr<Engine>> engines_;  // asked in this order
-  std::unique_ptr<PointToPoint> p2p_;
-  std::unique_ptr<HostTagged> tagged_;  // null unless made with CommOptions::tagged
+  EngineSet engines_;
   transport::WaitContext wait_;  // the patience every call starts from
   bool check_ = true;            // RINGO_CHECK as the ranks agreed: calls carry signatures
-  bool gpu_hosts_ = false;       // a GPU communicator whose ranks span hosts
   internal::UserOps user_ops_;
 
   // Lifecycle and errors.

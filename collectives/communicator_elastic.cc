@@ -7,7 +7,7 @@
 
 #include "base/logging.h"
 #include "collectives/communicator.h"
-#include "collectives/device_choice.h"
+#include "collectives/plan/device_choice.h"
 
 namespace ringo::collectives {
 
@@ -69,7 +69,7 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Shrink(const std::vector<i
     // hear it); nothing of it is reused.
     const std::string why = "rank " + std::to_string(rank_) + " shrinks the communicator (RINGO_SHRINK_ABORT)";
     abort_.store(true);
-    AbortEngines(base::RemoteError(why).WithOrigin(rank_, why));
+    engines_.Abort(base::RemoteError(why).WithOrigin(rank_, why), sequence_);
   }
   uint64_t seq = 0;
   {
@@ -112,9 +112,9 @@ Status Communicator::Revoke() {
   const Status revoked = base::RemoteError(why).WithOrigin(rank_, why);
   Fail(revoked);
   abort_.store(true);     // also where an earlier failure made Fail return at once
-  AbortEngines(revoked);
+  engines_.Abort(revoked, sequence_);
   std::lock_guard<std::mutex> run_lock(run_mu_);  // this rank's running call returns
-  for (const auto& engine : engines_) (void)engine->Synchronize();  // GPU kernels see the flag and return
+  for (const auto& engine : engines_.engines) (void)engine->Synchronize();  // GPU kernels see the flag and return
   return Status();
 }
 
@@ -137,8 +137,8 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::Grow(Communicator* parent,
   }
   if (options == nullptr) grown.timeout_ms = parent->timeout_ms_;
   if (options == nullptr || grown.device_wish == kInheritDevice) {
-    grown.device_wish = static_cast<int32_t>(parent->device_ >= 0 ? DeviceWish::kCuda : DeviceWish::kHost);
-    grown.cuda_device = parent->device_;
+    grown.device_wish = static_cast<int32_t>(WishToStay(parent->device()));
+    grown.cuda_device = parent->device();
   }
   // The existing ranks learn the id from the one that holds it.
   struct Offer {

@@ -3,27 +3,24 @@
 // unique id's bootstrap made, InitAll (ranks that are threads of this
 // process) over an exchange in memory, Split over its parent's exchange (no
 // new unique id). Setup's steps: agree (records, settings, memory), plan
-// (ring, geometry), connect (the connector, the host's pages, the engines).
+// (ring, geometry), connect (the connector, then the residence and the
+// engines: engines/registry.h), observe (the flight recorder, the hang
+// diagnosis, the failure agreement).
 #include <algorithm>
 #include <numeric>
 #include <random>
 #include <thread>
 
-#include "base/cuda.h"
 #include "base/logging.h"
 #include "collectives/communicator.h"
-#include "collectives/device_choice.h"
-#include "collectives/engines/host_tagged.h"
 #include "collectives/engines/registry.h"
-#include "collectives/engines/setup.h"
-#include "collectives/internal/gpu_placement.h"
-#include "collectives/ring_choice.h"
+#include "collectives/plan/device_choice.h"
+#include "collectives/plan/ring_choice.h"
 #include "kernels/host_isa.h"
 #include "transport/bootstrap/mesh.h"
 #include "transport/connect/peer_info.h"
-#include "transport/net/gpudirect.h"
 #include "transport/net/choice.h"
-#include "transport/shm/board.h"
+#include "transport/net/gpudirect.h"
 
 namespace ringo::collectives {
 
@@ -68,8 +65,8 @@ struct Communicator::Agreement {
   std::vector<transport::PeerInfo> peers;
   std::vector<int> domains;  // every rank's memory domain (transport::MemoryDomains)
   CommSettings settings;     // rank 0's shared settings, this rank's local ones
-  bool cuda = false;         // the ranks run on GPU memory
-  bool gpu_hosts = false;    // ... on ranks of several hosts
+  int device = -1;           // this rank's CUDA device where the ranks run on GPU memory; -1: host memory
+  bool gpu_hosts = false;    // GPU memory on ranks of several hosts
   bool tagged = false;       // some rank asked for tagged point-to-point pairs
 };
 
@@ -134,11 +131,11 @@ CommOptions Communicator::ChildOptions(const CommOptions* options) const {
   } else {
     child.timeout_ms = timeout_ms_;
     child.device_wish = kInheritDevice;
-    child.tagged = tagged_ != nullptr;
+    child.tagged = engines_.tagged != nullptr;
   }
   if (child.device_wish == kInheritDevice) {  // a child lives where its parent does
-    child.device_wish = static_cast<int32_t>(device_ >= 0 ? DeviceWish::kCuda : DeviceWish::kHost);
-    child.cuda_device = device_;
+    child.device_wish = static_cast<int32_t>(WishToStay(device()));
+    child.cuda_device = device();
   }
   return child;
 }
@@ -184,6 +181,11 @@ Status Communicator::Setup(transport::Exchange& exchange, const CommOptions& opt
   EngineSetup setup;
   RETURN_IF_ERROR(Plan(agreed, &setup));
   RETURN_IF_ERROR(Connect(exchange, agreed, &setup));
+  Observe(exchange, agreed);
+  return Status();
+}
+
+void Communicator::Observe(transport::Exchange& exchange, const Agreement& agreed) {
   // What explains this rank from now on: its flight recorder, the answers
   // its control service gives about it, the hang diagnosis of its waits.
   ObserverSetup o;
@@ -193,8 +195,8 @@ Status Communicator::Setup(transport::Exchange& exchange, const CommOptions& opt
   o.exchange = &exchange;
   o.peers = agreed.peers;
   o.config = &config_;
-  o.gpu = device_ >= 0;
-  o.device = device_;
+  o.gpu = agreed.device >= 0;
+  o.device = agreed.device;
   observer_ = std::make_unique<Observer>(std::move(o));
   wait_.stall = observer_->stall_hook();
   // Until a call says otherwise, the thread that made it drives it (a
@@ -204,7 +206,6 @@ Status Communicator::Setup(transport::Exchange& exchange, const CommOptions& opt
     agreement_ = std::make_unique<FailureAgreement>(&exchange, rank_, nranks_, config_.control_timeout_ms,
                                                     timeout_ms_, [this] { abort_.store(true); });
   }
-  return Status();
 }
 
 StatusOr<Communicator::Agreement> Communicator::Agree(transport::Exchange& exchange, const CommOptions& options) {
@@ -244,9 +245,8 @@ StatusOr<Communicator::Agreement> Communicator::Agree(transport::Exchange& excha
   if (!memory.note.empty() && options.device_wish != static_cast<int32_t>(DeviceWish::kHost)) {
     RINGO_LOG(WARN) << "rank " << rank_ << ": " << memory.note;
   }
-  a.cuda = memory.cuda;
+  a.device = memory.cuda ? options.cuda_device : -1;
   a.gpu_hosts = memory.cuda && memory.hosts_spanned;
-  if (a.cuda) device_ = options.cuda_device;
   // Which ranks of a host share its memory.
   ASSIGN_OR_RETURN(a.domains, transport::MemoryDomains(exchange, tag_, a.peers));
   return a;
@@ -264,19 +264,15 @@ Status Communicator::Plan(const Agreement& agreed, EngineSetup* setup) {
   const bool net = local_ranks < nranks_;
   setup->rank = rank_;
   setup->nranks = nranks_;
+  setup->tag = tag_;
+  setup->local_ranks = local_ranks;
   setup->config = &config_;
   setup->settings = agreed.settings;
+  setup->device = agreed.device;
+  setup->gpu_hosts_spanned = agreed.gpu_hosts;
+  setup->tagged = agreed.tagged;
   setup->host = ChooseGeometry(agreed.settings, nranks_, local_ranks, Cores(), machine_ranks, net);
-  if (!setup->host.fixed_channels && nranks_ > 1) {
-    // Every rank must run the same channels: the fewest any rank's cores allow.
-    int channels = 1 << 20;
-    for (const auto& p : peers) {
-      int on_machine = 0;
-      for (const auto& q : peers) on_machine += q.machine_hash == p.machine_hash ? 1 : 0;
-      channels = std::min(channels, ChannelsForCores(p.cores, on_machine));
-    }
-    setup->host.nchannels = channels;
-  }
+  if (!setup->host.fixed_channels && nranks_ > 1) setup->host.nchannels = ChannelsEveryRankAllows(peers);
   // The ring: order and transports from the topology, the same on every
   // rank; ranks of one memory domain are one host to it.
   std::vector<topology::RankInfo> places(nranks_);
@@ -294,10 +290,40 @@ Status Communicator::Plan(const Agreement& agreed, EngineSetup* setup) {
   return Status();
 }
 
+int Communicator::ChannelsEveryRankAllows(const std::vector<transport::PeerInfo>& peers) const {
+  int channels = 1 << 20;
+  for (const auto& p : peers) {
+    int on_machine = 0;
+    for (const auto& q : peers) on_machine += q.machine_hash == p.machine_hash ? 1 : 0;
+    channels = std::min(channels, ChannelsForCores(p.cores, on_machine));
+  }
+  return channels;
+}
+
 Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agreed, EngineSetup* setup) {
-  const std::vector<transport::PeerInfo>& peers = agreed.peers;
-  // Pairs the transport policy sends over the network (other memory
-  // domains; every pair where RINGO_SHM_DISABLE says so).
+  ASSIGN_OR_RETURN(transport::ConnectorSpec spec, ConnectorSpecFor(exchange, agreed, *setup));
+  connector_ = std::make_unique<transport::Connector>(exchange_.get(), std::move(spec), config_);
+  setup->exchange = &exchange;
+  setup->connector = connector_.get();
+  setup->on_fault = [this](const Status& st) { Fail(st); };
+  check_ = agreed.settings.shared.check != 0;
+  ASSIGN_OR_RETURN(engines_, ConnectEngines(setup));
+  async_engines_ = engines_.asynchronous();
+  ConfigureWait(*setup);
+  RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: " << engines_.residence->Describe(*setup)
+                  << ", timeout " << timeout_ms_ << " ms";
+  return Status();
+}
+
+// Which pairs the transport policy sends over the network (other memory
+// domains; every pair where RINGO_SHM_DISABLE says so), and where any does,
+// each rank's network record: verbs where both ends have a port on one
+// fabric, sockets otherwise, and for GPU ranks across hosts whether the rank
+// offers GPUDirect RDMA (its verdict said once at INFO). Every rank learns
+// every rank's record, so both ends of an edge decide alike.
+StatusOr<transport::ConnectorSpec> Communicator::ConnectorSpecFor(transport::Exchange& exchange,
+                                                                  const Agreement& agreed,
+                                                                  const EngineSetup& setup) const {
   std::vector<topology::RankInfo> places(nranks_);
   for (int r = 0; r < nranks_; ++r) places[r].host = agreed.domains[r];
   ASSIGN_OR_RETURN(const topology::TransportPolicy policy, TransportPolicyFor(config_));
@@ -305,7 +331,7 @@ Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agr
   spec.rank = rank_;
   spec.nranks = nranks_;
   spec.tag = tag_;
-  spec.peers = peers;
+  spec.peers = agreed.peers;
   spec.domains = agreed.domains;
   spec.net.resize(nranks_);
   bool any_net = false;
@@ -315,98 +341,45 @@ Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agr
     any_net = any_net || spec.net[r];
     any_net = any_net || agreed.domains[r] != agreed.domains[0];
   }
-  spec.numa = peers[rank_].numa;
-  spec.device = device_;
+  spec.numa = agreed.peers[rank_].numa;
+  spec.device = agreed.device;
   spec.timeout_ms = timeout_ms_;
-  spec.proxy_spin_count = setup->host.spin_count;
-  spec.proxy_yield_count = setup->host.yield_count;
-  if (any_net) {
-    // Each network pair's transport: verbs where both ends have a port on
-    // one fabric, sockets otherwise; and, for GPU ranks across hosts, whether
-    // the rank offers GPUDirect RDMA (its verdict said once at INFO). Every
-    // rank learns every rank's record, so both ends of an edge decide alike.
-    struct NetRecord {
-      uint64_t fabric;
-      uint64_t gpudirect;
-    };
-    NetRecord mine{transport::net::VerbsFabric(config_, spec.numa), 0};
-    if (agreed.gpu_hosts) {
-      const transport::net::GpuDirectVerdict verdict = transport::net::JudgeGpuDirect(
-          transport::net::ProbeGpuDirect(device_, mine.fabric != 0), config_.net_gpudirect);
-      RINGO_LOG(INFO) << "rank " << rank_ << ": GPUDirect RDMA " << verdict.text;
-      mine.gpudirect = verdict.used ? 1 : 0;
-    }
-    std::vector<NetRecord> records(nranks_);
-    RETURN_IF_ERROR(exchange.AllGather(&mine, sizeof(mine), records.data()));
-    spec.fabrics.resize(nranks_);
-    spec.gpudirect.resize(nranks_);
-    for (int r = 0; r < nranks_; ++r) {
-      spec.fabrics[r] = records[r].fabric;
-      spec.gpudirect[r] = records[r].gpudirect != 0 ? 1 : 0;
-    }
+  spec.proxy_spin_count = setup.host.spin_count;
+  spec.proxy_yield_count = setup.host.yield_count;
+  if (!any_net) return spec;
+  struct NetRecord {
+    uint64_t fabric;
+    uint64_t gpudirect;
+  };
+  NetRecord mine{transport::net::VerbsFabric(config_, spec.numa), 0};
+  if (agreed.gpu_hosts) {
+    const transport::net::GpuDirectVerdict verdict = transport::net::JudgeGpuDirect(
+        transport::net::ProbeGpuDirect(agreed.device, mine.fabric != 0), config_.net_gpudirect);
+    RINGO_LOG(INFO) << "rank " << rank_ << ": GPUDirect RDMA " << verdict.text;
+    mine.gpudirect = verdict.used ? 1 : 0;
   }
-  connector_ = std::make_unique<transport::Connector>(exchange_.get(), std::move(spec), config_);
-  setup->exchange = &exchange;
-  setup->connector = connector_.get();
-  if (agreed.cuda) {
-    // Every rank loads its kernels and sees every rank's GPU: the same
-    // channels and the same verdict on every rank.
-    ASSIGN_OR_RETURN(const std::vector<internal::GpuPlace> gpus, internal::ExchangePlaces(exchange, device_));
-    const internal::GpuLayout layout = internal::LayoutOf(gpus);
-    setup->device = device_;
-    setup->gpu_hosts_spanned = agreed.gpu_hosts;
-    gpu_hosts_ = agreed.gpu_hosts;
-    setup->gpu = ChooseDeviceGeometry(agreed.settings, nranks_, layout.residency, layout.max_ranks_per_gpu);
-    RETURN_IF_ERROR(internal::CheckPlaces(gpus, setup->gpu.nchannels));
-    setup->ranks_sharing_gpu = internal::RanksSharingGpuInProcess(gpus, rank_);
-  } else if (setup->host.board_bytes > 0) {
-    // Every rank shares one memory domain: the pages of the board and the wait cells.
-    ASSIGN_OR_RETURN(std::unique_ptr<transport::HostPages> pages,
-                     transport::HostPages::Connect(exchange, tag_,
-                                                   transport::BoardBytes(static_cast<size_t>(setup->host.board_bytes))));
-    pages_ = std::move(pages);
+  std::vector<NetRecord> records(nranks_);
+  RETURN_IF_ERROR(exchange.AllGather(&mine, sizeof(mine), records.data()));
+  spec.fabrics.resize(nranks_);
+  spec.gpudirect.resize(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    spec.fabrics[r] = records[r].fabric;
+    spec.gpudirect[r] = records[r].gpudirect != 0 ? 1 : 0;
   }
-  setup->pages = pages_;
-  setup->on_fault = [this](const Status& st) { Fail(st); };
-  // How this rank's calls wait.
+  return spec;
+}
+
+// How this rank's calls wait: its abort flag, its patience, and where the
+// ranks share pages, the wait cells.
+void Communicator::ConfigureWait(const EngineSetup& setup) {
   wait_.local_abort = &abort_;
   wait_.timeout_ms = timeout_ms_;
-  wait_.spin_count = setup->host.spin_count;
-  wait_.yield_count = setup->host.yield_count;
-  wait_.crowded = setup->host.crowded;
+  wait_.spin_count = setup.host.spin_count;
+  wait_.yield_count = setup.host.yield_count;
+  wait_.crowded = setup.host.crowded;
   wait_.self_rank = rank_;
   wait_.nranks = nranks_;
-  if (pages_ != nullptr) {
-    wait_.self_wait = pages_->self_waits();
-    wait_.rank_waits = pages_->rank_waits();
-  }
-  check_ = agreed.settings.shared.check != 0;
-  cuda_visible_ = device_ >= 0 || base::ProbeCuda().device_count > 0;
-  StatusOr<EngineSet> made = collectives::ConnectEngines(*setup);
-  // A rank that failed here would leave the others' first collective waiting.
-  RETURN_IF_ERROR(transport::AgreeOk(exchange, made.status(), "connect its engines"));
-  engines_ = std::move(made->engines);
-  p2p_ = std::move(made->p2p);
-  if (agreed.tagged && !agreed.cuda) {
-    // Every pair, now: a receive from any source must hear every rank.
-    tagged_ = std::make_unique<HostTagged>(rank_, nranks_, connector_.get(),
-                                           TaggedSlotBytes(agreed.settings.shared.slot_bytes));
-    RETURN_IF_ERROR(transport::AgreeOk(exchange, tagged_->Connect(&abort_), "connect its tagged pairs"));
-  }
-  for (const auto& e : engines_) async_engines_ = async_engines_ || e->asynchronous();
-  if (device_ >= 0) {
-    RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: CUDA device " << device_ << ", "
-                    << setup->gpu.nchannels << " channel(s), slot " << setup->gpu.slot_bytes << " B, LL slot "
-                    << setup->gpu.ll_slot_bytes << " B, timeout " << timeout_ms_ << " ms";
-  } else {
-    int local_ranks = 0;
-    for (int r = 0; r < nranks_; ++r) local_ranks += agreed.domains[r] == agreed.domains[rank_] ? 1 : 0;
-    RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: host memory, " << setup->host.nchannels
-                    << " channel(s), slot " << setup->host.slot_bytes << " B, spin " << setup->host.spin_count
-                    << "/yield " << setup->host.yield_count << ", " << local_ranks << " local rank(s), timeout "
-                    << timeout_ms_ << " ms";
-  }
-  return Status();
+  engines_.residence->ConfigureWait(&wait_);
 }
 
 }  // namespace ringo::collectives

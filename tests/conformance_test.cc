@@ -67,7 +67,7 @@ constexpr Variant kTwoChannels{64, 2, "ring"};
 constexpr Variant kDefaults{0, 0, nullptr};
 constexpr Variant kOneShot{0, 0, "oneshot"};
 constexpr Variant kDirect{0, 0, "direct"};
-// The one-shot board's buffer (collectives/planner.cc): posts up to this many
+// The one-shot board's buffer (collectives/plan/planner.cc): posts up to this many
 // bytes per rank go one-shot under RINGO_ALGO=oneshot, larger ones the ring.
 constexpr size_t kBoardBytes = 64 * 1024;
 
@@ -484,7 +484,7 @@ INSTANTIATE_TEST_SUITE_P(Sweep, LargeProcesses,
 // ---- Messages past the planner's streaming threshold ----
 
 // Outputs of 8 MiB and more are written with non-temporal stores
-// (collectives/planner.cc); 9 MiB plus a few elements, so the streamed
+// (collectives/plan/planner.cc); 9 MiB plus a few elements, so the streamed
 // blocks end in an unaligned tail.
 class Huge : public ::testing::TestWithParam<SweepParam> {};
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/config.h"
-#include "collectives/planner.h"
+#include "collectives/plan/planner.h"
 #include "tests/reference.h"
 
 namespace ringo::tests {

@@ -22,7 +22,7 @@
 #include "base/config.h"
 #include "base/cuda.h"
 #include "base/gpu_test.h"
-#include "collectives/planner.h"
+#include "collectives/plan/planner.h"
 #include "ringo/ringo.h"
 #include "tests/collective_case.h"
 #include "tests/gpu_case.h"

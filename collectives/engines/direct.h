@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/engine.h"
+#include "collectives/engines/engine.h"
 #include "collectives/engines/board_state.h"
 #include "collectives/engines/setup.h"
 #include "collectives/engines/direct_post.h"

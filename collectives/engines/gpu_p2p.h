@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "collectives/engine.h"
+#include "collectives/engines/engine.h"
 #include "collectives/engines/gpu_rank.h"
 #include "collectives/engines/setup.h"
 #include "transport/connect/connector.h"

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "collectives/internal/gpu_placement.h"
+#include "collectives/engines/gpu_placement.h"
 #include "kernels/cuda/launch.h"
 
 namespace ringo::collectives {
@@ -15,7 +15,7 @@ using kernels::gpu::ErrorRecord;
 namespace {
 
 // The rank's completion event as LaunchOrder sees it.
-class DoneEvent final : public internal::LaunchEvent {
+class DoneEvent final : public LaunchEvent {
  public:
   explicit DoneEvent(base::CudaEvent* event) : event_(event) {}
   Status MakeStreamWait(void* stream) override { return event_->MakeStreamWait(stream); }
@@ -65,9 +65,9 @@ Status GpuRank::Enqueue(void* stream, const std::function<Status()>& launch) {
   // CUDA refuses cudaStreamGetFlags on a capturing stream).
   if (ranks_sharing_gpu_ > 1 && !c.active) {
     ASSIGN_OR_RETURN(const base::StreamFacts facts, base::GetStreamFacts(stream));
-    RETURN_IF_ERROR(internal::GpuStreamRule(facts.non_blocking, facts.legacy, ranks_sharing_gpu_));
+    RETURN_IF_ERROR(GpuStreamRule(facts.non_blocking, facts.legacy, ranks_sharing_gpu_));
   }
-  internal::CaptureState capture;
+  CaptureState capture;
   capture.active = c.active;
   capture.id = c.id;
   DoneEvent done(&done_);

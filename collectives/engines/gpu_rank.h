@@ -18,7 +18,7 @@
 
 #include "base/cuda.h"
 #include "base/status.h"
-#include "collectives/internal/gpu_order.h"
+#include "collectives/engines/gpu_order.h"
 #include "kernels/cuda/device_types.h"
 #include "transport/cuda/gpu_fifo.h"
 
@@ -61,7 +61,7 @@ class GpuRank {
   base::MappedHostMemory abort_;  // an int, non-zero: stop
   base::CudaEvent done_;          // recorded after each eager launch
   base::CudaEvent captured_;      // recorded after each launch captured in a graph
-  internal::LaunchOrder order_;
+  LaunchOrder order_;
   std::mutex words_mu_;
   std::unique_ptr<transport::DeviceWords> words_;  // GUARDED_BY(words_mu_)
 };

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/engine.h"
+#include "collectives/engines/engine.h"
 #include "collectives/engines/gpu_rank.h"
 #include "collectives/engines/setup.h"
 #include "kernels/cuda/device_types.h"

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/engine.h"
+#include "collectives/engines/engine.h"
 #include "collectives/engines/board_state.h"
 #include "collectives/engines/setup.h"
 #include "kernels/ring_executor.h"

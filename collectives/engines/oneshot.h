@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "collectives/engine.h"
+#include "collectives/engines/engine.h"
 #include "collectives/engines/board_state.h"
 #include "collectives/engines/setup.h"
 

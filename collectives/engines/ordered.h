@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/engine.h"
+#include "collectives/engines/engine.h"
 #include "collectives/engines/host_ring.h"
 
 namespace ringo::collectives {

@@ -9,6 +9,7 @@
 #include "collectives/engines/host_ring.h"
 #include "collectives/engines/oneshot.h"
 #include "collectives/engines/ordered.h"
+#include "transport/bootstrap/exchange.h"
 
 namespace ringo::collectives {
 
@@ -73,6 +74,31 @@ StatusOr<EnginePtr> MakeDirect(const EngineSetup& s, EngineSet& set) {
   return EnginePtr(std::make_unique<Direct>(s, board, set.Find("one-shot"), ring));
 }
 
+using P2pPtr = std::unique_ptr<PointToPoint>;
+
+StatusOr<P2pPtr> MakeGpuP2p(const EngineSetup& s, EngineSet& set) {
+  if (!OnGpu(s)) return P2pPtr();
+  ASSIGN_OR_RETURN(auto gpu, SharedGpu(s, set));
+  return P2pPtr(std::make_unique<GpuP2p>(s, gpu));
+}
+
+StatusOr<P2pPtr> MakeHostP2p(const EngineSetup& s, EngineSet&) {
+  if (OnGpu(s)) return P2pPtr();
+  return P2pPtr(std::make_unique<HostP2p>(s));
+}
+
+// Tagged pairs: on host communicators where some rank asked for them
+// (*refusal says why a tagged call is refused where there are none).
+StatusOr<std::unique_ptr<HostTagged>> MakeTagged(const EngineSetup& s, std::string* refusal) {
+  if (OnGpu(s)) {
+    *refusal = " runs on host communicators only";
+    return std::unique_ptr<HostTagged>();
+  }
+  *refusal = " needs a communicator made with config->tagged_p2p = 1";
+  if (!s.tagged) return std::unique_ptr<HostTagged>();
+  return std::make_unique<HostTagged>(s.rank, s.nranks, s.connector, TaggedSlotBytes(s.settings.shared.slot_bytes));
+}
+
 struct Registration {
   const char* name;
   StatusOr<EnginePtr> (*make)(const EngineSetup&, EngineSet&);
@@ -86,6 +112,17 @@ constexpr Registration kEngines[] = {
     {"direct", MakeDirect},
 };
 
+struct PointToPointRegistration {
+  const char* name;
+  StatusOr<P2pPtr> (*make)(const EngineSetup&, EngineSet&);
+};
+
+// The first that applies is the communicator's.
+constexpr PointToPointRegistration kPointToPoint[] = {
+    {"GPU point-to-point", MakeGpuP2p},
+    {"host point-to-point", MakeHostP2p},
+};
+
 }  // namespace
 
 Engine* EngineSet::Find(const std::string& name) const {
@@ -95,18 +132,58 @@ Engine* EngineSet::Find(const std::string& name) const {
   return nullptr;
 }
 
-StatusOr<EngineSet> ConnectEngines(const EngineSetup& setup) {
+bool EngineSet::asynchronous() const {
+  for (const auto& e : engines) {
+    if (e->asynchronous()) return true;
+  }
+  return false;
+}
+
+void EngineSet::Abort(const Status& why, uint64_t seq) const {
+  if (residence != nullptr) residence->Abort(why, seq);
+  for (const auto& engine : engines) engine->Abort(why, seq);
+  if (p2p != nullptr) p2p->Abort(why, seq);
+  if (tagged != nullptr) tagged->Abort(why, seq);
+}
+
+void EngineSet::ReleaseEngines() {
+  engines.clear();
+  p2p.reset();
+  tagged.reset();
+  board.reset();
+  gpu.reset();
+}
+
+namespace {
+
+StatusOr<EngineSet> BuildEngines(const EngineSetup& setup, std::unique_ptr<Residence> residence) {
   EngineSet set;
+  set.residence = std::move(residence);
   for (const Registration& r : kEngines) {
     ASSIGN_OR_RETURN(EnginePtr engine, r.make(setup, set));
     if (engine != nullptr) set.engines.push_back(std::move(engine));
   }
   std::reverse(set.engines.begin(), set.engines.end());
-  if (OnGpu(setup)) {
-    ASSIGN_OR_RETURN(auto gpu, SharedGpu(setup, set));
-    set.p2p = std::make_unique<GpuP2p>(setup, gpu);
-  } else {
-    set.p2p = std::make_unique<HostP2p>(setup);
+  for (const PointToPointRegistration& r : kPointToPoint) {
+    ASSIGN_OR_RETURN(set.p2p, r.make(setup, set));
+    if (set.p2p != nullptr) break;
+  }
+  if (set.p2p == nullptr) return base::Internal("no point-to-point engine applies");
+  return set;
+}
+
+}  // namespace
+
+StatusOr<EngineSet> ConnectEngines(EngineSetup* setup) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Residence> residence, PrepareResidence(setup));
+  StatusOr<EngineSet> made = BuildEngines(*setup, std::move(residence));
+  // A rank that failed here would leave the others' first collective waiting.
+  RETURN_IF_ERROR(transport::AgreeOk(*setup->exchange, made.status(), "connect its engines"));
+  EngineSet set = std::move(made).value();
+  ASSIGN_OR_RETURN(set.tagged, MakeTagged(*setup, &set.tagged_refusal));
+  if (set.tagged != nullptr) {
+    // Every pair, now: a receive from any source must hear every rank.
+    RETURN_IF_ERROR(transport::AgreeOk(*setup->exchange, set.tagged->Connect(setup->abort), "connect its tagged pairs"));
   }
   return set;
 }

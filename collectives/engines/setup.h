@@ -1,7 +1,8 @@
 // What an engine is built from: everything a communicator's setup decided
 // before it connects its engines (communicator_init.cc's steps: the ranks'
-// records and agreed settings, the ring, the geometry), and the shared
-// means of connecting (the exchange, the connector, the host's pages).
+// records and agreed settings, the ring, the geometry), what the residence
+// adds (residence.h: the device geometry, the host's pages), and the shared
+// means of connecting (the exchange, the connector).
 #ifndef RINGO_COLLECTIVES_ENGINES_SETUP_H_
 #define RINGO_COLLECTIVES_ENGINES_SETUP_H_
 
@@ -12,9 +13,9 @@
 #include <vector>
 
 #include "base/config.h"
-#include "collectives/planner.h"
-#include "collectives/ring_choice.h"
-#include "collectives/settings.h"
+#include "collectives/plan/planner.h"
+#include "collectives/plan/ring_choice.h"
+#include "collectives/plan/settings.h"
 #include "transport/bootstrap/exchange.h"
 #include "transport/connect/connector.h"
 #include "transport/shm/host_pages.h"
@@ -24,14 +25,19 @@ namespace ringo::collectives {
 struct EngineSetup {
   int rank = 0;
   int nranks = 1;
+  uint64_t tag = 0;                      // names the communicator's shared memory
+  int local_ranks = 1;                   // ranks that share this rank's memory domain, itself included
   const base::Config* config = nullptr;  // the communicator's snapshot
   CommSettings settings;                 // rank 0's shared settings, this rank's local ones
   RingChoice ring;                       // order and edge transports, the same on every rank
   int pos = 0;                           // this rank's ring position
-  // Host communicators.
+  // Host communicators (a GPU communicator's network proxy spins as they do).
   CommGeometry host;
-  // GPU communicators (device >= 0): the ring's geometry and the ranks of
-  // this process on this rank's GPU (itself included).
+  // Tagged point-to-point pairs: some rank asked for them (CommOptions::tagged).
+  bool tagged = false;
+  // GPU communicators (device >= 0, or -1 for host memory): the ring's
+  // geometry and the ranks of this process on this rank's GPU (itself
+  // included), set by the residence.
   int device = -1;
   DeviceGeometry gpu;
   // The GPU ranks span hosts: some ring edges go through pinned host memory

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/logging.h"
-#include "collectives/device_choice.h"
+#include "collectives/plan/device_choice.h"
 
 using ringo::base::Status;
 using ringo::base::StatusOr;

@@ -15,7 +15,7 @@
 
 #include "base/status.h"
 #include "collectives/communicator.h"
-#include "collectives/engine.h"
+#include "collectives/engines/engine.h"
 #include "kernels/coll_args.h"
 #include "ringo/ringo.h"
 

@@ -1,14 +1,14 @@
 // The planner: FIFO geometry at init and, per collective, how many channels
 // run and how large each chunk is. Pure functions of their inputs, so every
 // rank computes the same plan.
-#ifndef RINGO_COLLECTIVES_PLANNER_H_
-#define RINGO_COLLECTIVES_PLANNER_H_
+#ifndef RINGO_COLLECTIVES_PLAN_PLANNER_H_
+#define RINGO_COLLECTIVES_PLAN_PLANNER_H_
 
 #include <array>
 #include <cstdint>
 #include <string>
 
-#include "collectives/settings.h"
+#include "collectives/plan/settings.h"
 #include "kernels/cuda/device_types.h"
 #include "kernels/cuda/residency.h"
 #include "kernels/coll_args.h"
@@ -113,4 +113,4 @@ DevicePlan PlanDeviceCollective(const kernels::CollArgs& args, int nranks, const
 
 }  // namespace ringo::collectives
 
-#endif  // RINGO_COLLECTIVES_PLANNER_H_
+#endif  // RINGO_COLLECTIVES_PLAN_PLANNER_H_

@@ -1,6 +1,6 @@
-#include "collectives/internal/gpu_order.h"
+#include "collectives/engines/gpu_order.h"
 
-namespace ringo::collectives::internal {
+namespace ringo::collectives {
 
 base::Status LaunchOrder::Before(void* stream, const CaptureState& capture, LaunchEvent& eager,
                                  LaunchEvent& captured) const {
@@ -24,4 +24,4 @@ base::Status LaunchOrder::After(void* stream, const CaptureState& capture, Launc
   return base::Status();
 }
 
-}  // namespace ringo::collectives::internal
+}  // namespace ringo::collectives

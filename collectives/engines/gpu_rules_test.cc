@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "collectives/internal/gpu_order.h"
-#include "collectives/internal/gpu_placement.h"
+#include "collectives/engines/gpu_order.h"
+#include "collectives/engines/gpu_placement.h"
 
-namespace ringo::collectives::internal {
+namespace ringo::collectives {
 namespace {
 
 GpuPlace Place(uint64_t host, int pid, const char* bus, int sms = 132, int blocks = 1,
@@ -207,4 +207,4 @@ TEST(GpuLaunchOrder, AFailedCapturedRecordIsReported) {
 }
 
 }  // namespace
-}  // namespace ringo::collectives::internal
+}  // namespace ringo::collectives

@@ -1,4 +1,4 @@
-#include "collectives/planner.h"
+#include "collectives/plan/planner.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "collectives/device_choice.h"
+#include "collectives/plan/device_choice.h"
 
 #include <string>
 

@@ -2,8 +2,8 @@
 // configuration snapshot into typed values. The `shared` ones must be the
 // same on every rank (rank 0's apply: they travel in each rank's record at
 // init); the `local` ones govern how this rank waits.
-#ifndef RINGO_COLLECTIVES_SETTINGS_H_
-#define RINGO_COLLECTIVES_SETTINGS_H_
+#ifndef RINGO_COLLECTIVES_PLAN_SETTINGS_H_
+#define RINGO_COLLECTIVES_PLAN_SETTINGS_H_
 
 #include <cstdint>
 #include <string>
@@ -55,4 +55,4 @@ base::Status ValidateShared(const std::vector<SharedSettings>& all);
 
 }  // namespace ringo::collectives
 
-#endif  // RINGO_COLLECTIVES_SETTINGS_H_
+#endif  // RINGO_COLLECTIVES_PLAN_SETTINGS_H_

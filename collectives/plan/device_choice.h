@@ -5,8 +5,8 @@
 // so they all decide alike.
 //
 // Thread safety: pure functions.
-#ifndef RINGO_COLLECTIVES_DEVICE_CHOICE_H_
-#define RINGO_COLLECTIVES_DEVICE_CHOICE_H_
+#ifndef RINGO_COLLECTIVES_PLAN_DEVICE_CHOICE_H_
+#define RINGO_COLLECTIVES_PLAN_DEVICE_CHOICE_H_
 
 #include <cstdint>
 #include <string>
@@ -29,6 +29,10 @@ enum class DeviceWish : int32_t {
   kCuda = 1,       // GPU memory, required (RINGO_DEVICE_CUDA or RINGO_DEVICE=cuda)
   kCudaIfAll = 2,  // GPU memory if every rank can (AUTO across processes with a GPU)
 };
+
+// The wish of a rank that stays where `device` says (a CUDA ordinal, or -1
+// for host memory): a split's or shrink's child that inherits its place.
+inline DeviceWish WishToStay(int device) { return device >= 0 ? DeviceWish::kCuda : DeviceWish::kHost; }
 
 struct CudaFacts {
   int device_count = 0;        // visible GPUs (base::ProbeCuda)
@@ -66,4 +70,4 @@ base::StatusOr<DeviceAgreement> AgreeOnDevice(const std::vector<DeviceWish>& wis
 
 }  // namespace ringo::collectives
 
-#endif  // RINGO_COLLECTIVES_DEVICE_CHOICE_H_
+#endif  // RINGO_COLLECTIVES_PLAN_DEVICE_CHOICE_H_

@@ -1,4 +1,4 @@
-#include "collectives/internal/gpu_placement.h"
+#include "collectives/engines/gpu_placement.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include "kernels/cuda/launch.h"
 #include "transport/connect/peer_info.h"
 
-namespace ringo::collectives::internal {
+namespace ringo::collectives {
 
 using base::Status;
 using base::StatusOr;
@@ -143,4 +143,4 @@ Status GpuStreamRule(bool non_blocking, bool legacy, int ranks_sharing_gpu_in_pr
       "stream made with cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)");
 }
 
-}  // namespace ringo::collectives::internal
+}  // namespace ringo::collectives

@@ -2,8 +2,8 @@
 // the transport of every edge (topology/ring_plan.h), for ranks described by
 // what each told the others at init. Every rank computes the same answer
 // from the same inputs.
-#ifndef RINGO_COLLECTIVES_RING_CHOICE_H_
-#define RINGO_COLLECTIVES_RING_CHOICE_H_
+#ifndef RINGO_COLLECTIVES_PLAN_RING_CHOICE_H_
+#define RINGO_COLLECTIVES_PLAN_RING_CHOICE_H_
 
 #include <string>
 #include <vector>
@@ -40,4 +40,4 @@ base::StatusOr<RingChoice> ChooseRing(const base::Config& config, const std::vec
 
 }  // namespace ringo::collectives
 
-#endif  // RINGO_COLLECTIVES_RING_CHOICE_H_
+#endif  // RINGO_COLLECTIVES_PLAN_RING_CHOICE_H_

@@ -2,7 +2,7 @@
 // counts, the one-shot board) and per-collective plans (ring or one-shot,
 // channels used, chunk size), swept over rank counts, cores, configurations,
 // collectives, datatypes and counts.
-#include "collectives/planner.h"
+#include "collectives/plan/planner.h"
 
 #include <cstdint>
 #include <string>

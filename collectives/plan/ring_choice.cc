@@ -1,4 +1,4 @@
-#include "collectives/ring_choice.h"
+#include "collectives/plan/ring_choice.h"
 
 #include <map>
 #include <memory>

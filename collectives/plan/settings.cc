@@ -1,4 +1,4 @@
-#include "collectives/settings.h"
+#include "collectives/plan/settings.h"
 
 #include <algorithm>
 

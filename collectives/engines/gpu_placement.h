@@ -14,8 +14,8 @@
 //
 // Thread safety: pure functions, except LoadPlace/ExchangePlaces (CUDA and the
 // bootstrap; blocking).
-#ifndef RINGO_COLLECTIVES_INTERNAL_GPU_PLACEMENT_H_
-#define RINGO_COLLECTIVES_INTERNAL_GPU_PLACEMENT_H_
+#ifndef RINGO_COLLECTIVES_ENGINES_GPU_PLACEMENT_H_
+#define RINGO_COLLECTIVES_ENGINES_GPU_PLACEMENT_H_
 
 #include <cstdint>
 #include <string>
@@ -25,7 +25,7 @@
 #include "kernels/cuda/residency.h"
 #include "transport/bootstrap/bootstrap.h"
 
-namespace ringo::collectives::internal {
+namespace ringo::collectives {
 
 inline constexpr int kPlaceBusIdBytes = 32;
 
@@ -86,6 +86,6 @@ base::Status CheckPlaces(const std::vector<GpuPlace>& places, int nchannels);
 // OK when the stream is allowed; InvalidUsage saying why not.
 base::Status GpuStreamRule(bool non_blocking, bool legacy, int ranks_sharing_gpu_in_process);
 
-}  // namespace ringo::collectives::internal
+}  // namespace ringo::collectives
 
-#endif  // RINGO_COLLECTIVES_INTERNAL_GPU_PLACEMENT_H_
+#endif  // RINGO_COLLECTIVES_ENGINES_GPU_PLACEMENT_H_

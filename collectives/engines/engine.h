@@ -13,15 +13,15 @@
 // Thread safety: Run is called by the communicator's one user thread at a
 // time; Abort from any thread (it must not wait for Run); Shutdown once,
 // after the last Run.
-#ifndef RINGO_COLLECTIVES_ENGINE_H_
-#define RINGO_COLLECTIVES_ENGINE_H_
+#ifndef RINGO_COLLECTIVES_ENGINES_ENGINE_H_
+#define RINGO_COLLECTIVES_ENGINES_ENGINE_H_
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "base/status.h"
-#include "collectives/planner.h"
+#include "collectives/plan/planner.h"
 #include "kernels/coll_args.h"
 #include "transport/fifo/counter.h"
 #include "transport/signature.h"
@@ -110,4 +110,4 @@ class PointToPoint {
 
 }  // namespace ringo::collectives
 
-#endif  // RINGO_COLLECTIVES_ENGINE_H_
+#endif  // RINGO_COLLECTIVES_ENGINES_ENGINE_H_

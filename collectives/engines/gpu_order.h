@@ -25,12 +25,12 @@
 // state.
 //
 // Thread safety: used by the communicator's one user thread at a time.
-#ifndef RINGO_COLLECTIVES_INTERNAL_GPU_ORDER_H_
-#define RINGO_COLLECTIVES_INTERNAL_GPU_ORDER_H_
+#ifndef RINGO_COLLECTIVES_ENGINES_GPU_ORDER_H_
+#define RINGO_COLLECTIVES_ENGINES_GPU_ORDER_H_
 
 #include "base/status.h"
 
-namespace ringo::collectives::internal {
+namespace ringo::collectives {
 
 // The completion event of a communicator's latest launch.
 class LaunchEvent {
@@ -68,6 +68,6 @@ class LaunchOrder {
   unsigned long long last_capture_ = 0;
 };
 
-}  // namespace ringo::collectives::internal
+}  // namespace ringo::collectives
 
-#endif  // RINGO_COLLECTIVES_INTERNAL_GPU_ORDER_H_
+#endif  // RINGO_COLLECTIVES_ENGINES_GPU_ORDER_H_

@@ -2,7 +2,7 @@
 // the config's kind over RINGO_DEVICE, AUTO in and across processes, and the
 // agreement every rank of a multi-process communicator reaches from the
 // others' wishes and hosts.
-#include "collectives/device_choice.h"
+#include "collectives/plan/device_choice.h"
 
 #include <gtest/gtest.h>
 
