@@ -20,6 +20,16 @@ external headers) are not checked.
   check_layers.py --graph         print the folders' include graph, each
                                   edge marked down, sideways or UP by
                                   FOLDER_RANKS below (production code only)
+  check_layers.py --visibility    for every library of a layer, the libraries
+                                  Bazel lets it depend on (query visible());
+                                  exit 1 if one is of its own layer's rank or
+                                  above, in another package
+  check_layers.py --refused       the examples of tests/layering, each of
+                                  which must be refused (visibility: bazel
+                                  build --nobuild fails; an include past the
+                                  direct dependencies: this check fails)
+  check_layers.py --all DIR       the three checks, each a JUnit file in DIR
+                                  (scripts/test.sh: counted with the tests)
   check_layers.py --junit FILE    also write the result as one JUnit case
 """
 
@@ -60,6 +70,7 @@ FOLDER_RANKS = {
     "integrations": 15,
     "bench": 15,
     "examples": 15,
+    "": 15,  # the root package: libringo.so and libnccl.so.2
 }
 NOT_PRODUCTION = ("tests", "third_party", "bazel", "scripts", "docs")
 
@@ -210,6 +221,33 @@ def rank(folder):
     return None
 
 
+def package_rank(pkg):
+    """A package's rank: its folder's, or its nearest listed parent's."""
+    if pkg in FOLDER_RANKS:
+        return FOLDER_RANKS[pkg]
+    return rank(pkg) if pkg else None
+
+
+def visibility(build):
+    """Violations: (library, visible library) pairs that break the layers."""
+    libraries = sorted(l for l, r in build.rules.items()
+                       if r.kind == "cc_library" and "manual" not in r.tags and not r.pkg.startswith(NOT_PRODUCTION))
+    problems = []
+    for label in libraries:
+        mine = build.rules[label].pkg
+        out = subprocess.run(["bazel", "query", "visible(%s, kind('cc_library', //...))" % label],
+                             cwd=build.root, capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit("check_layers: bazel query failed:\n" + out.stderr[-2000:])
+        for other in out.stdout.split():
+            rule = build.rules.get(other)
+            if rule is None or rule.pkg == mine or rule.pkg.startswith(NOT_PRODUCTION) or "manual" in rule.tags:
+                continue
+            if package_rank(rule.pkg) >= package_rank(mine):
+                problems.append((label, other))
+    return libraries, problems
+
+
 def layer_folder(path):
     """The folder a file counts in: the deepest folder FOLDER_RANKS names (internal/ counts as its parent)."""
     folder = os.path.dirname(path)
@@ -243,20 +281,66 @@ def graph(build):
     return bad
 
 
-def write_junit(path, problems, checked):
+# tests/layering's examples: (target, how it must be refused, what the refusal says).
+REFUSED = [
+    ("//tests/layering:upward", "visibility", "is not visible"),
+    ("//tests/layering:past_the_api", "visibility", "is not visible"),
+    ("//tests/layering:transitive_include", "includes", "transport/fifo/fifo.h"),
+]
+
+
+def refused(build):
+    """The examples that were not refused, with why."""
+    problems = []
+    for label, how, says in REFUSED:
+        if how == "visibility":
+            out = subprocess.run(["bazel", "build", "--nobuild", label], cwd=build.root, capture_output=True, text=True)
+            text = out.stderr
+            if out.returncode == 0 or says not in text:
+                problems.append((label, "was not refused as not visible: " + text[-500:]))
+        else:
+            found = [p for p in check(build, [label]) if says in p[2]]
+            if not found:
+                problems.append((label, "its include of %s was not refused" % says))
+    return problems
+
+
+def write_junit(path, problems, checked, name="includes_match_direct_dependencies",
+                what="include(s) outside the target's direct dependencies"):
     root = ET.Element("testsuites")
     suite = ET.SubElement(root, "testsuite", name="layers", tests="1", failures=str(1 if problems else 0))
-    case = ET.SubElement(suite, "testcase", classname="layers", name="includes_match_direct_dependencies")
+    case = ET.SubElement(suite, "testcase", classname="layers", name=name)
     if problems:
-        ET.SubElement(case, "failure", message="%d include(s) outside the target's direct dependencies" % len(problems))
+        ET.SubElement(case, "failure", message="%d %s" % (len(problems), what))
     ET.SubElement(case, "system-out").text = "%d targets checked" % checked
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def production_and_test_targets(build):
+    return sorted(l for l, r in build.rules.items()
+                  if r.kind in ("cc_library", "cc_binary", "cc_test", "genrule") and "manual" not in r.tags)
+
+
+def report_includes(problems, labels):
+    for path, number, name, label, why in problems:
+        print('%s:%d: includes "%s", which %s cannot: %s' % (path, number, name, label, why))
+    print("check_layers: %d targets, %d include(s) outside their direct dependencies" % (len(labels), len(problems)))
+
+
+def report_visibility(problems, libraries):
+    for label, other in problems:
+        print("%s may depend on %s, of its own layer or above" % (label, other))
+    print("check_layers: %d libraries, %d dependencies that run sideways or upward are allowed" %
+          (len(libraries), len(problems)))
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--target", nargs="*", default=None)
     p.add_argument("--graph", action="store_true")
+    p.add_argument("--visibility", action="store_true")
+    p.add_argument("--refused", action="store_true")
+    p.add_argument("--all", metavar="DIR")
     p.add_argument("--junit")
     p.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     args = p.parse_args()
@@ -264,15 +348,42 @@ def main():
     if args.graph:
         graph(build)
         return 0
-    if args.target:
-        labels = args.target
-    else:
-        labels = sorted(l for l, r in build.rules.items()
-                        if r.kind in ("cc_library", "cc_binary", "cc_test", "genrule") and "manual" not in r.tags)
+    if args.all:
+        os.makedirs(args.all, exist_ok=True)
+        rc = 0
+        labels = production_and_test_targets(build)
+        problems = check(build, labels)
+        report_includes(problems, labels)
+        write_junit(os.path.join(args.all, "includes.xml"), problems, len(labels))
+        rc |= 1 if problems else 0
+        libraries, vis = visibility(build)
+        report_visibility(vis, libraries)
+        write_junit(os.path.join(args.all, "visibility.xml"), vis, len(libraries),
+                    "visibility_refuses_sideways_and_upward", "dependencies allowed sideways or upward")
+        rc |= 1 if vis else 0
+        bad = refused(build)
+        for label, why in bad:
+            print("%s: %s" % (label, why))
+        print("check_layers: %d refused examples, %d not refused" % (len(REFUSED), len(bad)))
+        write_junit(os.path.join(args.all, "refused.xml"), bad, len(REFUSED), "examples_of_tests_layering_are_refused",
+                    "example(s) not refused")
+        return rc | (1 if bad else 0)
+    if args.refused:
+        bad = refused(build)
+        for label, why in bad:
+            print("%s: %s" % (label, why))
+        print("check_layers: %d refused examples, %d not refused" % (len(REFUSED), len(bad)))
+        return 1 if bad else 0
+    if args.visibility:
+        libraries, problems = visibility(build)
+        report_visibility(problems, libraries)
+        if args.junit:
+            write_junit(args.junit, problems, len(libraries), "visibility_refuses_sideways_and_upward",
+                        "dependencies allowed sideways or upward")
+        return 1 if problems else 0
+    labels = args.target or production_and_test_targets(build)
     problems = check(build, labels)
-    for path, number, name, label, why in problems:
-        print('%s:%d: includes "%s", which %s cannot: %s' % (path, number, name, label, why))
-    print("check_layers: %d targets, %d include(s) outside their direct dependencies" % (len(labels), len(problems)))
+    report_includes(problems, labels)
     if args.junit:
         write_junit(args.junit, problems, len(labels))
     return 1 if problems else 0

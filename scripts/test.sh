@@ -16,5 +16,10 @@ if ! bazel build "${RINGO_BAZEL_FLAGS[@]}" //...; then
 fi
 bazel test "${RINGO_BAZEL_FLAGS[@]}" //... "$@"
 rc=$?
-python3 scripts/test_summary.py || rc=1
+# The layers: includes against direct dependencies, visibility against the
+# layers, and tests/layering's examples refused (each a case in the summary).
+layers=$(mktemp -d /tmp/ringo-layers.XXXXXX)
+python3 scripts/check_layers.py --all "$layers" || rc=1
+python3 scripts/test_summary.py --extra "$layers" || rc=1
+rm -rf "$layers"
 exit $rc

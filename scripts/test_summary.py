@@ -3,7 +3,8 @@
 
 Prints failing cases, then "N passed, N failed[, N skipped]". A test target
 with no XML (it did not run, or crashed before writing one) counts as one
-failed case. Exits 1 when anything failed.
+failed case. --extra DIR adds the JUnit files of checks run outside Bazel's
+tests (scripts/check_layers.py). Exits 1 when anything failed.
 """
 import glob
 import os
@@ -31,7 +32,12 @@ def xml_paths(label):
 def main():
     passed = failed = skipped = 0
     failures = []
-    for label, path in ((label, path) for label in test_targets() for path in xml_paths(label)):
+    extra = []
+    if len(sys.argv) == 3 and sys.argv[1] == "--extra":
+        extra = [("//scripts:check_layers", p) for p in sorted(glob.glob(os.path.join(sys.argv[2], "*.xml")))]
+        if not extra:
+            extra = [("//scripts:check_layers", os.path.join(sys.argv[2], "missing.xml"))]
+    for label, path in [(label, path) for label in test_targets() for path in xml_paths(label)] + extra:
         if not os.path.exists(path):
             failed += 1
             failures.append(f"{label}: no test results (did not run)")

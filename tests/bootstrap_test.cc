@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -292,8 +293,11 @@ TEST_P(MissingRank, EveryWaitingRankNamesIt) {
   options.make_unique_id = false;
   for (int first = 0; first < runs; first += kBatch) {
     std::vector<ringoUniqueId> ids(kBatch);
+    std::set<int> ports;  // distinct: two communicators on one port would meet at one root
     for (int g = 0; g < kBatch; ++g) {
-      ringoResult_t rc = c.comm_id ? ringoGetUniqueIdForAddress(("127.0.0.1:" + std::to_string(PickFreePort())).c_str(), &ids[g])
+      int port = PickFreePort();
+      while (c.comm_id && !ports.insert(port).second) port = PickFreePort();
+      ringoResult_t rc = c.comm_id ? ringoGetUniqueIdForAddress(("127.0.0.1:" + std::to_string(port)).c_str(), &ids[g])
                                    : ringoGetUniqueId(&ids[g]);
       ASSERT_EQ(rc, ringoSuccess) << ringoGetLastError(nullptr);
     }
