@@ -152,96 +152,53 @@ void Connector::Shutdown(bool drain, int64_t timeout_ms) {
   if (proxy != nullptr) proxy->Shutdown(drain, timeout_ms);
 }
 
-StatusOr<std::vector<FifoLink>> Connector::Connect(const std::vector<PairKey>& sends, const std::vector<PairKey>& recvs,
-                                                   const FifoGeometry& geometry, bool gpu,
-                                                   const std::atomic<bool>* abort) {
-  if (!exchange_->CarriesMessages()) return base::Internal("connecting pairs needs an exchange that carries messages");
-  const Deadline deadline = DeadlineAfterMs(spec_.timeout_ms);
-  const int self = spec_.rank;
-  Status first;
-  auto note = [&first](const Status& st) {
-    if (first.ok() && !st.ok()) first = st;
-  };
-  auto context = [&](const PairKey& key, bool sending) {
-    PairContext c;
-    c.spec = &spec_;
-    c.peer = key.peer;
-    c.lane = key.lane;
-    c.gpu = gpu;
-    c.geometry = geometry;
-    c.deadline = deadline;
-    c.where = "rank " + std::to_string(self) + (sending ? " connecting to rank " : " connecting from rank ") +
-              std::to_string(key.peer) + " (" + LaneName(key.lane) + ")";
-    return c;
-  };
+// One Connect call: its geometry, deadline and abort flag, and the first
+// failure of any pair (every pair is still answered, so that no peer waits
+// for a message this rank would not send).
+class Connector::Round {
+ public:
+  Round(Connector& c, const FifoGeometry& geometry, bool gpu, const std::atomic<bool>* abort)
+      : c_(c), self_(c.spec_.rank), geometry_(geometry), gpu_(gpu), abort_(abort),
+        deadline_(DeadlineAfterMs(c.spec_.timeout_ms)) {}
 
-  // 1. Every receive side makes its FIFO and offers it before waiting for anything.
-  std::vector<Pending> pending(recvs.size());
-  for (size_t i = 0; i < recvs.size(); ++i) {
-    Pending& p = pending[i];
-    p.pair = context(recvs[i], false);
-    p.medium = media_->Get(ChooseMedium(recvs[i].peer, gpu));
+  const Status& first() const { return first_; }
+
+  // 1. A receive side makes its FIFO and offers it (or says why it could not).
+  void Offer(const PairKey& key, Pending* p) {
+    p->pair = Pair(key, false);
+    p->medium = c_.media_->Get(c_.ChooseMedium(key.peer, gpu_));
     OfferWire offer{};
     offer.magic = kLinkMagic;
-    offer.medium = static_cast<uint32_t>(p.medium->kind());
-    offer.lane = recvs[i].lane;
-    offer.slot_bytes = geometry.slot_bytes;
-    offer.ll_slot_bytes = geometry.ll_slot_bytes;
-    p.status = p.medium->Create(p.pair, &p.made, &offer.blob);
-    offer.ok = p.status.ok() ? 1 : 0;
-    PutText(offer.why, p.status.message());
-    note(p.status);
-    note(exchange_->Send(recvs[i].peer, PairTag(kTagPeerOffer, recvs[i].peer, self, recvs[i].lane), &offer,
-                         sizeof(offer)));
+    offer.medium = static_cast<uint32_t>(p->medium->kind());
+    offer.lane = key.lane;
+    offer.slot_bytes = geometry_.slot_bytes;
+    offer.ll_slot_bytes = geometry_.ll_slot_bytes;
+    p->status = p->medium->Create(p->pair, &p->made, &offer.blob);
+    offer.ok = p->status.ok() ? 1 : 0;
+    PutText(offer.why, p->status.message());
+    Note(p->status);
+    Note(c_.exchange_->Send(key.peer, PairTag(kTagPeerOffer, key.peer, self_, key.lane), &offer, sizeof(offer)));
   }
-  // 2. What must wait for the sender (network accepts) runs while this rank answers.
-  std::thread acceptor([&] {
-    for (Pending& p : pending) {
-      if (p.status.ok()) p.made.accept_status = p.medium->Accept(p.pair, &p.made);
-    }
-  });
-  // 3. Every send side opens what it was offered, and answers.
-  std::vector<FifoLink> links;
-  for (const PairKey& key : sends) {
-    const PairContext pair = context(key, true);
+
+  // 3. A send side opens what it was offered, and answers.
+  void OpenOffered(const PairKey& key, std::vector<FifoLink>* links) {
+    const PairContext pair = Pair(key, true);
     std::string msg;
-    Status st = exchange_->Recv(key.peer, PairTag(kTagPeerOffer, self, key.peer, key.lane), &msg, deadline, abort);
+    Status st = c_.exchange_->Recv(key.peer, PairTag(kTagPeerOffer, self_, key.peer, key.lane), &msg, deadline_, abort_);
     if (!st.ok()) {
-      if (st.code() == base::Code::kTimeout) {
-        const std::string what = key.lane == kP2pLane ? "the matching ringoRecv" : "its side of the connection";
-        st = base::Timeout(pair.where + ": no offer within " + std::to_string(spec_.timeout_ms) + " ms (rank " +
-                           std::to_string(key.peer) + " has not posted " + what + ")")
-                 .WithOrigin(key.peer, "it never offered the FIFO rank " + std::to_string(self) + " sends to");
-      } else {
-        st = st.WithContext(pair.where);
-      }
-      note(st);
-      continue;  // no offer: nobody waits for an answer
+      Note(Silent(pair, key, st, /*offer=*/true));
+      return;  // no offer: nobody waits for an answer
     }
     OfferWire offer{};
-    const Medium expect = ChooseMedium(key.peer, gpu);
-    if (msg.size() != sizeof(offer)) {
-      st = base::RemoteError(pair.where + ": a malformed offer").WithOrigin(key.peer, "a malformed offer");
-    } else {
-      std::memcpy(&offer, msg.data(), sizeof(offer));
-      if (offer.magic != kLinkMagic || offer.lane != key.lane) {
-        st = base::RemoteError(pair.where + ": a malformed offer").WithOrigin(key.peer, "a malformed offer");
-      } else if (offer.ok != 1) {
-        st = base::RemoteError(pair.where + ": it could not make its FIFO: " + GetText(offer.why))
-                 .WithOrigin(key.peer, GetText(offer.why));
-      } else if (offer.medium != static_cast<uint32_t>(expect)) {
-        st = base::RemoteError(pair.where + ": it offered a FIFO in " + MediumName(static_cast<Medium>(offer.medium)) +
-                               " where this rank expects " + MediumName(expect));
-      } else if (offer.slot_bytes != geometry.slot_bytes || offer.ll_slot_bytes != geometry.ll_slot_bytes) {
-        st = base::RemoteError(pair.where + ": its FIFO has " + std::to_string(offer.slot_bytes) +
-                               "-byte slots where this rank expects " + std::to_string(geometry.slot_bytes) +
-                               " (do the ranks share RINGO_SLOT_BYTES?)");
-      }
-    }
+    const Medium expect = c_.ChooseMedium(key.peer, gpu_);
+    st = CheckOffer(pair, key, msg, expect, &offer);
     if (st.ok()) {
-      auto opened = media_->Get(expect)->Open(pair, offer.blob);
-      if (opened.ok()) links.push_back(std::move(opened).value());
-      else st = opened.status();
+      auto opened = c_.media_->Get(expect)->Open(pair, offer.blob);
+      if (opened.ok()) {
+        links->push_back(std::move(opened).value());
+      } else {
+        st = opened.status();
+      }
     }
     AnswerWire answer{};
     answer.magic = kLinkMagic;
@@ -250,54 +207,114 @@ StatusOr<std::vector<FifoLink>> Connector::Connect(const std::vector<PairKey>& s
     answer.probe_addr = reinterpret_cast<uint64_t>(ProbeWord());
     answer.probe_value = *ProbeWord();
     PutText(answer.why, st.message());
-    note(st);
-    note(exchange_->Send(key.peer, PairTag(kTagPeerAck, self, key.peer, key.lane), &answer, sizeof(answer)));
+    Note(st);
+    Note(c_.exchange_->Send(key.peer, PairTag(kTagPeerAck, self_, key.peer, key.lane), &answer, sizeof(answer)));
   }
-  acceptor.join();
-  // 4. Every receive side hears whether its sender opened the FIFO.
-  for (size_t i = 0; i < recvs.size(); ++i) {
-    Pending& p = pending[i];
+
+  // 4. A receive side hears whether its sender opened the FIFO, and settles it.
+  void HearAnswer(const PairKey& key, Pending& p, std::vector<FifoLink>* links) {
     std::string msg;
-    Status st = exchange_->Recv(recvs[i].peer, PairTag(kTagPeerAck, recvs[i].peer, self, recvs[i].lane), &msg,
-                                deadline, abort);
+    Status st = c_.exchange_->Recv(key.peer, PairTag(kTagPeerAck, key.peer, self_, key.lane), &msg, deadline_, abort_);
     if (!st.ok()) {
       if (p.status.ok()) p.medium->Forget(p.pair, &p.made);
-      if (st.code() == base::Code::kTimeout) {
-        const std::string what = recvs[i].lane == kP2pLane ? "the matching ringoSend" : "its side of the connection";
-        st = base::Timeout(p.pair.where + ": no answer within " + std::to_string(spec_.timeout_ms) + " ms (rank " +
-                           std::to_string(recvs[i].peer) + " has not posted " + what + ")")
-                 .WithOrigin(recvs[i].peer,
-                             "it never opened the FIFO rank " + std::to_string(self) + " receives on");
-      } else {
-        st = st.WithContext(p.pair.where);
-      }
-      note(st);
-      continue;
+      Note(Silent(p.pair, key, st, /*offer=*/false));
+      return;
     }
     AnswerWire answer{};
     const bool well_formed = msg.size() == sizeof(answer);
     if (well_formed) std::memcpy(&answer, msg.data(), sizeof(answer));
     const bool opened = well_formed && answer.magic == kLinkMagic && answer.ok == 1;
-    if (!p.status.ok()) continue;  // this side failed: said so in its offer
+    if (!p.status.ok()) return;  // this side failed: said so in its offer
     if (opened && !p.made.accept_status.ok()) {
       (void)p.medium->Settle(p.pair, &p.made, false, SenderProbe());
-      note(p.made.accept_status);
-      continue;
+      Note(p.made.accept_status);
+      return;
     }
     auto settled = p.medium->Settle(p.pair, &p.made, opened, SenderProbe{answer.probe_addr, answer.probe_value});
     if (!well_formed || answer.magic != kLinkMagic) {
-      note(base::RemoteError(p.pair.where + ": a malformed answer").WithOrigin(recvs[i].peer, "a malformed answer"));
+      Note(base::RemoteError(p.pair.where + ": a malformed answer").WithOrigin(key.peer, "a malformed answer"));
     } else if (!opened) {
-      note(base::RemoteError(p.pair.where + ": it could not open this rank's FIFO: " + GetText(answer.why))
-               .WithOrigin(recvs[i].peer, GetText(answer.why)));
+      Note(base::RemoteError(p.pair.where + ": it could not open this rank's FIFO: " + GetText(answer.why))
+               .WithOrigin(key.peer, GetText(answer.why)));
     } else if (!settled.ok()) {
-      note(settled.status());
+      Note(settled.status());
     } else {
-      links.push_back(std::move(settled).value());
+      links->push_back(std::move(settled).value());
     }
   }
-  RETURN_IF_ERROR(first);
-  // Sends first, then receives, each in the order asked.
+
+ private:
+  void Note(const Status& st) {
+    if (first_.ok() && !st.ok()) first_ = st;
+  }
+
+  PairContext Pair(const PairKey& key, bool sending) const {
+    PairContext c;
+    c.spec = &c_.spec_;
+    c.peer = key.peer;
+    c.lane = key.lane;
+    c.gpu = gpu_;
+    c.geometry = geometry_;
+    c.deadline = deadline_;
+    c.where = "rank " + std::to_string(self_) + (sending ? " connecting to rank " : " connecting from rank ") +
+              std::to_string(key.peer) + " (" + LaneName(key.lane) + ")";
+    return c;
+  }
+
+  // The peer sent no offer (or no answer) in time: name it and what it has
+  // not posted; another failure of the wait keeps its words.
+  Status Silent(const PairContext& pair, const PairKey& key, const Status& st, bool offer) const {
+    if (st.code() != base::Code::kTimeout) return st.WithContext(pair.where);
+    const char* call = offer ? "ringoRecv" : "ringoSend";
+    const std::string what = key.lane == kP2pLane ? std::string("the matching ") + call : "its side of the connection";
+    return base::Timeout(pair.where + ": no " + (offer ? "offer" : "answer") + " within " +
+                         std::to_string(c_.spec_.timeout_ms) + " ms (rank " + std::to_string(key.peer) +
+                         " has not posted " + what + ")")
+        .WithOrigin(key.peer, offer ? "it never offered the FIFO rank " + std::to_string(self_) + " sends to"
+                                    : "it never opened the FIFO rank " + std::to_string(self_) + " receives on");
+  }
+
+  // The offer `msg` is well formed and for what this rank expects.
+  Status CheckOffer(const PairContext& pair, const PairKey& key, const std::string& msg, Medium expect,
+                    OfferWire* offer) const {
+    if (msg.size() != sizeof(*offer)) {
+      return base::RemoteError(pair.where + ": a malformed offer").WithOrigin(key.peer, "a malformed offer");
+    }
+    std::memcpy(offer, msg.data(), sizeof(*offer));
+    if (offer->magic != kLinkMagic || offer->lane != key.lane) {
+      return base::RemoteError(pair.where + ": a malformed offer").WithOrigin(key.peer, "a malformed offer");
+    }
+    if (offer->ok != 1) {
+      return base::RemoteError(pair.where + ": it could not make its FIFO: " + GetText(offer->why))
+          .WithOrigin(key.peer, GetText(offer->why));
+    }
+    if (offer->medium != static_cast<uint32_t>(expect)) {
+      return base::RemoteError(pair.where + ": it offered a FIFO in " + MediumName(static_cast<Medium>(offer->medium)) +
+                               " where this rank expects " + MediumName(expect));
+    }
+    if (offer->slot_bytes != geometry_.slot_bytes || offer->ll_slot_bytes != geometry_.ll_slot_bytes) {
+      return base::RemoteError(pair.where + ": its FIFO has " + std::to_string(offer->slot_bytes) +
+                               "-byte slots where this rank expects " + std::to_string(geometry_.slot_bytes) +
+                               " (do the ranks share RINGO_SLOT_BYTES?)");
+    }
+    return Status();
+  }
+
+  Connector& c_;
+  const int self_;
+  const FifoGeometry geometry_;
+  const bool gpu_;
+  const std::atomic<bool>* abort_;
+  const Deadline deadline_;
+  Status first_;
+};
+
+namespace {
+
+// `links` (sends and receives as they were made) in the order asked: sends,
+// then receives, each in its list's order.
+StatusOr<std::vector<FifoLink>> InOrderAsked(std::vector<FifoLink> links, const std::vector<PairKey>& sends,
+                                             const std::vector<PairKey>& recvs) {
   std::vector<FifoLink> ordered;
   auto take = [&](const PairKey& key, bool sending) {
     for (FifoLink& l : links) {
@@ -314,6 +331,32 @@ StatusOr<std::vector<FifoLink>> Connector::Connect(const std::vector<PairKey>& s
     return base::Internal("a pair was asked for twice in one Connect");
   }
   return ordered;
+}
+
+}  // namespace
+
+StatusOr<std::vector<FifoLink>> Connector::Connect(const std::vector<PairKey>& sends, const std::vector<PairKey>& recvs,
+                                                   const FifoGeometry& geometry, bool gpu,
+                                                   const std::atomic<bool>* abort) {
+  if (!exchange_->CarriesMessages()) return base::Internal("connecting pairs needs an exchange that carries messages");
+  Round round(*this, geometry, gpu, abort);
+  // 1. Every receive side makes its FIFO and offers it before waiting for anything.
+  std::vector<Pending> pending(recvs.size());
+  for (size_t i = 0; i < recvs.size(); ++i) round.Offer(recvs[i], &pending[i]);
+  // 2. What must wait for the sender (network accepts) runs while this rank answers.
+  std::thread acceptor([&] {
+    for (Pending& p : pending) {
+      if (p.status.ok()) p.made.accept_status = p.medium->Accept(p.pair, &p.made);
+    }
+  });
+  // 3. Every send side opens what it was offered, and answers.
+  std::vector<FifoLink> links;
+  for (const PairKey& key : sends) round.OpenOffered(key, &links);
+  acceptor.join();
+  // 4. Every receive side hears whether its sender opened the FIFO.
+  for (size_t i = 0; i < recvs.size(); ++i) round.HearAnswer(recvs[i], pending[i], &links);
+  RETURN_IF_ERROR(round.first());
+  return InOrderAsked(std::move(links), sends, recvs);
 }
 
 }  // namespace ringo::transport

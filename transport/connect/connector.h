@@ -157,6 +157,7 @@ class Connector {
  private:
   struct Pending;
   class Media;
+  class Round;  // one Connect call's steps
   friend class NetMedium;
   // The proxy, started at the first network link.
   base::StatusOr<net::Proxy*> Proxy();
