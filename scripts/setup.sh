@@ -8,7 +8,9 @@
 # (tests/rdma/), which boots Debian's kernel package, fetched here into
 # /var/cache/ringo-rxe (RINGO_RXE_CACHE). ringo-train multiplies matrices with
 # OpenBLAS (libopenblas-dev) and trains on Fashion-MNIST (dataset-fashion-mnist:
-# IDX files, about 30 MB).
+# IDX files, about 30 MB). cmake, pkg-config, binutils (objdump), python3-venv,
+# python3-pip and python3-wheel: the installed library's consumers and the
+# packages' tests (scripts/install_test.sh, scripts/packages_test.sh).
 # Needs root (or sudo). The CUDA toolkit is optional: with one at /usr/local/cuda
 # (or $CUDA_PATH) the GPU code is compiled too.
 set -euo pipefail
@@ -21,6 +23,7 @@ packages=(
   iproute2 util-linux iperf3
   qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-providers perftest kmod cpio
   libopenblas-dev zlib1g-dev dataset-fashion-mnist
+  cmake pkg-config binutils python3-venv python3-pip python3-wheel python3-setuptools
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -20,6 +20,7 @@ bin=$(bazel info "${RINGO_BAZEL_FLAGS[@]}" bazel-bin 2>/dev/null)
 mkdir -p "$dest/ringo_torch"
 install -m 0644 integrations/pytorch/ringo_torch/__init__.py "$dest/ringo_torch/__init__.py"
 install -m 0755 "$bin/integrations/pytorch/ringo_torch/_C.so" "$dest/ringo_torch/_C.so"
+install -m 0644 "$bin/integrations/pytorch/ringo_torch/_build.py" "$dest/ringo_torch/_build.py"
 echo "installed ringo_torch in $dest"
 # A check that it imports and registers the backend, outside the source tree.
 (cd / && PYTHONPATH="$dest${PYTHONPATH:+:$PYTHONPATH}" "$python" -c 'import ringo_torch, torch.distributed as d; assert "RINGO" in d.Backend._plugins; print("ringo_torch", ringo_torch.__file__, "built with torch", ringo_torch.BUILT_WITH_TORCH)')

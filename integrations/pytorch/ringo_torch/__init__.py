@@ -15,7 +15,27 @@ import inspect
 import torch
 import torch.distributed as dist
 
-from . import _C
+
+def _check_torch():
+    """Refuses a PyTorch other than the one the extension was built against
+    (its major and minor version), before the extension loads: a C++
+    extension of another PyTorch fails to load with a linker error, or
+    worse, loads and misbehaves."""
+    try:
+        from . import _build
+    except ImportError:
+        raise ImportError("ringo_torch is not built: its ringo_torch/_build.py is missing (build it with "
+                          "integrations/pytorch/install.sh, or pip wheel integrations/pytorch: docs/pytorch.md)")
+    built, have = _build.TORCH_VERSION, torch.__version__
+    if built.split("+")[0].split(".")[:2] != have.split("+")[0].split(".")[:2]:
+        raise ImportError("ringo_torch was built against PyTorch %s, but this Python has PyTorch %s: build it again "
+                          "against this one (integrations/pytorch/install.sh for Debian's PyTorch, pip wheel "
+                          "integrations/pytorch for a pip install: docs/pytorch.md)" % (built, have))
+
+
+_check_torch()
+
+from . import _C  # noqa: E402
 
 ProcessGroupRingo = _C.ProcessGroupRingo
 
