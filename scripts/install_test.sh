@@ -15,7 +15,9 @@ prefix="$work/prefix"
 fail() { echo "$*" > "$work/why"; exit 1; }
 case_() {  # case_ NAME FUNCTION
   rm -f "$work/why"
+  local start=$SECONDS
   if ( set -e; "$2" ); then junit_case "$1" pass; else junit_case "$1" fail "$(cat "$work/why" 2>/dev/null || echo "see the log")"; fi
+  echo "  ($1: $((SECONDS - start)) s)"
 }
 
 install_files() {

@@ -9,7 +9,7 @@
 #
 # (M: the soname's version, 0.MINOR while the major version is 0.)
 # Usage: scripts/make_debs.sh --out DIR [--bin BUILT] [--src SOURCES]
-# (RINGO_DEB_COMPRESSION: dpkg-deb's -Z, default xz; the tests use gzip.)
+# (RINGO_DEB_COMPRESSION: dpkg-deb's -Z, default xz; the tests use none.)
 # (--bin, --src: as for install.sh.) Install with
 #   apt install ./libringo0.*.deb ./libringo-dev_*.deb ./ringo-*.deb
 set -euo pipefail

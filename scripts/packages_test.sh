@@ -17,14 +17,16 @@ work="${TEST_TMPDIR:-$(mktemp -d)}"
 fail() { echo "$*" > "$work/why"; exit 1; }
 case_() {  # case_ NAME FUNCTION
   rm -f "$work/why"
+  local start=$SECONDS
   if ( set -e; "$2" ); then junit_case "$1" pass; else junit_case "$1" fail "$(cat "$work/why" 2>/dev/null || echo "see the log")"; fi
+  echo "  ($1: $((SECONDS - start)) s)"
 }
 DEB_CASES=(debian_packages_built apt_install installed_library_example_and_tools apt_remove_leaves_nothing)
 WHEEL_CASES=(wheel_built wheel_installs_and_all_reduces wheel_refuses_another_pytorch wheel_uninstalls)
 libdir=/usr/lib/x86_64-linux-gnu
 
 debian_packages_built() {
-  RINGO_DEB_COMPRESSION=gzip "$R/scripts/make_debs.sh" --out "$work/debs" --bin "$R" --src "$R" > "$work/debs.txt" 2>&1 ||
+  RINGO_DEB_COMPRESSION=none "$R/scripts/make_debs.sh" --out "$work/debs" --bin "$R" --src "$R" > "$work/debs.txt" 2>&1 ||
     fail "make_debs.sh failed: $(tail -5 "$work/debs.txt")"
   [ "$(ls "$work"/debs/*.deb | wc -l)" -eq 4 ] || fail "not four packages: $(ls "$work/debs")"
   dpkg-deb -c "$work"/debs/libringo-dev_*.deb > "$work/dev.txt"
