@@ -12,8 +12,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <random>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -195,8 +195,10 @@ class Garbage : public ::testing::TestWithParam<Attack> {};
 // Rank 0 listens on RINGO_COMM_ID; the attacker connects first; then the real
 // rank 1 comes. Both real ranks must succeed (and then work), or fail cleanly.
 TEST_P(Garbage, ThenRealRanksSucceedOrFailCleanly) {
-  const int port = PickFreePort();
+  ReservedPort reserved;  // outside the ephemeral range: no other program's listener
+  const int port = reserved.port();
   ASSERT_GT(port, 0);
+  reserved.Release();  // rank 0's root binds it
   ScopedEnv env(
       {{"RINGO_TIMEOUT_MS", "5000"}, {"RINGO_COMM_ID", "127.0.0.1:" + std::to_string(port)}});
   int attacked[2];
@@ -239,8 +241,10 @@ TEST_P(Garbage, ThenRealRanksSucceedOrFailCleanly) {
 
 // Only the attacker ever connects: rank 0 must give up cleanly at its timeout.
 TEST_P(Garbage, AloneRootTimesOutCleanly) {
-  const int port = PickFreePort();
+  ReservedPort reserved;
+  const int port = reserved.port();
   ASSERT_GT(port, 0);
+  reserved.Release();  // rank 0's root binds it
   ScopedEnv env({{"RINGO_TIMEOUT_MS", std::to_string(kTimeoutMs)},
                  {"RINGO_COMM_ID", "127.0.0.1:" + std::to_string(port)}});
   const Attack attack = GetParam();
@@ -293,12 +297,22 @@ TEST_P(MissingRank, EveryWaitingRankNamesIt) {
   options.make_unique_id = false;
   for (int first = 0; first < runs; first += kBatch) {
     std::vector<ringoUniqueId> ids(kBatch);
-    std::set<int> ports;  // distinct: two communicators on one port would meet at one root
+    // Each run's own port (two communicators on one port would meet at one
+    // root), below the ephemeral range so that no other program's listener
+    // or connection can be on it; where rank 0 (the root's rank) is the one
+    // missing, the port stays held, bound and not listening, so the others
+    // are refused until they give up, as with a rank 0 that never started.
+    std::vector<std::unique_ptr<ReservedPort>> ports;
     for (int g = 0; g < kBatch; ++g) {
-      int port = PickFreePort();
-      while (c.comm_id && !ports.insert(port).second) port = PickFreePort();
-      ringoResult_t rc = c.comm_id ? ringoGetUniqueIdForAddress(("127.0.0.1:" + std::to_string(port)).c_str(), &ids[g])
-                                   : ringoGetUniqueId(&ids[g]);
+      ringoResult_t rc = ringoSuccess;
+      if (c.comm_id) {
+        ports.push_back(std::make_unique<ReservedPort>());
+        ASSERT_GT(ports.back()->port(), 0);
+        rc = ringoGetUniqueIdForAddress(("127.0.0.1:" + std::to_string(ports.back()->port())).c_str(), &ids[g]);
+        if ((first + g) % c.nranks != 0) ports.back()->Release();  // rank 0's root binds it
+      } else {
+        rc = ringoGetUniqueId(&ids[g]);
+      }
       ASSERT_EQ(rc, ringoSuccess) << ringoGetLastError(nullptr);
     }
     auto results = RunRanks(
@@ -338,7 +352,8 @@ INSTANTIATE_TEST_SUITE_P(Sizes, MissingRank,
 // ---- Unreachable root ----
 
 TEST(UnreachableRoot, NonRootTimesOutCleanly) {
-  const int port = PickFreePort();  // free, so nothing listens there
+  ReservedPort reserved;  // held, not listening: nothing listens there
+  const int port = reserved.port();
   ASSERT_GT(port, 0);
   ScopedEnv env({{"RINGO_TIMEOUT_MS", std::to_string(kTimeoutMs)},
                  {"RINGO_COMM_ID", "127.0.0.1:" + std::to_string(port)}});

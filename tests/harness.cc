@@ -480,6 +480,39 @@ int PickFreePort() {
   return port;
 }
 
+ReservedPort::ReservedPort() {
+  int low = 32768;  // Linux's default ip_local_port_range starts there
+  if (std::FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    int lo = 0, hi = 0;
+    if (std::fscanf(f, "%d %d", &lo, &hi) == 2 && lo > 2048) low = lo;
+    std::fclose(f);
+  }
+  const int first = low > 12000 ? low - 10000 : 1024;  // [first, low): outside the ephemeral range
+  static std::atomic<unsigned> salt{static_cast<unsigned>(::getpid()) * 2654435761u};
+  for (int attempt = 0; attempt < 200 && port_ < 0; ++attempt) {
+    const int candidate = first + static_cast<int>(salt.fetch_add(7919) % static_cast<unsigned>(low - first));
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(candidate));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      fd_ = fd;
+      port_ = candidate;
+    } else {
+      ::close(fd);
+    }
+  }
+}
+
+ReservedPort::~ReservedPort() { Release(); }
+
+void ReservedPort::Release() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
 std::string ResultName(ringoResult_t r) {
   const char* name = "unknown";
   switch (r) {

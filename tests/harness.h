@@ -145,6 +145,26 @@ void SetEnvAndReload(const char* name, const std::string& value);
 // close). Racy by nature; good enough for tests on one host.
 int PickFreePort();
 
+// A TCP port on 127.0.0.1 below the kernel's ephemeral range (so no
+// program's bind to port 0, and no outgoing connection, can be given it),
+// held by a bound socket that does not listen until Release(): while held,
+// a connect to it is refused and nothing else can bind it. port() is -1
+// where none could be found.
+class ReservedPort {
+ public:
+  ReservedPort();
+  ~ReservedPort();
+  ReservedPort(const ReservedPort&) = delete;
+  ReservedPort& operator=(const ReservedPort&) = delete;
+  int port() const { return port_; }
+  // Frees the port for the program meant to listen on it.
+  void Release();
+
+ private:
+  int fd_ = -1;
+  int port_ = -1;
+};
+
 // "ringoTimeout (8)" etc., for messages.
 std::string ResultName(ringoResult_t r);
 

@@ -2,11 +2,16 @@
 // and hangs of forked ranks are seen, and the deadline holds.
 #include "tests/harness.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -156,6 +161,37 @@ TEST(Harness, ScopedEnvRestores) {
   }
   EXPECT_EQ(std::getenv("RINGO_SLOT_BYTES"), nullptr);
   EXPECT_GT(PickFreePort(), 0);
+}
+
+// A reserved port is below the ephemeral range; while held, a connect is
+// refused and a bind fails; once released, a listener can take it.
+TEST(Harness, ReservedPortRefusesUntilReleased) {
+  ReservedPort reserved;
+  const int port = reserved.port();
+  ASSERT_GT(port, 0);
+  int low = 32768;
+  if (std::FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    int hi = 0;
+    if (std::fscanf(f, "%d %d", &low, &hi) != 2) low = 32768;
+    std::fclose(f);
+  }
+  EXPECT_LT(port, low);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const int client = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(client, 0);
+  EXPECT_NE(::connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  ::close(client);
+  const int other = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(other, 0);
+  EXPECT_NE(::bind(other, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  reserved.Release();
+  EXPECT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << std::strerror(errno);
+  EXPECT_EQ(::listen(other, 1), 0);
+  ::close(other);
 }
 
 }  // namespace
