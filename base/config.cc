@@ -71,6 +71,27 @@ const std::vector<EnvVarInfo>& Table() {
       {"RINGO_IB_RETRY_CNT", "int", "7", "Verbs QP retries (0 to 7) before a send fails."},
       {"RINGO_IB_QPS_PER_CONNECTION", "int", "1",
        "Queue pairs per verbs connection (1 to 16); a message is split across them."},
+      {"RINGO_GPU_ELASTIC", "bool", "0",
+       "1: the elastic calls (ringoCommAgreeFailed, ringoCommShrink, ringoCommRevoke, "
+       "ringoCommGetUniqueId, ringoCommGrow) on GPU communicators. Off until a GPU run has verified "
+       "them (docs/gpu.md): refused with ringoInvalidUsage saying so; host communicators have them "
+       "always."},
+      {"RINGO_GPU_ACROSS_HOSTS", "bool", "0",
+       "1: GPU communicators may span hosts (their edges between hosts go through pinned host memory "
+       "and the network proxy). Off until a GPU run has verified them (docs/gpu.md): a device kind of "
+       "auto then uses host memory on every rank, and RINGO_DEVICE_CUDA across hosts is refused. Rank "
+       "0's setting applies."},
+      {"RINGO_GPU_DEVICE_SCOPE", "bool", "0",
+       "1: the counters of a FIFO whose two ends are kernels of one GPU (ranks sharing a GPU, threads "
+       "or processes) are ordered at GPU scope, not system scope, which need not reach past the GPU's "
+       "L2; FIFOs with a CPU thread (the network proxy), a NIC or another GPU at the other end keep "
+       "system scope. Off until a GPU run has verified it (docs/gpu.md)."},
+      {"RINGO_GPU_TRACK_REPLAYS", "bool", "0",
+       "1: each launch captured into a CUDA graph also records an event as a replay reaches it, so that"
+       " a later eager call on any stream runs after the replay and synchronize, destroy, finalize and "
+       "abort wait for it; 0: replays are the caller's to order against other streams and to finish "
+       "before destroying the communicator, as with NCCL. Off until a GPU run has verified it "
+       "(docs/gpu.md)."},
       {"RINGO_NET_GPUDIRECT", "bool", "0",
        "1: a GPU ring edge between hosts over verbs keeps its slots in device memory, which "
        "the NIC reads and writes itself (GPUDirect RDMA through dma-buf or nvidia_peermem), "
@@ -135,9 +156,10 @@ const std::vector<EnvVarInfo>& Table() {
       {"RINGO_TRACE_BUFFER", "int", "2000",
        "Operations each communicator's flight recorder keeps (its last ones: arguments, group, when "
        "called, started and finished, state); 0 turns the recorder off."},
-      {"RINGO_TRACE_GPU_TIMES", "bool", "1",
-       "GPU communicators: time each recorded operation on the GPU (two CUDA events around its launch), so "
-       "that the flight record shows when it started and finished there; 0 records the enqueue only."},
+      {"RINGO_TRACE_GPU_TIMES", "bool", "0",
+       "1: GPU communicators time each recorded operation on the GPU (two CUDA events around its launch), "
+       "so that the flight record shows when it started and finished there; 0 records the enqueue only. "
+       "Off until a GPU run has verified it (docs/gpu.md)."},
       {"RINGO_TRACE_DIR", "string", "",
        "Folder where the flight recorders are written as JSON lines, one file per rank and "
        "communicator, on a fault, a timeout or an abort, on ringoCommDumpTrace, and on "
@@ -280,6 +302,10 @@ Config* Load() {
   int_var("RINGO_CONTROL_TIMEOUT_MS", &config->control_timeout_ms, 1);
   bool_var("RINGO_IB_DISABLE", &config->ib_disable);
   bool_var("RINGO_NET_GPUDIRECT", &config->net_gpudirect);
+  bool_var("RINGO_GPU_ACROSS_HOSTS", &config->gpu_across_hosts);
+  bool_var("RINGO_GPU_ELASTIC", &config->gpu_elastic);
+  bool_var("RINGO_GPU_TRACK_REPLAYS", &config->gpu_track_replays);
+  bool_var("RINGO_GPU_DEVICE_SCOPE", &config->gpu_device_scope);
   // CUDA's, not Ringo's: not validated (CUDA itself ignores a bad value).
   if (auto n = config->GetInt("CUDA_DEVICE_MAX_CONNECTIONS")) {
     config->cuda_device_max_connections = *n >= 1 ? *n : 0;

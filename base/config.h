@@ -51,6 +51,10 @@ struct Config {
   int64_t net_streams = 2;               // RINGO_NET_STREAMS
   bool ib_disable = false;               // RINGO_IB_DISABLE
   bool net_gpudirect = false;            // RINGO_NET_GPUDIRECT
+  bool gpu_across_hosts = false;         // RINGO_GPU_ACROSS_HOSTS
+  bool gpu_elastic = false;              // RINGO_GPU_ELASTIC
+  bool gpu_track_replays = false;        // RINGO_GPU_TRACK_REPLAYS
+  bool gpu_device_scope = false;         // RINGO_GPU_DEVICE_SCOPE
   std::string ib_hca;                    // RINGO_IB_HCA
   int64_t ib_gid_index = -1;             // RINGO_IB_GID_INDEX (-1: RoCE v2 IPv4-mapped)
   int64_t ib_timeout = 18;               // RINGO_IB_TIMEOUT
@@ -60,7 +64,7 @@ struct Config {
   std::string host_id;                   // RINGO_HOSTID ("": boot id, host name, network namespace)
   bool require_gpu = false;              // RINGO_REQUIRE_GPU
   int64_t trace_buffer = 2000;           // RINGO_TRACE_BUFFER: operations each communicator records (0: off)
-  bool trace_gpu_times = true;           // RINGO_TRACE_GPU_TIMES: GPU operations timed by events
+  bool trace_gpu_times = false;          // RINGO_TRACE_GPU_TIMES: GPU operations timed by events
   std::string trace_dir;                 // RINGO_TRACE_DIR: where records are written ("": nowhere)
   int64_t trace_signal = 0;              // RINGO_TRACE_SIGNAL: the signal that dumps every record (0: none)
   int64_t stall_ms = 10000;              // RINGO_STALL_MS: a wait this long is diagnosed (0: never)

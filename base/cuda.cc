@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/config.h"
+#include "base/cuda_calls.h"
 
 #if __has_include(<cuda_runtime_api.h>)
 #include <cuda_runtime_api.h>
@@ -48,6 +49,7 @@ Status CopyToHost(void* dst, const void* src, size_t bytes) {
 }
 Status PciBusId(int, char*, int) { return NoCuda("cudaDeviceGetPCIBusId"); }
 StatusOr<StreamFacts> GetStreamFacts(void*) { return NoCuda("cudaStreamGetFlags"); }
+StatusOr<unsigned long long> StreamId(void*) { return NoCuda("cudaStreamGetId"); }
 bool StreamCapturing(void*) { return false; }
 StatusOr<StreamCapture> GetStreamCapture(void*) { return StreamCapture(); }
 Status CudaEvent::MakeStreamWait(void*) { return NoCuda("cudaStreamWaitEvent"); }
@@ -63,6 +65,7 @@ void DeviceCopy::Reset() { ptr_ = nullptr; }
 
 StatusOr<CudaEvent> CudaEvent::Create(int) { return NoCuda("cudaEventCreate"); }
 Status CudaEvent::Record(void*) { return NoCuda("cudaEventRecord"); }
+Status CudaEvent::RecordInGraph(void*) { return NoCuda("cudaEventRecordWithFlags"); }
 Status CudaEvent::Synchronize() { return Status(); }
 void CudaEvent::Reset() { event_ = nullptr; }
 
@@ -74,7 +77,7 @@ CudaEventSet::~CudaEventSet() = default;
 Status CudaEventSet::Record(int, void*) { return NoCuda("cudaEventRecord"); }
 StatusOr<bool> CudaEventSet::Done(int) { return NoCuda("cudaEventQuery"); }
 StatusOr<float> CudaEventSet::ElapsedMs(int, int) { return NoCuda("cudaEventElapsedTime"); }
-Status CudaEventSet::RecordAndWait(int) { return NoCuda("cudaEventRecord"); }
+Status CudaEventSet::RecordAside(int) { return NoCuda("cudaEventRecord"); }
 
 #else
 
@@ -89,12 +92,15 @@ bool AnyPrimaryContextActive(int device_count) {
   void* get = nullptr;
   void* state = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  CountCudaCall(CudaCall::kOther);
+  CountCudaCall(CudaCall::kOther);
   if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 12000, cudaEnableDefault, &found) !=
           cudaSuccess ||
       found != cudaDriverEntryPointSuccess ||
       cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 12000,
                                        cudaEnableDefault, &found) != cudaSuccess ||
       found != cudaDriverEntryPointSuccess) {
+    CountCudaCall(CudaCall::kGetLastError);
     cudaGetLastError();
     return false;
   }
@@ -124,9 +130,11 @@ const CudaProbe& ProbeCuda() {
     // refused with "Reached maximum number of device connections").
     const int queues = ExportCudaDeviceMaxConnections(MpsControlPresent(GetConfig()) ? 0 : 32);
     int count = 0;
+    CountCudaCall(CudaCall::kOther);
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {
       p->reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")";
+      CountCudaCall(CudaCall::kGetLastError);
       cudaGetLastError();  // clear the sticky-free error so later calls start clean
     } else if (count == 0) {
       p->reason = "no CUDA device is visible";
@@ -149,12 +157,14 @@ bool CudaRuntimeBuilt() { return true; }
 StatusOr<void*> DeviceMalloc(size_t bytes) {
   if (ProbeCuda().device_count == 0) return InvalidUsage("cudaMalloc: " + ProbeCuda().reason);
   void* ptr = nullptr;
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaMalloc(&ptr, bytes));
   return ptr;
 }
 
 Status DeviceFree(void* ptr) {
   if (ptr == nullptr) return Status();
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaFree(ptr));
   return Status();
 }
@@ -165,6 +175,7 @@ Status CopyToHost(void* dst, const void* src, size_t bytes) {
     std::memcpy(dst, src, bytes);
     return Status();
   }
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
   return Status();
 }
@@ -174,7 +185,9 @@ bool IsDevicePointer(const void* ptr) { return PointerDevice(ptr) >= 0; }
 int PointerDevice(const void* ptr) {
   if (ptr == nullptr || ProbeCuda().device_count == 0) return -1;
   cudaPointerAttributes attr{};
+  CountCudaCall(CudaCall::kPointerGetAttributes);
   if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    CountCudaCall(CudaCall::kGetLastError);
     cudaGetLastError();
     return -1;
   }
@@ -185,6 +198,7 @@ int PointerDevice(const void* ptr) {
 Status CudaCallStatus(int error, const char* call, const char* file, int line) {
   if (error == 0) return Status();
   const auto err = static_cast<cudaError_t>(error);
+  CountCudaCall(CudaCall::kGetLastError);
   cudaGetLastError();  // a non-sticky error must not resurface in a later call
   return Status(Code::kCudaError, std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
                                       cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
@@ -192,12 +206,14 @@ Status CudaCallStatus(int error, const char* call, const char* file, int line) {
 
 StatusOr<int> CurrentDevice() {
   int device = -1;
+  CountCudaCall(CudaCall::kGetDevice);
   RINGO_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   return device;
 }
 
 Status PciBusId(int device, char* out, int size) {
   if (size > 0) out[0] = '\0';
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceGetPCIBusId(out, size, device));
   if (size > 0) out[size - 1] = '\0';
   return Status();
@@ -209,14 +225,24 @@ StatusOr<StreamFacts> GetStreamFacts(void* stream) {
   f.legacy = s == nullptr || s == cudaStreamLegacy;
   if (f.legacy) return f;
   unsigned int flags = 0;
+  CountCudaCall(CudaCall::kStreamGetFlags);
   RINGO_CUDA_RETURN_IF_ERROR(cudaStreamGetFlags(s, &flags));
   f.non_blocking = (flags & cudaStreamNonBlocking) != 0;
   return f;
 }
 
+StatusOr<unsigned long long> StreamId(void* stream) {
+  unsigned long long id = 0;
+  CountCudaCall(CudaCall::kStreamGetId);
+  RINGO_CUDA_RETURN_IF_ERROR(cudaStreamGetId(static_cast<cudaStream_t>(stream), &id));
+  return id;
+}
+
 bool StreamCapturing(void* stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CountCudaCall(CudaCall::kStreamIsCapturing);
   if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status) != cudaSuccess) {
+    CountCudaCall(CudaCall::kGetLastError);
     (void)cudaGetLastError();
     return false;
   }
@@ -226,6 +252,7 @@ bool StreamCapturing(void* stream) {
 StatusOr<StreamCapture> GetStreamCapture(void* stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   unsigned long long id = 0;
+  CountCudaCall(CudaCall::kStreamGetCaptureInfo);
   RINGO_CUDA_RETURN_IF_ERROR(cudaStreamGetCaptureInfo(static_cast<cudaStream_t>(stream), &status, &id));
   if (status == cudaStreamCaptureStatusInvalidated) {
     return InvalidUsage("the stream's CUDA graph capture was invalidated by an earlier failed call in it");
@@ -238,8 +265,12 @@ StatusOr<StreamCapture> GetStreamCapture(void* stream) {
 
 StatusOr<ScopedDevice> ScopedDevice::Enter(int device) {
   int previous = -1;
+  CountCudaCall(CudaCall::kGetDevice);
   RINGO_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous));
-  if (previous != device) RINGO_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  if (previous != device) {
+    CountCudaCall(CudaCall::kSetDevice);
+    RINGO_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  }
   ScopedDevice scope;
   scope.previous_ = previous == device ? -1 : previous;
   return scope;
@@ -248,19 +279,27 @@ StatusOr<ScopedDevice> ScopedDevice::Enter(int device) {
 ScopedDevice::ScopedDevice(ScopedDevice&& other) noexcept : previous_(std::exchange(other.previous_, -1)) {}
 
 ScopedDevice::~ScopedDevice() {
-  if (previous_ >= 0) cudaSetDevice(previous_);
+  if (previous_ >= 0) {
+    CountCudaCall(CudaCall::kSetDevice);
+    cudaSetDevice(previous_);
+  }
 }
 
 StatusOr<MappedHostMemory> MappedHostMemory::Allocate(size_t bytes) {
   MappedHostMemory m;
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&m.host_, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
   std::memset(m.host_, 0, bytes);
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaHostGetDevicePointer(&m.device_, m.host_, 0));
   return m;
 }
 
 void MappedHostMemory::Reset() {
-  if (host_ != nullptr) cudaFreeHost(host_);
+  if (host_ != nullptr) {
+    CountCudaCall(CudaCall::kOther);
+    cudaFreeHost(host_);
+  }
   host_ = device_ = nullptr;
 }
 
@@ -268,12 +307,17 @@ StatusOr<DeviceCopy> DeviceCopy::Of(int device, const void* host, size_t bytes) 
   ASSIGN_OR_RETURN(ScopedDevice scope, ScopedDevice::Enter(device));
   DeviceCopy c;
   c.device_ = device;
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaMalloc(&c.ptr_, bytes > 0 ? bytes : 1));
   if (bytes == 0) return c;
   cudaStream_t stream = nullptr;
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CountCudaCall(CudaCall::kMemcpyAsync);
   cudaError_t err = cudaMemcpyAsync(c.ptr_, host, bytes, cudaMemcpyHostToDevice, stream);
+  CountCudaCall(CudaCall::kStreamSynchronize);
   const cudaError_t synced = cudaStreamSynchronize(stream);
+  CountCudaCall(CudaCall::kOther);
   cudaStreamDestroy(stream);
   if (err == cudaSuccess) err = synced;
   RINGO_CUDA_RETURN_IF_ERROR(err);
@@ -283,6 +327,7 @@ StatusOr<DeviceCopy> DeviceCopy::Of(int device, const void* host, size_t bytes) 
 void DeviceCopy::Reset() {
   if (ptr_ != nullptr) {
     auto scope = ScopedDevice::Enter(device_);
+    CountCudaCall(CudaCall::kOther);
     cudaFree(ptr_);
   }
   ptr_ = nullptr;
@@ -292,6 +337,7 @@ StatusOr<CudaEvent> CudaEvent::Create(int device) {
   ASSIGN_OR_RETURN(ScopedDevice scope, ScopedDevice::Enter(device));
   CudaEvent e;
   cudaEvent_t ev = nullptr;
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   e.event_ = ev;
   e.device_ = device;
@@ -299,14 +345,23 @@ StatusOr<CudaEvent> CudaEvent::Create(int device) {
 }
 
 Status CudaEvent::Record(void* stream) {
-  ASSIGN_OR_RETURN(ScopedDevice scope, ScopedDevice::Enter(device_));
+  CountCudaCall(CudaCall::kEventRecord);
   RINGO_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(event_), static_cast<cudaStream_t>(stream)));
+  recorded_ = true;
+  return Status();
+}
+
+Status CudaEvent::RecordInGraph(void* stream) {
+  CountCudaCall(CudaCall::kEventRecord);
+  RINGO_CUDA_RETURN_IF_ERROR(cudaEventRecordWithFlags(static_cast<cudaEvent_t>(event_),
+                                                      static_cast<cudaStream_t>(stream), cudaEventRecordExternal));
   recorded_ = true;
   return Status();
 }
 
 Status CudaEvent::MakeStreamWait(void* stream) {
   if (event_ == nullptr || !recorded_) return Status();
+  CountCudaCall(CudaCall::kStreamWaitEvent);
   RINGO_CUDA_RETURN_IF_ERROR(
       cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event_), 0));
   return Status();
@@ -314,12 +369,16 @@ Status CudaEvent::MakeStreamWait(void* stream) {
 
 Status CudaEvent::Synchronize() {
   if (event_ == nullptr || !recorded_) return Status();
+  CountCudaCall(CudaCall::kEventSynchronize);
   RINGO_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(static_cast<cudaEvent_t>(event_)));
   return Status();
 }
 
 void CudaEvent::Reset() {
-  if (event_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+  if (event_ != nullptr) {
+    CountCudaCall(CudaCall::kOther);
+    cudaEventDestroy(static_cast<cudaEvent_t>(event_));
+  }
   event_ = nullptr;
   recorded_ = false;
 }
@@ -327,20 +386,25 @@ void CudaEvent::Reset() {
 StatusOr<GpuDirectAttrs> DeviceGpuDirect(int device) {
   GpuDirectAttrs a;
   int v = 0;
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&v, cudaDevAttrGPUDirectRDMASupported, device));
   a.rdma = v != 0;
   // The dma-buf attribute (the driver's CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED,
   // 124): runtimes that do not know it say so, which reads as no.
   v = 0;
+  CountCudaCall(CudaCall::kOther);
   if (cudaDeviceGetAttribute(&v, static_cast<cudaDeviceAttr>(124), device) == cudaSuccess) a.dmabuf = v != 0;
   v = 0;
+  CountCudaCall(CudaCall::kOther);
   if (cudaDeviceGetAttribute(&v, cudaDevAttrGPUDirectRDMAWritesOrdering, device) == cudaSuccess) {
     a.writes_ordered = v >= cudaGPUDirectRDMAWritesOrderingOwner;
   }
   v = 0;
+  CountCudaCall(CudaCall::kOther);
   if (cudaDeviceGetAttribute(&v, cudaDevAttrGPUDirectRDMAFlushWritesOptions, device) == cudaSuccess) {
     a.flush = (v & cudaFlushGPUDirectRDMAWritesOptionHost) != 0;
   }
+  CountCudaCall(CudaCall::kGetLastError);
   (void)cudaGetLastError();
   return a;
 }
@@ -351,9 +415,11 @@ StatusOr<DmaBuf> ExportDmaBuf(const void* ptr, size_t bytes) {
                               unsigned long long flags);
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  CountCudaCall(CudaCall::kOther);
   if (cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", &fn, 11070, cudaEnableDefault, &found) !=
           cudaSuccess ||
       found != cudaDriverEntryPointSuccess || fn == nullptr) {
+    CountCudaCall(CudaCall::kGetLastError);
     (void)cudaGetLastError();
     return InvalidUsage("cuMemGetHandleForAddressRange: this CUDA driver does not export device memory as a dma-buf");
   }
@@ -381,6 +447,7 @@ StatusOr<DmaBuf> ExportDmaBuf(const void* ptr, size_t bytes) {
 
 Status FlushGpuDirectWrites(int device) {
   ASSIGN_OR_RETURN(ScopedDevice scope, ScopedDevice::Enter(device));
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
                                                                 cudaFlushGPUDirectRDMAWritesToOwner));
   return Status();
@@ -391,10 +458,12 @@ StatusOr<std::unique_ptr<CudaEventSet>> CudaEventSet::Create(int device, int n) 
   std::unique_ptr<CudaEventSet> set(new CudaEventSet());
   set->device_ = device;
   cudaStream_t stream = nullptr;
+  CountCudaCall(CudaCall::kOther);
   RINGO_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   set->stream_ = stream;
   for (int i = 0; i < n; ++i) {
     cudaEvent_t ev = nullptr;
+    CountCudaCall(CudaCall::kOther);
     RINGO_CUDA_RETURN_IF_ERROR(cudaEventCreate(&ev));  // with timing
     set->events_.push_back(ev);
   }
@@ -404,16 +473,24 @@ StatusOr<std::unique_ptr<CudaEventSet>> CudaEventSet::Create(int device, int n) 
 CudaEventSet::~CudaEventSet() {
   if (device_ < 0) return;
   auto scope = ScopedDevice::Enter(device_);
-  for (void* ev : events_) cudaEventDestroy(static_cast<cudaEvent_t>(ev));
-  if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+  for (void* ev : events_) {
+    CountCudaCall(CudaCall::kOther);
+    cudaEventDestroy(static_cast<cudaEvent_t>(ev));
+  }
+  if (stream_ != nullptr) {
+    CountCudaCall(CudaCall::kOther);
+    cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
+  }
 }
 
 Status CudaEventSet::Record(int i, void* stream) {
+  CountCudaCall(CudaCall::kEventRecord);
   RINGO_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(events_[i]), static_cast<cudaStream_t>(stream)));
   return Status();
 }
 
 StatusOr<bool> CudaEventSet::Done(int i) {
+  CountCudaCall(CudaCall::kEventQuery);
   const cudaError_t rc = cudaEventQuery(static_cast<cudaEvent_t>(events_[i]));
   if (rc == cudaErrorNotReady) return false;
   RETURN_IF_ERROR(CudaCallStatus(static_cast<int>(rc), "cudaEventQuery", __FILE__, __LINE__));
@@ -422,15 +499,16 @@ StatusOr<bool> CudaEventSet::Done(int i) {
 
 StatusOr<float> CudaEventSet::ElapsedMs(int from, int to) {
   float ms = 0;
+  CountCudaCall(CudaCall::kEventElapsedTime);
   RINGO_CUDA_RETURN_IF_ERROR(
       cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(events_[from]), static_cast<cudaEvent_t>(events_[to])));
   return ms;
 }
 
-Status CudaEventSet::RecordAndWait(int i) {
+Status CudaEventSet::RecordAside(int i) {
   ASSIGN_OR_RETURN(ScopedDevice scope, ScopedDevice::Enter(device_));
+  CountCudaCall(CudaCall::kEventRecord);
   RINGO_CUDA_RETURN_IF_ERROR(cudaEventRecord(static_cast<cudaEvent_t>(events_[i]), static_cast<cudaStream_t>(stream_)));
-  RINGO_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(static_cast<cudaEvent_t>(events_[i])));
   return Status();
 }
 #endif  // RINGO_HAVE_CUDART

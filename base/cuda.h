@@ -59,6 +59,9 @@ struct StreamFacts {
   bool non_blocking = false;
 };
 StatusOr<StreamFacts> GetStreamFacts(void* stream);
+// The stream's id (cudaStreamGetId): unique in the process, never given to
+// another stream, also where a destroyed stream's handle is reused.
+StatusOr<unsigned long long> StreamId(void* stream);
 // Whether work enqueued on `stream` now is being captured into a CUDA graph
 // (it runs when the graph is launched); false without CUDA or on error.
 bool StreamCapturing(void* stream);
@@ -158,8 +161,13 @@ class CudaEvent {
   CudaEvent& operator=(CudaEvent&& other) noexcept;
   ~CudaEvent();
 
-  // `stream` is a cudaStream_t (null: the legacy default stream).
+  // `stream` is a cudaStream_t (null: the legacy default stream) of the
+  // event's device, which the caller has made current.
   Status Record(void* stream);
+  // On a capturing stream: adds a node to the graph that records the event
+  // each time a replay reaches it (cudaEventRecordExternal). Until a replay
+  // has, MakeStreamWait and Synchronize find nothing to wait for.
+  Status RecordInGraph(void* stream);
   // Makes `stream`'s later work wait for the work Record() marked (nothing
   // when nothing was recorded). Does not block the calling thread.
   Status MakeStreamWait(void* stream);
@@ -226,14 +234,14 @@ class CudaEventSet {
   // Milliseconds from event `from` to event `to` (both completed).
   StatusOr<float> ElapsedMs(int from, int to);
   // Records event `i` on a stream of its own, where nothing runs before
-  // it, and waits for it.
-  Status RecordAndWait(int i);
+  // it; does not wait (Done(i) says when it completed).
+  Status RecordAside(int i);
 
  private:
   CudaEventSet() = default;
   int device_ = -1;
   std::vector<void*> events_;  // cudaEvent_t
-  void* stream_ = nullptr;     // RecordAndWait's cudaStream_t
+  void* stream_ = nullptr;     // RecordAside's cudaStream_t
 };
 
 }  // namespace ringo::base

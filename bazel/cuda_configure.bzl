@@ -14,6 +14,14 @@ cc_library(
     includes = ["include"],
 )
 
+# libcu++ (<cuda/atomic>, ...) for host C++ that includes device headers:
+# its files have no extension, and nvcc finds them without this.
+cc_library(
+    name = "cccl_headers",
+    hdrs = glob(["include/cccl/cuda/**", "include/cccl/nv/**"], allow_empty = True),
+    includes = ["include/cccl"],
+)
+
 cc_library(
     name = "cudart_static",
     srcs = ["lib64/libcudart_static.a"],
@@ -26,6 +34,8 @@ _STUB_BUILD = """
 package(default_visibility = ["//visibility:public"])
 
 cc_library(name = "cuda_headers")
+
+cc_library(name = "cccl_headers")
 
 cc_library(name = "cudart_static")
 """

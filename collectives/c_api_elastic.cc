@@ -50,6 +50,15 @@ Status Make(ringoComm_t* newcomm, bool blocking,
   return Status(base::Code::kInProgress, "the new communicator is made in the background");
 }
 
+// The elastic calls on a GPU communicator are off until a GPU run has
+// verified them (RINGO_GPU_ELASTIC; docs/gpu.md): refused, saying so.
+Status ElasticAllowed(const Communicator* c) {
+  if (c->kind() != ringo::collectives::DeviceKind::kCuda || base::GetConfig().gpu_elastic) return Status();
+  return base::InvalidUsage(
+      "elastic calls on a GPU communicator are off until a GPU run has verified them "
+      "(RINGO_GPU_ELASTIC=1 turns them on; docs/gpu.md)");
+}
+
 }  // namespace
 
 extern "C" {
@@ -61,6 +70,7 @@ ringoResult_t ringoCommAgreeFailed(ringoComm_t comm, int* failedRanks, int* fail
     }
     *failedCount = 0;
     ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    RETURN_IF_ERROR(ElasticAllowed(c));
     ASSIGN_OR_RETURN(std::vector<int> failed, c->AgreeFailed());
     for (size_t i = 0; i < failed.size(); ++i) failedRanks[i] = failed[i];
     *failedCount = static_cast<int>(failed.size());
@@ -78,6 +88,7 @@ ringoResult_t ringoCommShrink(ringoComm_t comm, int* excludeRanksList, int exclu
       return base::InvalidArgument("excludeRanksList is NULL with excludeRanksCount > 0");
     }
     ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    RETURN_IF_ERROR(ElasticAllowed(c));
     CommOptions options;
     bool inherit = true, blocking = true;
     RETURN_IF_ERROR(ringo::collectives::internal::ChildConfig(config, c, &options, &inherit, &blocking));
@@ -94,6 +105,7 @@ ringoResult_t ringoCommRevoke(ringoComm_t comm, int revokeFlags) {
       return base::InvalidArgument("revokeFlags " + std::to_string(revokeFlags) + " is not RINGO_REVOKE_DEFAULT");
     }
     ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    RETURN_IF_ERROR(ElasticAllowed(c));
     return c->Revoke();
   });
 }
@@ -101,7 +113,8 @@ ringoResult_t ringoCommRevoke(ringoComm_t comm, int revokeFlags) {
 ringoResult_t ringoCommGetUniqueId(ringoComm_t comm, ringoUniqueId* uniqueId) {
   return Guard("ringoCommGetUniqueId", comm, [&]() -> Status {
     if (uniqueId == nullptr) return base::InvalidArgument("uniqueId is NULL");
-    RETURN_IF_ERROR(ResolveReady(comm).status());
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    RETURN_IF_ERROR(ElasticAllowed(c));
     const base::Config& config = base::GetConfig();
     // A root of its own on a port the system picks (RINGO_COMM_ID names the
     // first communicator's), serving the grown communicator once.
@@ -120,6 +133,7 @@ ringoResult_t ringoCommGrow(ringoComm_t comm, int nRanks, const ringoUniqueId* u
     Communicator* parent = nullptr;
     if (comm != nullptr) {
       ASSIGN_OR_RETURN(parent, ResolveReady(comm));
+      RETURN_IF_ERROR(ElasticAllowed(parent));
     }
     std::unique_ptr<transport::UniqueId> id;
     if (uniqueId != nullptr) {

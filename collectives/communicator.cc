@@ -111,6 +111,8 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTr
         --sequence_;
         return st;
       }
+      call.capturing = launch.capturing;
+      call.capture_id = launch.capture_id;
       st = engine->Run(call);
       recorder.Finish(entry, !st.ok() ? TraceState::kFailed : launch.state);
       where.EndLaunch(times, launch, stream, st.ok() && entry != nullptr ? entry->id : 0, 1);
@@ -149,6 +151,8 @@ Status Communicator::RunP2p(const std::vector<P2pOp>& ops, void* stream, const O
     recorder.FinishBatch(first, ops.size(), TraceState::kFailed);
     return st;
   }
+  call.capturing = launch.capturing;
+  call.capture_id = launch.capture_id;
   st = engines_.p2p->Run(ops, call);
   recorder.FinishBatch(first, ops.size(), !st.ok() ? TraceState::kFailed : launch.state);
   where.EndLaunch(times, launch, stream, st.ok() ? first : 0, ops.size());

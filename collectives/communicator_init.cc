@@ -241,7 +241,7 @@ StatusOr<Communicator::Agreement> Communicator::Agree(transport::Exchange& excha
   }
   a.settings.shared = shared[0];  // rank 0's channel, slot, algorithm... settings apply to all
   // Host or GPU memory: every rank decides alike from the same wishes.
-  ASSIGN_OR_RETURN(const DeviceAgreement memory, AgreeOnDevice(wishes, hosts));
+  ASSIGN_OR_RETURN(const DeviceAgreement memory, AgreeOnDevice(wishes, hosts, shared[0].gpu_across_hosts != 0));
   if (!memory.note.empty() && options.device_wish != static_cast<int32_t>(DeviceWish::kHost)) {
     RINGO_LOG(WARN) << "rank " << rank_ << ": " << memory.note;
   }

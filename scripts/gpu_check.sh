@@ -8,14 +8,19 @@
 # memory) and ringo-perf runs also RINGO_DEVICE=cuda; a run whose header says
 # host memory fails.
 #
-# Usage: gpu_check.sh [--steps LIST | --group check|perf|all] [--out DIR]
-#                     [--budget SECONDS] [ARCHIVE.tar.gz | BUNDLE_DIR]
+# Usage: gpu_check.sh [--call 1|2 | --steps LIST | --group check|perf|all]
+#                     [--out DIR] [--budget SECONDS] [ARCHIVE.tar.gz | BUNDLE_DIR]
 #   without ARCHIVE/BUNDLE_DIR: the bundle this script sits in
+#   --call N      the steps of prepared call N, assigned in advance, most
+#                 uncertain first (a GPU window holds about two calls):
+#                 1 = bundle,facts,graph,trace,elastic,latency;
+#                 2 = bundle,facts,torch_build,torch_ops,torch_ddp,net_gpu
 #   --steps LIST  the named steps (comma-separated), in the order given
 #   --out DIR     write gpu_check_summary.txt and gpu_check_logs.tar.gz there
 #                 (without it the logs stay in the work folder it names)
 #   --budget S    start no step once S seconds have passed; a step is cut at
-#                 the budget (default 570: one command of at most 10 minutes)
+#                 the budget (default 520: one command of at most 10 minutes,
+#                 with time left to pack the logs and the machine's start)
 #   --nccl-lib P  the libnccl.so.2 of the nccl step (default: found in PyTorch's
 #                 packages, ldconfig's cache, /opt or /usr)
 #   --src DIR     a checkout of Ringo's sources, for the client steps (ringo_torch
@@ -33,15 +38,15 @@ set -uo pipefail
 
 # ---- steps: name, time limit (s), group ----
 STEPS=(
-  "bundle 60 check,perf,clients"
-  "facts 30 check,perf,clients"
-  "net_gpu 150 check,perf"
-  "graph 120 check"
+  "bundle 30 check,perf,clients"
+  "facts 20 check,perf,clients"
+  "net_gpu 110 check,perf"
+  "graph 110 check"
   "latency 150 perf"
   "nccl_symbols 30 clients"
-  "torch_build 240 clients"
-  "torch_ops 150 clients"
-  "torch_ddp 200 clients"
+  "torch_build 120 clients"
+  "torch_ops 100 clients"
+  "torch_ddp 140 clients"
   "cupy 90 clients"
   "p2p_test 150 check"
   "elastic 120 check"
@@ -65,12 +70,19 @@ usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"
 group=all
 only=""
 out=""
-budget=570
+budget=520
 nccl_lib=""
 src=""
 SRC=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --call)
+      case "$2" in
+        1) only=bundle,facts,graph,trace,elastic,latency ;;
+        2) only=bundle,facts,torch_build,torch_ops,torch_ddp,net_gpu ;;
+        *) echo "gpu_check.sh: --call takes 1 or 2" >&2; exit 2 ;;
+      esac
+      shift 2 ;;
     --steps) only=$2; shift 2 ;;
     --group) group=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -132,7 +144,9 @@ export RINGO_REQUIRE_GPU=1
 # CUDA_DEVICE_MAX_CONNECTIONS is left to Ringo: it sets 32 where the variable
 # is unset, except in MPS clients (32 each exhausted the MPS server's queues at
 # the fourth client on an H100).
-export RINGO_TIMEOUT_MS=${RINGO_TIMEOUT_MS:-60000}
+# A hang costs at most 15 s: a kernel or a host wait that long gives up, naming
+# what it waited for.
+export RINGO_TIMEOUT_MS=${RINGO_TIMEOUT_MS:-15000}
 export PYTHONUNBUFFERED=1
 
 start_time=$(date +%s)
@@ -264,8 +278,9 @@ net_pair() {  # name device(cuda|host) ringo-perf args...
   local name=$1 device=$2; shift 2
   local port=$((20000 + RANDOM % 20000)) r pids=() rc=0
   for r in 0 1; do
+    # GPU communicators across hosts are opt-in until this step has passed on a GPU.
     RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RINGO_HOSTID=ringo-net-gpu-$r \
-      RINGO_DEVICE=$device RINGO_DEBUG=INFO rb timeout 120 "$B/bin/ringo-perf" "$@" \
+      RINGO_GPU_ACROSS_HOSTS=1 RINGO_DEVICE=$device RINGO_DEBUG=INFO rb timeout 120 "$B/bin/ringo-perf" "$@" \
       $([[ $device == host ]] && echo --host) >"$W/logs/$STEP.$name.$r.log" 2>&1 &
     pids+=($!)
   done
@@ -307,25 +322,31 @@ step_net_gpu() {
   lat=$(awk '$1 == 8 {printf "%.1f", $2 - $3}' "$W/logs/$STEP.speed.txt")
   DETAIL+="busbw GPU/host from 16 MiB: min ${worst:-?} (target 0.90); 8 B: GPU - host ${lat:-?} us (target 15); "
   # A killed remote rank: rank 0's run fails naming rank 1 within the timeout.
-  local port=$((20000 + RANDOM % 20000)) p0 p1 t0
-  t0=$(date +%s)
-  RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RINGO_HOSTID=ringo-net-gpu-0 RINGO_DEVICE=cuda \
-    RINGO_TIMEOUT_MS=20000 rb "$B/bin/ringo-perf" allreduce -b 64M -e 64M -n 100000 -w 1 -c 0 \
+  local port=$((20000 + RANDOM % 20000)) p0 p1
+  RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RINGO_HOSTID=ringo-net-gpu-0 RINGO_DEVICE=cuda RINGO_GPU_ACROSS_HOSTS=1 \
+    rb "$B/bin/ringo-perf" allreduce -b 64M -e 64M -n 100000 -w 1 -c 0 \
     >"$W/logs/$STEP.kill.0.log" 2>&1 & p0=$!
-  RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RINGO_HOSTID=ringo-net-gpu-1 RINGO_DEVICE=cuda \
-    RINGO_TIMEOUT_MS=20000 rb "$B/bin/ringo-perf" allreduce -b 64M -e 64M -n 100000 -w 1 -c 0 \
+  RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RINGO_HOSTID=ringo-net-gpu-1 RINGO_DEVICE=cuda RINGO_GPU_ACROSS_HOSTS=1 \
+    rb "$B/bin/ringo-perf" allreduce -b 64M -e 64M -n 100000 -w 1 -c 0 \
     >"$W/logs/$STEP.kill.1.log" 2>&1 & p1=$!
-  sleep 8; kill -9 "$p1" 2>/dev/null
-  if timeout 60 tail --pid="$p0" -f /dev/null; then
+  # Killed once both have their communicator (the column header follows it).
+  local waited=0
+  until grep -q '(elements)' "$W/logs/$STEP.kill.0.log" && grep -q '(elements)' "$W/logs/$STEP.kill.1.log"; do
+    [[ $waited -ge 300 ]] && break
+    sleep 0.1; waited=$((waited + 1))
+  done
+  local killed_at
+  killed_at=$(date +%s); kill -9 "$p1" 2>/dev/null
+  if timeout 30 tail --pid="$p0" -f /dev/null; then
     wait "$p0"; local k=$?
     tail -5 "$W/logs/$STEP.kill.0.log"
     if [[ $k -ne 0 ]] && grep -q "rank 1" "$W/logs/$STEP.kill.0.log"; then
-      DETAIL+="killed remote rank named after $(($(date +%s) - t0 - 8)) s; "
+      DETAIL+="killed remote rank named after $(($(date +%s) - killed_at)) s; "
     else
       DETAIL+="killed remote rank: exit $k without naming rank 1; "; rc=1
     fi
   else
-    kill -9 "$p0" 2>/dev/null; DETAIL+="killed remote rank: rank 0 still running after 60 s; "; rc=1
+    kill -9 "$p0" 2>/dev/null; DETAIL+="killed remote rank: rank 0 still running 30 s after; "; rc=1
   fi
   [[ $m -eq 0 ]] && mps_stop
   [[ $rc -ne 0 ]] && return 1
@@ -554,19 +575,26 @@ step_nccl() {
 
 step_graph() {
   DETAIL=""
-  run_gtest gpu_graph_test "$B/bin/gpu_graph_test" && return 0
-  return 1
+  local rc=0
+  run_gtest gpu_graph_test "$B/bin/gpu_graph_test" || rc=1
+  # Tracked replays are opt-in until this run has verified them: the suite
+  # again with them on (the tracked case runs only then).
+  RINGO_GPU_TRACK_REPLAYS=1 run_gtest gpu_graph_test_tracked "$B/bin/gpu_graph_test" \
+    --gtest_filter='GpuGraph.Tracked*:GpuGraph.AllReduceReplayed*:GpuGraph.TwoGraphs*:GpuGraph.TwoStreams*' || rc=1
+  return $rc
 }
 
 step_trace() {
   DETAIL=""
-  run_gtest gpu_trace_test "$B/bin/gpu_trace_test" && return 0
+  # GPU operation times are opt-in until this step has passed on a GPU.
+  RINGO_TRACE_GPU_TIMES=1 run_gtest gpu_trace_test "$B/bin/gpu_trace_test" && return 0
   return 1
 }
 
 step_elastic() {
   DETAIL=""
-  run_gtest gpu_elastic_test "$B/bin/gpu_elastic_test" && return 0
+  # The elastic calls on GPU communicators are opt-in until this step has passed on a GPU.
+  RINGO_GPU_ELASTIC=1 run_gtest gpu_elastic_test "$B/bin/gpu_elastic_test" && return 0
   return 1
 }
 
@@ -607,6 +635,25 @@ step_latency() {
     table+=$'\n'"$n | $em | $ed | $gm | $gd | $g1"
     [[ $n -eq 2 ]] && { e2=$ed; g2=$gm; }
   done
+  # FIFO counters at GPU scope (RINGO_GPU_DEVICE_SCOPE, opt-in until this
+  # step has passed): every size verified, 8 B to 64 MiB, then the 8 B time.
+  local scope_ok="unverified" scope_us="?"
+  if RINGO_DEVICE=cuda RINGO_GPU_DEVICE_SCOPE=1 rb "$B/bin/ringo-perf" allreduce -np 2 --threads --ranks-per-gpu 2 \
+    -b 8 -e 64M -f 8 -n 5 -w 1 -c 1 >"$W/logs/$STEP.gpu_scope_sizes.log" 2>&1 &&
+    perf_ok "$W/logs/$STEP.gpu_scope_sizes.log" >/dev/null; then
+    scope_ok="verified 8 B-64 MiB"
+    scope_us=$(RINGO_GPU_DEVICE_SCOPE=1 small_us "$W/logs/$STEP.2.gpu_scope_median.log" 2 -n 1000 -w 100 --median) ||
+      scope_us="?"
+  else
+    rc=1
+  fi
+  echo "GPU-scope FIFOs (RINGO_GPU_DEVICE_SCOPE=1): $scope_ok; 2 ranks eager median $scope_us us"
+  # The library's CUDA runtime calls per eager call (docs/gpu.md: 7 expected).
+  local calls
+  RINGO_DEVICE=cuda rb "$B/bin/ringo-perf" allreduce -np 2 --threads --ranks-per-gpu 2 -b 8 -e 8 -n 1000 -w 100 \
+    -c 1 --no-inplace --cuda-calls >"$W/logs/$STEP.cuda_calls.log" 2>&1 || rc=1
+  calls=$(grep -m1 '^#  CUDA runtime calls' "$W/logs/$STEP.cuda_calls.log" | sed 's/^#  //')
+  echo "${calls:-no CUDA call count printed}"
   cat "$W/logs/$STEP.commands"
   local lib=$nccl_lib nccl_line="NCCL: no libnccl.so.2 found"
   [[ -z $lib ]] && lib=$(find_nccl)
@@ -620,9 +667,13 @@ step_latency() {
   fi
   echo "$table" | column -t -s '|' 2>/dev/null || echo "$table"
   echo "$nccl_line"
-  DETAIL="8 B all-reduce, us: $(echo "$table" | tail -3 | tr '\n' ';') $nccl_line; targets 2 ranks eager median <= 7, graph(100) <= 4"
+  DETAIL="8 B all-reduce, us: $(echo "$table" | tail -3 | tr '\n' ';') $nccl_line; targets 2 ranks eager median <= 7, graph(100) <= 4; ${calls:-no CUDA call count}; GPU-scope FIFOs: $scope_ok, 2 ranks eager median $scope_us us"
   [[ $rc -ne 0 ]] && return 1
   awk -v e="$e2" -v g="$g2" 'BEGIN {exit !(e <= 7.0 && g <= 4.0)}' || verdict=4
+  # More runtime calls than docs/gpu.md counts is a miss too.
+  local per_call
+  per_call=$(echo "$calls" | sed -n 's/.*: \([0-9.]*\) per call.*/\1/p')
+  awk -v c="${per_call:-99}" 'BEGIN {exit !(c <= 7.0)}' || verdict=4
   return $verdict
 }
 
@@ -664,8 +715,9 @@ step_torch_build() {
   [[ -n $SRC ]] || { DETAIL="no source checkout (--src)"; return 3; }
   local log="$W/logs/$STEP.log"
   echo "PyTorch: $(python3 -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -1)"
-  echo "+ (cd $SRC/integrations/pytorch && RINGO_LIB=$B/lib/libringo.so python3 setup.py build_ext --inplace)"
-  (cd "$SRC/integrations/pytorch" && RINGO_LIB="$B/lib/libringo.so" MAX_JOBS=$(nproc) \
+  # CUDA tensors are opt-in until this run has verified them.
+  echo "+ (cd $SRC/integrations/pytorch && RINGO_TORCH_CUDA=1 RINGO_LIB=$B/lib/libringo.so python3 setup.py build_ext --inplace)"
+  (cd "$SRC/integrations/pytorch" && RINGO_TORCH_CUDA=1 RINGO_LIB="$B/lib/libringo.so" MAX_JOBS=$(nproc) \
     python3 setup.py build_ext --inplace) >"$log" 2>&1
   local rc=$?
   grep -E 'error|warning: .*deprecated' "$log" | head -40
@@ -687,7 +739,7 @@ step_torch_ops() {
   [[ -n $SRC && -n $(ls "$SRC"/integrations/pytorch/ringo_torch/_C*.so 2>/dev/null) ]] || { DETAIL="ringo_torch was not built"; return 3; }
   local log="$W/logs/$STEP.log"
   echo "+ ops_test.py --nranks 2 --device cuda"
-  client timeout -k 5 200 python3 integrations/pytorch/tests/ops_test.py --nranks 2 --device cuda --deadline 150 \
+  client timeout -k 5 95 python3 integrations/pytorch/tests/ops_test.py --nranks 2 --device cuda --deadline 80 \
     >"$log" 2>&1
   local rc=$?
   tail -30 "$log"
@@ -700,14 +752,14 @@ step_torch_ddp() {
   [[ -n $SRC && -n $(ls "$SRC"/integrations/pytorch/ringo_torch/_C*.so 2>/dev/null) ]] || { DETAIL="ringo_torch was not built"; return 3; }
   local rc=0
   echo "+ gpu_ddp_test.py --backend ringo --save $W/ddp_ringo.pt"
-  client timeout -k 5 200 python3 integrations/pytorch/tests/gpu_ddp_test.py --backend ringo \
-    --deadline 120 --ref-deadline 60 --save "$W/ddp_ringo.pt" --ringo-trace "$W/trace_ddp_ringo" \
+  client timeout -k 5 68 python3 integrations/pytorch/tests/gpu_ddp_test.py --backend ringo \
+    --deadline 40 --ref-deadline 20 --save "$W/ddp_ringo.pt" --ringo-trace "$W/trace_ddp_ringo" \
     >"$W/logs/$STEP.ringo.log" 2>&1 || rc=1
   tail -20 "$W/logs/$STEP.ringo.log"
   echo "+ LD_PRELOAD=$B/lib/libnccl.so.2 gpu_ddp_test.py --backend nccl --compare-to $W/ddp_ringo.pt"
-  client timeout -k 5 200 env LD_PRELOAD="$B/lib/libnccl.so.2" python3 integrations/pytorch/tests/gpu_ddp_test.py \
+  client timeout -k 5 68 env LD_PRELOAD="$B/lib/libnccl.so.2" python3 integrations/pytorch/tests/gpu_ddp_test.py \
     --backend nccl --expect-nccl-lib "$B/lib/libnccl.so.2" --compare-to "$W/ddp_ringo.pt" \
-    --ringo-trace "$W/trace_ddp_nccl" --deadline 120 --ref-deadline 60 >"$W/logs/$STEP.nccl_shim.log" 2>&1 || rc=1
+    --ringo-trace "$W/trace_ddp_nccl" --deadline 40 --ref-deadline 20 >"$W/logs/$STEP.nccl_shim.log" 2>&1 || rc=1
   tail -20 "$W/logs/$STEP.nccl_shim.log"
   DETAIL="ringo: $(grep -m1 '^RESULT' "$W/logs/$STEP.ringo.log" | cut -c1-250); nccl over Ringo's libnccl.so.2: $(grep -m1 '^RESULT' "$W/logs/$STEP.nccl_shim.log" | cut -c1-250)"
   return $rc

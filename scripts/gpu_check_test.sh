@@ -73,6 +73,16 @@ rc=$?
 "$check" --steps facts,bundle "$b" >"$out" 2>&1
 order=$(grep -E '^(PASS|FAIL|NOTRUN) ' "$out" | awk '{print $2}' | tr '\n' ' ')
 [[ $order == "facts bundle " ]] || { cat "$out"; echo "FAIL: --steps facts,bundle ran '$order'"; fail=1; }
+# --call N runs the steps of prepared call N, in the order assigned.
+"$check" --call 1 "$b" >"$out" 2>&1
+order=$(grep -E '^(PASS|FAIL|NOTRUN|SKIP|MISS) ' "$out" | awk '{print $2}' | tr '\n' ' ')
+[[ $order == "bundle facts graph trace elastic latency " ]] || { cat "$out"; echo "FAIL: --call 1 ran '$order'"; fail=1; }
+"$check" --call 2 "$b" >"$out" 2>&1
+order=$(grep -E '^(PASS|FAIL|NOTRUN|SKIP|MISS) ' "$out" | awk '{print $2}' | tr '\n' ' ')
+[[ $order == "bundle facts torch_build torch_ops torch_ddp net_gpu " ]] ||
+  { cat "$out"; echo "FAIL: --call 2 ran '$order'"; fail=1; }
+"$check" --call 3 "$b" >/dev/null 2>&1
+[[ $? -eq 2 ]] || { echo "FAIL: --call 3 is not a usage error"; fail=1; }
 # A machine that claims a GPU it cannot use: nothing past the facts passes.
 mkdir -p "$work/fake"
 cat >"$work/fake/nvidia-smi" <<'SMI'

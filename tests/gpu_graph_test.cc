@@ -5,8 +5,9 @@
 // checked (1000 verified replays of one all-reduce); two graphs of one
 // communicator replayed in turn between eager calls; 100 collectives in one
 // graph; two collectives captured on two streams of one capture; every rank
-// captured from one thread in one group; the global capture mode; a host
-// communicator refusing a capturing stream. Ranks share CUDA device 0
+// captured from one thread in one group; the global capture mode; tracked
+// replays ordering eager calls on other streams; a host communicator
+// refusing a capturing stream. Ranks share CUDA device 0
 // (ringoCommInitAll with a repeated device list). Skips where no GPU is
 // visible (fails instead under RINGO_REQUIRE_GPU=1).
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/config.h"
 #include "base/cuda.h"
 #include "base/gpu_test.h"
 #include "ringo/ringo.h"
@@ -61,6 +63,14 @@ class Ranks {
     for (auto& s : streams_) cudaStreamDestroy(s);
   }
   bool ok() const { return ok_; }
+  // Destroys every communicator now, whatever runs (the destructor
+  // synchronizes the streams first).
+  void DestroyNow() {
+    for (ringoComm_t& c : comms_) {
+      if (c != nullptr) ringoCommDestroy(c);
+      c = nullptr;
+    }
+  }
   int n() const { return static_cast<int>(comms_.size()); }
   ringoComm_t comm(int r) const { return comms_[r]; }
   cudaStream_t stream(int r) const { return streams_[r]; }
@@ -524,6 +534,59 @@ TEST(GpuGraph, GlobalCaptureMode) {
     }
   }
   EXPECT_EQ(ranks.Errors(), "");
+}
+
+// With RINGO_GPU_TRACK_REPLAYS=1 (scripts/gpu_check.sh's graph step runs
+// this binary a second time so): a replay on each rank's stream, then at
+// once, with nothing synchronized, an eager all-reduce on other streams of
+// the same communicators, 50 times over; the eager calls run after the
+// replays (both results right, no timeout). Then a replay and the
+// communicators destroyed at once: destroy waits for the replay's kernels.
+TEST(GpuGraph, TrackedReplaysOrderEagerCallsOnOtherStreams) {
+  SKIP_WITHOUT_GPU();
+  if (!base::GetConfig().gpu_track_replays) {
+    GTEST_SKIP() << "replays are not tracked here (RINGO_GPU_TRACK_REPLAYS=0)";
+  }
+  const int n = 2;
+  Ranks ranks(n);
+  ASSERT_TRUE(ranks.ok());
+  const size_t c = 1 << 20;  // the Simple protocol, long enough to overlap
+  std::vector<float*> a(n), b(n);
+  std::vector<cudaStream_t> other(n, nullptr);
+  for (int r = 0; r < n; ++r) {
+    a[r] = static_cast<float*>(ranks.Alloc(c * sizeof(float)));
+    b[r] = static_cast<float*>(ranks.Alloc(c * sizeof(float)));
+    CUDA_OK(cudaStreamCreateWithFlags(&other[r], cudaStreamNonBlocking));
+  }
+  ASSERT_EQ(ranks.CaptureInto([&](int r) {
+              return ringoAllReduce(a[r], a[r], c, ringoFloat32, ringoSum, ranks.comm(r), ranks.stream(r));
+            }),
+            "");
+  for (int k = 0; k < 50; ++k) {
+    for (int r = 0; r < n; ++r) {
+      Upload(a[r], std::vector<float>(c, static_cast<float>(r + 1)), ranks.stream(r));
+      Upload(b[r], std::vector<float>(c, static_cast<float>(10 * (r + 1) + k)), other[r]);
+      cudaStreamSynchronize(other[r]);  // b's input is in place before the call below is issued
+    }
+    ASSERT_EQ(ranks.Replay(), "");
+    ringoGroupStart();
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(ringoAllReduce(b[r], b[r], c, ringoFloat32, ringoSum, ranks.comm(r), other[r]), ringoSuccess);
+    }
+    ASSERT_EQ(ringoGroupEnd(), ringoSuccess);
+    for (int r = 0; r < n; ++r) {
+      const std::vector<float> got_b = Download(b[r], c, other[r]);
+      const std::vector<float> got_a = Download(a[r], c, ranks.stream(r));
+      ASSERT_EQ(got_a[0], 3.0f) << "round " << k << " rank " << r;
+      ASSERT_EQ(got_a[c - 1], 3.0f) << "round " << k << " rank " << r;
+      ASSERT_EQ(got_b[0], static_cast<float>(30 + 2 * k)) << "round " << k << " rank " << r;
+      ASSERT_EQ(got_b[c - 1], static_cast<float>(30 + 2 * k)) << "round " << k << " rank " << r;
+    }
+  }
+  EXPECT_EQ(ranks.Errors(), "");
+  ASSERT_EQ(ranks.Replay(), "");
+  ranks.DestroyNow();  // no synchronization first
+  for (auto s : other) cudaStreamDestroy(s);
 }
 
 // A host communicator refuses a capturing stream, and says why.

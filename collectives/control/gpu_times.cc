@@ -31,9 +31,10 @@ class CudaEvents : public GpuEvents {
     ASSIGN_OR_RETURN(const float ms, set_->ElapsedMs(from, to));
     return static_cast<double>(ms);
   }
-  base::StatusOr<uint64_t> Anchor(int event) override {
-    RETURN_IF_ERROR(set_->RecordAndWait(event));
-    return TraceTicks();
+  base::StatusOr<uint64_t> RecordAnchor(int event) override {
+    const uint64_t now = TraceTicks();
+    RETURN_IF_ERROR(set_->RecordAside(event));
+    return now;
   }
 
  private:
@@ -86,7 +87,8 @@ Status GpuTimes::Reanchor() {
   for (const Pending& p : pending_) {
     if (p.anchor == next) return Status();  // still counted from: later
   }
-  ASSIGN_OR_RETURN(anchor_ticks_[next], events_->Anchor(next));
+  ASSIGN_OR_RETURN(anchor_ticks_[next], events_->RecordAnchor(next));
+  anchor_done_[next] = false;
   anchor_ = next;
   anchored_mono_ns_ = MonoNs();
   return Status();
@@ -144,9 +146,25 @@ void GpuTimes::Poll() {
   PollLocked();
 }
 
+bool GpuTimes::AnchorDone(int a) {
+  if (anchor_done_[a]) return true;
+  auto done = events_->Done(a);
+  if (!done.ok()) {
+    Stop(done.status());
+    return false;
+  }
+  anchor_done_[a] = *done;
+  return *done;
+}
+
 void GpuTimes::PollLocked() {
   if (stopped_) return;
   for (auto it = pending_.begin(); it != pending_.end();) {
+    if (!AnchorDone(it->anchor)) {  // not yet on the host's clock
+      if (stopped_) return;
+      ++it;
+      continue;
+    }
     auto started = events_->Done(StartEvent(it->slot));
     auto finished = started.ok() && *started ? events_->Done(EndEvent(it->slot)) : base::StatusOr<bool>(false);
     if (!started.ok() || !finished.ok()) {

@@ -2,7 +2,12 @@
 // of timing events recorded on the caller's stream around each operation's
 // launch (the GPU stamps them as the stream reaches them), placed on the
 // host's clock through an anchor event recorded on an idle stream of its
-// own and waited for (its completion is "now" on both clocks).
+// own: the host's clock is read just before it is recorded, and the GPU
+// completes it at once (nothing runs before it on that stream). Nothing
+// here waits for the GPU: the anchor is never waited for (with several
+// ranks on one GPU a wait could sit behind another rank's kernel), and an
+// operation's times are written once its anchor and its events have
+// completed, as Poll finds them.
 //
 // An operation's entry is written at enqueue as "enqueued" (recorder.h);
 // Poll moves it to "running" once its first event has passed and to "done"
@@ -45,9 +50,10 @@ class GpuEvents {
   virtual base::Status Record(int event, void* stream) = 0;
   virtual base::StatusOr<bool> Done(int event) = 0;
   virtual base::StatusOr<double> ElapsedMs(int from, int to) = 0;
-  // Records `event` where nothing runs before it, waits for it, and
-  // returns TraceTicks() at its completion.
-  virtual base::StatusOr<uint64_t> Anchor(int event) = 0;
+  // Records `event` where nothing runs before it, without waiting for it,
+  // and returns TraceTicks() read just before: the event's time on the GPU
+  // (Done(event) says when it completed).
+  virtual base::StatusOr<uint64_t> RecordAnchor(int event) = 0;
 };
 
 // `n` timing events on CUDA device `device`.
@@ -72,7 +78,8 @@ class GpuTimes {
   void After(int slot, void* stream, uint64_t first, size_t n);
   // The launch Before was called for did not happen: the slot is free.
   void Cancel(int slot);
-  // Writes what the events say into the entries they track.
+  // Writes what the events say into the entries they track (those whose
+  // anchor has completed). Never waits for the GPU.
   void Poll();
 
   size_t tracked() const;
@@ -93,6 +100,8 @@ class GpuTimes {
   void Drop(const Pending& p);
   void Stop(const base::Status& why);
   base::Status Reanchor();
+  // Whether anchor `a` has completed (asked once until it has); false on an error (stopped).
+  bool AnchorDone(int a);
   uint64_t ToTicks(int anchor, double ms) const;
 
   mutable std::mutex mu_;
@@ -103,6 +112,7 @@ class GpuTimes {
   std::vector<int> free_;        // slots not tracking anything
   std::deque<Pending> pending_;  // oldest first
   uint64_t anchor_ticks_[2] = {0, 0};  // each anchor event's host time; 0: never taken
+  bool anchor_done_[2] = {false, false};  // the GPU has completed it: times can count from it
   int anchor_ = -1;                    // the anchor new operations count from; -1: none yet
   int64_t anchored_mono_ns_ = 0;
   bool stopped_ = false;

@@ -34,8 +34,8 @@ class FakeEvents : public GpuEvents {
     return events[e].done;
   }
   base::StatusOr<double> ElapsedMs(int from, int to) override { return events[to].ms - events[from].ms; }
-  base::StatusOr<uint64_t> Anchor(int e) override {
-    events[e] = Event{true, true, anchor_ms, nullptr};
+  base::StatusOr<uint64_t> RecordAnchor(int e) override {
+    events[e] = Event{true, anchor_at_once, anchor_ms, nullptr};
     ++anchors;
     return anchor_ticks;
   }
@@ -47,6 +47,7 @@ class FakeEvents : public GpuEvents {
   bool fail = false;
   int records = 0;
   int anchors = 0;
+  bool anchor_at_once = true;  // the GPU completes an anchor before the next query
   double anchor_ms = 5.0;
   uint64_t anchor_ticks = 1000000;
 };
@@ -204,6 +205,38 @@ TEST(GpuTimes, Slots) {
   EXPECT_EQ(GpuTimes::SlotsFor(1), 0);
   EXPECT_EQ(GpuTimes::SlotsFor(10), 5);
   EXPECT_EQ(GpuTimes::SlotsFor(2000), 64);
+}
+
+// The anchor is never waited for: a launch records it and goes on, and the
+// operations counted from it stay "enqueued" (their GPU times unknown on
+// the host's clock) until the GPU has completed it, then get their times.
+TEST(GpuTimes, TheAnchorIsNeverWaitedFor) {
+  Fixture f(100);
+  f.events->anchor_at_once = false;  // as behind another rank's kernel on a shared GPU
+  TraceEntry* e = nullptr;
+  const int slot = f.Launch(&e);
+  ASSERT_GE(slot, 0);
+  EXPECT_EQ(f.events->anchors, 1);
+  f.events->Complete(2 + 2 * slot, 5.5);
+  f.events->Complete(3 + 2 * slot, 7.0);
+  f.times->Poll();
+  EXPECT_EQ(e->state, TraceState::kEnqueued);  // the anchor has not completed
+  EXPECT_EQ(f.times->tracked(), 1u);
+  TraceEntry* second = nullptr;
+  const int slot2 = f.Launch(&second);  // a second launch does not wait either
+  ASSERT_GE(slot2, 0);
+  EXPECT_EQ(f.events->anchors, 1);
+  f.events->Complete(0, 5.0);  // the GPU reaches the anchor
+  f.times->Poll();
+  EXPECT_EQ(e->state, TraceState::kDone);
+  EXPECT_EQ(e->started, 1000000u + static_cast<uint64_t>(0.5e6 * kTicksPerNs));
+  EXPECT_EQ(e->finished, 1000000u + static_cast<uint64_t>(2.0e6 * kTicksPerNs));
+  EXPECT_EQ(second->state, TraceState::kEnqueued);  // its events have not completed
+  f.events->Complete(2 + 2 * slot2, 8.0);
+  f.events->Complete(3 + 2 * slot2, 9.0);
+  f.times->Poll();
+  EXPECT_EQ(second->state, TraceState::kDone);
+  EXPECT_EQ(f.times->tracked(), 0u);
 }
 
 }  // namespace

@@ -34,6 +34,10 @@ struct Call {
   transport::CallSignature sig;  // seq 0: not checked
   uint64_t seq = 0;              // the communicator's collectives so far, this one included
   void* stream = nullptr;        // GPU engines: the caller's cudaStream_t
+  // GPU engines: whether `stream` is capturing a CUDA graph, and into which
+  // capture sequence (the residence asks once per call: Residence::Launch).
+  bool capturing = false;
+  unsigned long long capture_id = 0;
   // How this rank waits (its abort flag, deadline, spin and yield counts, the
   // wait cells of its host's ranks); engines set `channel`.
   transport::WaitContext wait;
@@ -89,6 +93,8 @@ struct P2pOp {
 // One point-to-point call, as the communicator hands it to its engine.
 struct P2pCall {
   void* stream = nullptr;        // GPU: the caller's cudaStream_t
+  bool capturing = false;        // as Call's
+  unsigned long long capture_id = 0;
   transport::WaitContext wait;   // as Call's
   bool fatal = false;            // as Call's
 };

@@ -2,25 +2,31 @@
 
 namespace ringo::collectives {
 
-base::Status LaunchOrder::Before(void* stream, const CaptureState& capture, LaunchEvent& eager,
-                                 LaunchEvent& captured) const {
-  if (capture.active) {
-    if (last_capture_ != capture.id) return base::Status();  // the first launch of this capture
-    return captured.MakeStreamWait(stream);
+base::Status LaunchOrder::Before(const LaunchSite& site, const LaunchEvents& events) const {
+  if (site.capturing) {
+    // Launches of one capture chain; the first of a new capture waits for
+    // nothing (a wait on an event recorded elsewhere would cross the capture).
+    if (last_capture_ != site.capture_id) return base::Status();
+    return events.captured->MakeStreamWait(site.stream);
   }
-  if (!launched_) return base::Status();
-  return eager.MakeStreamWait(stream);
+  if (launched_ && site.stream_id != last_stream_) RETURN_IF_ERROR(events.eager->MakeStreamWait(site.stream));
+  if (replays_tracked_ && events.replayed != nullptr) RETURN_IF_ERROR(events.replayed->MakeStreamWait(site.stream));
+  return base::Status();
 }
 
-base::Status LaunchOrder::After(void* stream, const CaptureState& capture, LaunchEvent& eager,
-                                LaunchEvent& captured) {
-  if (capture.active) {
-    RETURN_IF_ERROR(captured.Record(stream));
-    last_capture_ = capture.id;
+base::Status LaunchOrder::After(const LaunchSite& site, const LaunchEvents& events) {
+  if (site.capturing) {
+    RETURN_IF_ERROR(events.captured->Record(site.stream));
+    last_capture_ = site.capture_id;
+    if (events.replayed != nullptr) {
+      RETURN_IF_ERROR(events.replayed->Record(site.stream));
+      replays_tracked_ = true;
+    }
     return base::Status();
   }
-  RETURN_IF_ERROR(eager.Record(stream));
+  RETURN_IF_ERROR(events.eager->Record(site.stream));
   launched_ = true;
+  last_stream_ = site.stream_id;
   return base::Status();
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "collectives/engines/gpu_placement.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/p2p_types.h"
 
@@ -21,6 +22,7 @@ GpuP2p::GpuP2p(const EngineSetup& setup, std::shared_ptr<GpuRank> gpu)
       connector_(setup.connector),
       geometry_{static_cast<uint64_t>((P2pSlotBytes(setup.settings) + 15) / 16 * 16), 0, 0},
       gpu_(std::move(gpu)),
+      gpu_scope_peers_(setup.gpu_scope_peers),
       send_(setup.nranks),
       recv_(setup.nranks) {}
 
@@ -84,6 +86,11 @@ Status GpuP2p::Run(const std::vector<P2pOp>& ops, P2pCall& call) {
     if (link != nullptr) {
       lane.fifo =
           kernels::gpu::DeviceFifoAt(link->header, link->geometry, !link->sending, peer, nullptr, link->slots);
+      lane.fifo.gpu_scope = GpuScopeOf(gpu_scope_peers_, *link);
+      if (link->medium == transport::Medium::kNet) {  // the kernel marks its launch ended there
+        lane.fifo.launch_ended = reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(link->header) +
+                                                             offsetof(transport::FifoHeader, device_ended));
+      }
     }
     lane.first_op = op_index;
     return lane;
@@ -105,18 +112,20 @@ Status GpuP2p::Run(const std::vector<P2pOp>& ops, P2pCall& call) {
       ++lane.nops;
     }
   }
-  const Status st =
-      gpu_->Enqueue(call.stream, [&] { return kernels::gpu::LaunchP2pKernel(*args, call.stream, gpu_->Guard()); });
-  // A launch that failed after connections were made leaves the peers waiting.
-  call.fatal = st.code() == base::Code::kCudaError;
-  if (st.ok()) {  // a kernel cannot wake the proxy of a network pair: the launch does
+  const Status st = gpu_->Enqueue(call.stream, call.capturing, call.capture_id, [&] {
+    const kernels::gpu::KernelGuard guard = gpu_->Guard();
+    // A kernel cannot wake a sleeping proxy: the proxy of a network pair
+    // stays awake from here until the kernel marks its launch ended.
     for (const auto& [key, list] : lanes) {
       const transport::FifoLink* l = key.first == 0 ? send_[key.second].get() : recv_[key.second].get();
       if (l != nullptr && l->medium == transport::Medium::kNet) {
-        transport::WakeProxy(static_cast<transport::FifoHeader*>(l->memory->base()));
+        transport::MarkDeviceLaunch(static_cast<transport::FifoHeader*>(l->memory->base()), guard.launch);
       }
     }
-  }
+    return kernels::gpu::LaunchP2pKernel(*args, call.stream, guard);
+  });
+  // A launch that failed after connections were made leaves the peers waiting.
+  call.fatal = st.code() == base::Code::kCudaError;
   return st;
 }
 

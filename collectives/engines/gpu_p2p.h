@@ -44,6 +44,7 @@ class GpuP2p : public PointToPoint {
   transport::Connector* const connector_;
   const transport::FifoGeometry geometry_;
   std::shared_ptr<GpuRank> gpu_;
+  std::vector<uint8_t> gpu_scope_peers_;  // EngineSetup::gpu_scope_peers
   std::mutex links_mu_;  // links appear under it (Abort reads them from any thread)
   std::vector<std::unique_ptr<transport::FifoLink>> send_;  // by peer; null until connected
   std::vector<std::unique_ptr<transport::FifoLink>> recv_;

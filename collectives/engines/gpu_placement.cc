@@ -102,6 +102,22 @@ int RanksSharingGpuInProcess(const std::vector<GpuPlace>& places, int rank) {
   }));
 }
 
+std::vector<uint8_t> GpuScopePeers(const std::vector<GpuPlace>& places, int rank, bool enabled) {
+  std::vector<uint8_t> peers(places.size(), 0);
+  if (!enabled) return peers;
+  for (size_t r = 0; r < places.size(); ++r) {
+    peers[r] = static_cast<int>(r) != rank && SameGpu(places[rank], places[r]) ? 1 : 0;
+  }
+  return peers;
+}
+
+uint32_t GpuScopeOf(const std::vector<uint8_t>& peers, const transport::FifoLink& link) {
+  const bool device_memory =
+      link.medium == transport::Medium::kCudaPeer || link.medium == transport::Medium::kCudaIpc;
+  const bool on_this_gpu = link.peer >= 0 && static_cast<size_t>(link.peer) < peers.size() && peers[link.peer] != 0;
+  return device_memory && on_this_gpu ? 1 : 0;
+}
+
 Status CheckPlaces(const std::vector<GpuPlace>& places, int nchannels) {
   for (size_t i = 0; i < places.size(); ++i) {
     const GpuPlace& p = places[i];

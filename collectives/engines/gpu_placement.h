@@ -24,6 +24,7 @@
 #include "base/status.h"
 #include "kernels/cuda/residency.h"
 #include "transport/bootstrap/bootstrap.h"
+#include "transport/connect/connector.h"
 
 namespace ringo::collectives {
 
@@ -71,6 +72,15 @@ GpuLayout LayoutOf(const std::vector<GpuPlace>& places);
 
 // Ranks on rank `rank`'s GPU that are in its process (itself included).
 int RanksSharingGpuInProcess(const std::vector<GpuPlace>& places, int rank);
+
+// Per rank, 1 where rank `rank`'s FIFOs with it may be ordered at GPU scope:
+// its kernels run on rank `rank`'s GPU (any process), and `enabled`
+// (RINGO_GPU_DEVICE_SCOPE); 0 elsewhere, itself included.
+std::vector<uint8_t> GpuScopePeers(const std::vector<GpuPlace>& places, int rank, bool enabled);
+// DeviceFifo::gpu_scope of the FIFO of `link`: its peer is one of
+// `peers` and the FIFO is device memory (a peer's or an IPC mapping); 0 for
+// a FIFO in host memory (the network proxy's).
+uint32_t GpuScopeOf(const std::vector<uint8_t>& peers, const transport::FifoLink& link);
 
 // OK when the ranks on every GPU, `nchannels` each, fit it at once, and the
 // ranks of every process on every GPU fit its work queues; else InvalidUsage

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/logging.h"
+#include "collectives/engines/gpu_placement.h"
 #include "kernels/cuda/launch.h"
 
 namespace ringo::collectives {
@@ -19,6 +20,13 @@ uint32_t* OwnAbortWord(const transport::FifoLink& l) {
   char* base = reinterpret_cast<char*>(l.header);
   return reinterpret_cast<uint32_t*>(base + (l.sending ? offsetof(transport::FifoHeader, sender_aborted)
                                                        : offsetof(transport::FifoHeader, receiver_aborted)));
+}
+
+// Where a kernel marks its launch ended in a FIFO the network proxy serves,
+// as a device address; null for other FIFOs.
+uint64_t* LaunchEndedWord(const transport::FifoLink& l) {
+  if (l.medium != transport::Medium::kNet) return nullptr;
+  return reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(l.header) + offsetof(transport::FifoHeader, device_ended));
 }
 
 // The ring's geometry; across hosts the Simple protocol alone (every rank
@@ -76,11 +84,15 @@ StatusOr<std::unique_ptr<GpuRing>> GpuRing::Connect(const EngineSetup& setup, st
     const transport::FifoLink& in = ring->links_[nch + c];
     ring->channels_[c].send = kernels::gpu::DeviceFifoAt(out.header, out.geometry, false, next, nullptr, out.slots);
     ring->channels_[c].recv = kernels::gpu::DeviceFifoAt(in.header, in.geometry, true, prev, nullptr, in.slots);
+    ring->channels_[c].send.launch_ended = LaunchEndedWord(out);
+    ring->channels_[c].recv.launch_ended = LaunchEndedWord(in);
+    ring->channels_[c].send.gpu_scope = GpuScopeOf(setup.gpu_scope_peers, out);
+    ring->channels_[c].recv.gpu_scope = GpuScopeOf(setup.gpu_scope_peers, in);
     ring->abort_words_.push_back(OwnAbortWord(out));
     ring->abort_words_.push_back(OwnAbortWord(in));
     for (const transport::FifoLink* l : {&out, &in}) {
       if (l->medium == transport::Medium::kNet) {
-        ring->net_fifos_.push_back(static_cast<transport::FifoHeader*>(l->memory->base()));
+        ring->net_fifos_.emplace_back(c, static_cast<transport::FifoHeader*>(l->memory->base()));
       }
     }
   }
@@ -107,18 +119,20 @@ Status GpuRing::Run(Call& call) {
   kernels::gpu::DeviceCollArgs a;
   a.ring = kernels::MakeRingArgs(call.args, rank_, nranks_, pos_, order_.data(), plan.nchannels, plan.slice_bytes);
   a.proto = plan.proto;
-  const Status st = gpu_->Enqueue(call.stream, [&] {
+  const Status st = gpu_->Enqueue(call.stream, call.capturing, call.capture_id, [&] {
+    const kernels::gpu::KernelGuard guard = gpu_->Guard();
+    // A kernel cannot wake a sleeping proxy: the proxy stays awake from
+    // here until the kernel marks its launch ended.
+    for (const auto& [channel, h] : net_fifos_) {
+      if (channel < plan.nchannels) transport::MarkDeviceLaunch(h, guard.launch);
+    }
     return kernels::gpu::LaunchRingKernel(
         a, channels_.data(), static_cast<const kernels::gpu::DeviceChannel*>(device_channels_.get()),
-        plan.nchannels, call.stream, gpu_->Guard());
+        plan.nchannels, call.stream, guard);
   });
   // A launch that failed after the arguments were accepted leaves the peers
   // waiting for this rank.
   call.fatal = st.code() == base::Code::kCudaError;
-  // A kernel cannot wake a sleeping proxy: the launch does.
-  if (st.ok()) {
-    for (transport::FifoHeader* h : net_fifos_) transport::WakeProxy(h);
-  }
   return st;
 }
 

@@ -8,6 +8,7 @@
 #define RINGO_COLLECTIVES_ENGINES_GPU_RING_H_
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "collectives/engines/engine.h"
@@ -51,7 +52,9 @@ class GpuRing : public Engine {
   std::vector<kernels::gpu::DeviceChannel> channels_;  // one per connected channel
   base::DeviceCopy device_channels_;                   // channels_ in device memory, read by the kernels
   std::vector<uint32_t*> abort_words_;                 // this rank's abort word in each of its FIFOs
-  std::vector<transport::FifoHeader*> net_fifos_;      // network edges' FIFOs, host addresses: proxies to wake
+  // Network edges' FIFOs (host addresses), with their channel: a launch
+  // marks those of the channels it runs (MarkDeviceLaunch).
+  std::vector<std::pair<int, transport::FifoHeader*>> net_fifos_;
 };
 
 }  // namespace ringo::collectives

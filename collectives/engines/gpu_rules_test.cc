@@ -49,6 +49,34 @@ TEST(GpuPlacement, RanksPerGpuAndPerProcess) {
   EXPECT_EQ(l.residency.blocks_per_sm, 1);
 }
 
+// GPU scope only where both ends are kernels of one GPU (any process) and
+// the FIFO is device memory: not with another GPU of the host, not with
+// the same bus id on another host, never for a FIFO the network proxy
+// serves, never for oneself, and nowhere unless asked for.
+TEST(GpuPlacement, GpuScopeOnlyBetweenKernelsOfOneGpu) {
+  const std::vector<GpuPlace> places = {Place(1, 10, "0000:07:00.0"), Place(1, 10, "0000:07:00.0"),
+                                        Place(1, 11, "0000:07:00.0"), Place(1, 11, "0000:08:00.0"),
+                                        Place(2, 10, "0000:07:00.0")};
+  EXPECT_EQ(GpuScopePeers(places, 0, true), (std::vector<uint8_t>{0, 1, 1, 0, 0}));
+  EXPECT_EQ(GpuScopePeers(places, 3, true), (std::vector<uint8_t>{0, 0, 0, 0, 0}));
+  EXPECT_EQ(GpuScopePeers(places, 0, false), (std::vector<uint8_t>{0, 0, 0, 0, 0}));
+  const std::vector<uint8_t> peers = GpuScopePeers(places, 0, true);
+  transport::FifoLink link;
+  link.peer = 1;
+  link.medium = transport::Medium::kCudaPeer;
+  EXPECT_EQ(GpuScopeOf(peers, link), 1u);
+  link.peer = 2;
+  link.medium = transport::Medium::kCudaIpc;
+  EXPECT_EQ(GpuScopeOf(peers, link), 1u);
+  link.medium = transport::Medium::kNet;  // a proxy (a CPU thread) at the other end
+  EXPECT_EQ(GpuScopeOf(peers, link), 0u);
+  link.peer = 3;
+  link.medium = transport::Medium::kCudaPeer;  // another GPU
+  EXPECT_EQ(GpuScopeOf(peers, link), 0u);
+  link.peer = 7;  // not a rank
+  EXPECT_EQ(GpuScopeOf(peers, link), 0u);
+}
+
 TEST(GpuPlacement, EveryGpuMustHoldItsRanksBlocks) {
   std::vector<GpuPlace> eight(8, Place(1, 10, "0000:07:00.0"));
   EXPECT_TRUE(CheckPlaces(eight, 16).ok());        // 128 of 132
@@ -120,27 +148,47 @@ class FakeEvent final : public LaunchEvent {
   std::string* log_;
 };
 
-// A rank's launch order with its two events, as GpuRank keeps them.
+// A rank's launch order with its events, as GpuRank keeps them; replays
+// tracked or not.
 struct Order {
+  explicit Order(bool track_replays = false) : track(track_replays) {}
   std::string log;
   FakeEvent eager{"eager", &log};
   FakeEvent captured{"captured", &log};
+  FakeEvent replayed{"replayed", &log};
+  bool track;
   LaunchOrder order;
 
+  LaunchEvents Events() {
+    LaunchEvents e;
+    e.eager = &eager;
+    e.captured = &captured;
+    e.replayed = track ? &replayed : nullptr;
+    return e;
+  }
+  // A stream named `stream`, with `id` (a stream's process-unique id; by
+  // default its name's first letter, so equal names are one stream).
+  static LaunchSite Site(const char* stream, unsigned long long capture, unsigned long long id = 0) {
+    LaunchSite site;
+    site.stream = const_cast<char*>(stream);
+    site.stream_id = id != 0 ? id : static_cast<unsigned char>(stream[0]);
+    site.capturing = capture != 0;
+    site.capture_id = capture;
+    return site;
+  }
   // One launch as GpuRank makes it: Before, the kernel, After; `capture`
   // 0 for an eager launch, else the capture sequence's id.
-  void Launch(const char* stream, unsigned long long capture = 0) {
-    void* s = const_cast<char*>(stream);
-    CaptureState c;
-    c.active = capture != 0;
-    c.id = capture;
-    ASSERT_TRUE(order.Before(s, c, eager, captured).ok());
-    log += std::string(c.active ? "node " : "kernel ") + FakeEvent::Name(s) + "; ";
-    ASSERT_TRUE(order.After(s, c, eager, captured).ok());
+  void Launch(const char* stream, unsigned long long capture = 0, unsigned long long id = 0) {
+    const LaunchSite site = Site(stream, capture, id);
+    ASSERT_TRUE(order.Before(site, Events()).ok());
+    log += std::string(site.capturing ? "node " : "kernel ") + FakeEvent::Name(site.stream) + "; ";
+    ASSERT_TRUE(order.After(site, Events()).ok());
   }
 };
 
-TEST(GpuLaunchOrder, EachLaunchWaitsForThePreviousWhateverTheStream) {
+// A launch on another stream than the previous eager launch waits for it;
+// on the same stream the stream orders them and nothing is enqueued.
+TEST(GpuLaunchOrder, ALaunchOnAnotherStreamWaitsForThePrevious) {
   Order o;
   EXPECT_FALSE(o.order.launched());
   o.Launch("a");
@@ -151,58 +199,94 @@ TEST(GpuLaunchOrder, EachLaunchWaitsForThePreviousWhateverTheStream) {
   EXPECT_EQ(o.log,
             "kernel a; record eager@a; "
             "wait b for eager@a; kernel b; record eager@b; "
-            "wait b for eager@b; kernel b; record eager@b; "
+            "kernel b; record eager@b; "
             "wait a for eager@b; kernel a; record eager@a; ");
+}
+
+// A destroyed stream's handle coming back as a new stream's has a new id:
+// the new stream waits.
+TEST(GpuLaunchOrder, StreamsAreToldApartByIdNotHandle) {
+  Order o;
+  o.Launch("a", 0, 1);
+  o.Launch("a", 0, 2);  // the same handle, another stream
+  EXPECT_EQ(o.log, "kernel a; record eager@a; wait a for eager@a; kernel a; record eager@a; ");
 }
 
 TEST(GpuLaunchOrder, AFailedRecordIsReported) {
   Order o;
   o.eager.fail_record = true;
-  EXPECT_FALSE(o.order.After(nullptr, CaptureState(), o.eager, o.captured).ok());
+  EXPECT_FALSE(o.order.After(Order::Site("a", 0), o.Events()).ok());
   EXPECT_FALSE(o.order.launched());
+  o.eager.fail_record = false;
+  o.Launch("a");  // the failed launch set nothing: no wait for it
+  EXPECT_EQ(o.log, "kernel a; record eager@a; ");
 }
 
 // A captured launch neither waits for nor records the eager event (either
 // would cross the capture's boundary); launches of one capture are chained
 // by the captured event, also across the capture's streams; a new capture
-// starts its own chain; eager launches after a capture wait for the last
-// eager launch, as if the capture had not happened.
+// starts its own chain; eager launches after a capture wait only for the
+// last eager launch (on another stream), as if the capture had not
+// happened: replays are the caller's to order where they are not tracked.
 TEST(GpuLaunchOrder, CapturedLaunchesChainInsideTheirCaptureOnly) {
   Order o;
   o.Launch("a");        // eager
   o.Launch("g", 7);     // capture 7 on stream g: first of its capture
   o.Launch("h", 7);     // capture 7 on a forked stream h: after the node on g
-  o.Launch("a");        // eager again: after the eager launch, not the nodes
+  o.Launch("b");        // eager again: after the eager launch, not the nodes
   o.Launch("g", 9);     // a new capture: no wait
   o.Launch("g", 9);
   EXPECT_EQ(o.order.last_capture(), 9u);
+  EXPECT_FALSE(o.order.replays_tracked());
   EXPECT_EQ(o.log,
             "kernel a; record eager@a; "
             "node g; record captured@g; "
             "wait h for captured@g; node h; record captured@h; "
-            "wait a for eager@a; kernel a; record eager@a; "
+            "wait b for eager@a; kernel b; record eager@b; "
             "node g; record captured@g; "
             "wait g for captured@g; node g; record captured@g; ");
 }
 
-// Capturing first (no eager launch yet) leaves the eager order untouched:
-// the first eager launch waits for nothing.
+// Tracked replays: each captured launch adds a node recording the replayed
+// event after it; once one was added, every eager launch waits for that
+// event (an eager call after a replay runs after it, whatever its stream),
+// also on the stream of the previous eager launch.
+TEST(GpuLaunchOrder, TrackedReplaysOrderTheEagerLaunchesAfterThem) {
+  Order o(true);
+  o.Launch("a");
+  EXPECT_FALSE(o.order.replays_tracked());
+  o.Launch("g", 7);
+  o.Launch("h", 7);
+  EXPECT_TRUE(o.order.replays_tracked());
+  o.Launch("a");
+  o.Launch("a");
+  EXPECT_EQ(o.log,
+            "kernel a; record eager@a; "
+            "node g; record captured@g; record replayed@g; "
+            "wait h for captured@g; node h; record captured@h; record replayed@h; "
+            "wait a for replayed@h; kernel a; record eager@a; "
+            "wait a for replayed@h; kernel a; record eager@a; ");
+}
+
+// Capturing first (no eager launch yet): the first eager launch waits for
+// no eager launch; tracked, for the replayed event.
 TEST(GpuLaunchOrder, ACaptureBeforeAnyEagerLaunch) {
   Order o;
   o.Launch("g", 3);
   EXPECT_FALSE(o.order.launched());
   o.Launch("a");
   EXPECT_EQ(o.log, "node g; record captured@g; kernel a; record eager@a; ");
+  Order t(true);
+  t.Launch("g", 3);
+  t.Launch("a");
+  EXPECT_EQ(t.log, "node g; record captured@g; record replayed@g; wait a for replayed@g; kernel a; record eager@a; ");
 }
 
 // A failed record inside a capture leaves the chain as it was.
 TEST(GpuLaunchOrder, AFailedCapturedRecordIsReported) {
   Order o;
   o.captured.fail_record = true;
-  CaptureState c;
-  c.active = true;
-  c.id = 5;
-  EXPECT_FALSE(o.order.After(nullptr, c, o.eager, o.captured).ok());
+  EXPECT_FALSE(o.order.After(Order::Site("g", 5), o.Events()).ok());
   EXPECT_EQ(o.order.last_capture(), 0u);
 }
 

@@ -24,7 +24,8 @@ bool OnGpu(const EngineSetup& s) { return s.device >= 0; }
 
 StatusOr<std::shared_ptr<GpuRank>> SharedGpu(const EngineSetup& s, EngineSet& set) {
   if (set.gpu == nullptr) {
-    ASSIGN_OR_RETURN(set.gpu, GpuRank::Create(s.rank, s.device, s.timeout_ms, s.ranks_sharing_gpu));
+    ASSIGN_OR_RETURN(set.gpu, GpuRank::Create(s.rank, s.device, s.timeout_ms, s.ranks_sharing_gpu,
+                                                     s.settings.local.gpu_track_replays));
   }
   return set.gpu;
 }

@@ -86,7 +86,11 @@ class GpuResidence final : public Residence {
 
   Status BeginLaunch(GpuTimes* times, bool recorded, void* stream, Launch* launch) override {
     *launch = Launch();
-    if (base::StreamCapturing(stream)) {
+    // The one capture query of the call (the engines take its answer).
+    ASSIGN_OR_RETURN(const base::StreamCapture capture, base::GetStreamCapture(stream));
+    launch->capturing = capture.active;
+    launch->capture_id = capture.id;
+    if (capture.active) {
       if (hosts_spanned_) {
         return base::InvalidUsage(
             "this GPU communicator spans hosts: its calls cannot be captured into a CUDA graph (the network "
@@ -124,9 +128,11 @@ class GpuResidence final : public Residence {
 StatusOr<std::unique_ptr<Residence>> PrepareGpu(EngineSetup* setup) {
   ASSIGN_OR_RETURN(const std::vector<GpuPlace> gpus, ExchangePlaces(*setup->exchange, setup->device));
   const GpuLayout layout = LayoutOf(gpus);
-  setup->gpu = ChooseDeviceGeometry(setup->settings, setup->nranks, layout.residency, layout.max_ranks_per_gpu);
+  setup->gpu = ChooseDeviceGeometry(setup->settings, setup->nranks, layout.residency, layout.max_ranks_per_gpu,
+                                    setup->gpu_hosts_spanned);
   RETURN_IF_ERROR(CheckPlaces(gpus, setup->gpu.nchannels));
   setup->ranks_sharing_gpu = RanksSharingGpuInProcess(gpus, setup->rank);
+  setup->gpu_scope_peers = GpuScopePeers(gpus, setup->rank, setup->settings.local.gpu_device_scope);
   return std::unique_ptr<Residence>(new GpuResidence(setup->device, setup->gpu_hosts_spanned));
 }
 

@@ -32,6 +32,10 @@ class Residence {
   struct Launch {
     TraceState state = TraceState::kDone;
     int slot = -1;
+    // The caller's stream is capturing a CUDA graph (into capture sequence
+    // capture_id): asked once, here, for the whole call.
+    bool capturing = false;
+    unsigned long long capture_id = 0;
   };
 
   virtual ~Residence() = default;

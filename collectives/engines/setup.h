@@ -45,6 +45,9 @@ struct EngineSetup {
   // (the proxy moves whole slots) and no call may be captured in a graph.
   bool gpu_hosts_spanned = false;
   int ranks_sharing_gpu = 1;
+  // Per rank, 1 where this rank's FIFOs with it are ordered at GPU scope
+  // (gpu_placement.h's GpuScopePeers).
+  std::vector<uint8_t> gpu_scope_peers;
   // How the engines connect: the communicator's exchange (it carries
   // messages), its connector, and where every rank shares one memory
   // domain, their shared pages (null otherwise).

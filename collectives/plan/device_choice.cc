@@ -43,7 +43,7 @@ StatusOr<WishChoice> ChooseWish(DeviceRequest api, DeviceRequest env, const Cuda
 }
 
 StatusOr<DeviceAgreement> AgreeOnDevice(const std::vector<DeviceWish>& wishes,
-                                        const std::vector<uint64_t>& hosts) {
+                                        const std::vector<uint64_t>& hosts, bool across_hosts) {
   DeviceAgreement out;
   const int n = static_cast<int>(wishes.size());
   int host_rank = -1;      // the first rank that wants host memory
@@ -74,8 +74,22 @@ StatusOr<DeviceAgreement> AgreeOnDevice(const std::vector<DeviceWish>& wishes,
     return out;
   }
   // Ranks on several hosts too: their ring edges between hosts go through
-  // pinned host memory and the network proxy (transport/connect/net_medium.cc).
-  for (size_t r = 1; r < hosts.size(); ++r) out.hosts_spanned = out.hosts_spanned || hosts[r] != hosts[0];
+  // pinned host memory and the network proxy (transport/connect/net_medium.cc),
+  // where that is allowed.
+  bool spanned = false;
+  for (size_t r = 1; r < hosts.size(); ++r) spanned = spanned || hosts[r] != hosts[0];
+  if (spanned && !across_hosts) {
+    const std::string why =
+        "the ranks span hosts, and GPU communicators across hosts are off until a GPU run has verified "
+        "them (RINGO_GPU_ACROSS_HOSTS=1 on rank 0 turns them on; docs/gpu.md)";
+    if (required_rank >= 0) {
+      return base::InvalidUsage("rank " + std::to_string(required_rank) +
+                                " asked for GPU memory (RINGO_DEVICE_CUDA or RINGO_DEVICE=cuda), but " + why);
+    }
+    out.note = why + ": host memory on every rank";
+    return out;
+  }
+  out.hosts_spanned = spanned;
   out.cuda = n > 0;
   return out;
 }

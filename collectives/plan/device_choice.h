@@ -60,13 +60,14 @@ struct DeviceAgreement {
 };
 
 // Every rank's wish and host (same order: by rank) -> one decision every rank
-// reaches alike. GPU memory when every rank wishes for it, on one host or
-// several (edges between hosts go through pinned host memory and the
-// network). A required GPU that cannot be had (another rank wants host
-// memory) is InvalidUsage naming the ranks; kCudaIfAll then falls back to
-// host memory.
+// reaches alike. GPU memory when every rank wishes for it, on one host, or
+// on several where `across_hosts` allows it (RINGO_GPU_ACROSS_HOSTS: edges
+// between hosts go through pinned host memory and the network; off until a
+// GPU run has verified it). A required GPU that cannot be had (another rank
+// wants host memory, or the ranks span hosts and that is not allowed) is
+// InvalidUsage naming why; kCudaIfAll then falls back to host memory.
 base::StatusOr<DeviceAgreement> AgreeOnDevice(const std::vector<DeviceWish>& wishes,
-                                              const std::vector<uint64_t>& hosts);
+                                              const std::vector<uint64_t>& hosts, bool across_hosts);
 
 }  // namespace ringo::collectives
 

@@ -75,8 +75,8 @@ TEST(DeviceChoice, RequiredGpuThatIsNotThereSaysWhy) {
   EXPECT_NE(no_kernels.status().message().find("no GPU kernels"), std::string::npos);
 }
 
-DeviceAgreement Agree(const std::vector<W>& wishes, const std::vector<uint64_t>& hosts) {
-  auto a = AgreeOnDevice(wishes, hosts);
+DeviceAgreement Agree(const std::vector<W>& wishes, const std::vector<uint64_t>& hosts, bool across_hosts = true) {
+  auto a = AgreeOnDevice(wishes, hosts, across_hosts);
   EXPECT_TRUE(a.ok()) << a.status().ToString();
   return a.ok() ? *a : DeviceAgreement{};
 }
@@ -97,9 +97,27 @@ TEST(DeviceChoice, AutoFallsBackToHostTogether) {
   EXPECT_NE(a.note.find("rank 1 uses host memory"), std::string::npos) << a.note;
 }
 
+TEST(DeviceChoice, GpuAcrossHostsIsOffUntilAGpuRunVerifiedIt) {
+  // Not allowed (RINGO_GPU_ACROSS_HOSTS=0, the default): auto falls back to
+  // host memory on every rank, saying why; a required GPU is refused.
+  DeviceAgreement a = Agree({W::kCudaIfAll, W::kCudaIfAll, W::kCudaIfAll}, {7, 7, 9}, /*across_hosts=*/false);
+  EXPECT_FALSE(a.cuda);
+  EXPECT_FALSE(a.hosts_spanned);
+  EXPECT_NE(a.note.find("RINGO_GPU_ACROSS_HOSTS=1"), std::string::npos) << a.note;
+  auto required = AgreeOnDevice({W::kCudaIfAll, W::kCuda}, {7, 8}, false);
+  ASSERT_FALSE(required.ok());
+  EXPECT_EQ(required.status().code(), base::Code::kInvalidUsage);
+  EXPECT_NE(required.status().message().find("rank 1 asked for GPU memory"), std::string::npos)
+      << required.status().message();
+  // One host: unaffected.
+  a = Agree({W::kCuda, W::kCuda}, {7, 7}, false);
+  EXPECT_TRUE(a.cuda);
+  EXPECT_FALSE(a.hosts_spanned);
+}
+
 TEST(DeviceChoice, GpuAcrossHosts) {
-  // Ranks on several hosts keep GPU memory: edges between hosts go through
-  // pinned host memory and the network.
+  // Allowed: ranks on several hosts keep GPU memory, edges between hosts go
+  // through pinned host memory and the network.
   DeviceAgreement a = Agree({W::kCudaIfAll, W::kCudaIfAll, W::kCudaIfAll}, {7, 7, 9});
   EXPECT_TRUE(a.cuda);
   EXPECT_TRUE(a.hosts_spanned);
@@ -110,12 +128,12 @@ TEST(DeviceChoice, GpuAcrossHosts) {
 }
 
 TEST(DeviceChoice, ARequiredGpuThatCannotBeHadFailsOnEveryRank) {
-  auto mixed = AgreeOnDevice({W::kHost, W::kCudaIfAll, W::kCuda}, {7, 7, 7});
+  auto mixed = AgreeOnDevice({W::kHost, W::kCudaIfAll, W::kCuda}, {7, 7, 7}, true);
   ASSERT_FALSE(mixed.ok());
   EXPECT_EQ(mixed.status().code(), base::Code::kInvalidUsage);
   EXPECT_NE(mixed.status().message().find("rank 2 asked for GPU memory"), std::string::npos);
   EXPECT_NE(mixed.status().message().find("but rank 0 uses host memory"), std::string::npos);
-  auto garbage = AgreeOnDevice({W::kCuda, static_cast<W>(7)}, {7, 7});
+  auto garbage = AgreeOnDevice({W::kCuda, static_cast<W>(7)}, {7, 7}, true);
   ASSERT_FALSE(garbage.ok());
   EXPECT_NE(garbage.status().message().find("rank 1 sent an unknown device wish 7"),
             std::string::npos);

@@ -40,6 +40,12 @@ constexpr int64_t kOneShotLLBytes = 64;
 constexpr int64_t kDeviceSlotBytes = 512 * 1024;
 constexpr int64_t kDeviceLLSliceBytes = 16 * 1024;
 constexpr int kDeviceChannels = 4;
+// A GPU ring that spans hosts: each channel is a network connection each
+// way, two pinned FIFOs of 8 slots and a share of one proxy thread, and
+// the network, not the GPU, bounds it: 4 channels (8 TCP streams at
+// RINGO_NET_STREAMS' default, 4 queue pairs over verbs; 32 MiB of pinned
+// slots), unless RINGO_NCHANNELS says.
+constexpr int kNetDeviceChannels = 4;
 constexpr int64_t kMinBytesPerDeviceChannel = 1 << 20;
 
 int64_t CollectiveBytes(const kernels::CollArgs& args, int nranks) {
@@ -177,7 +183,7 @@ DeviceGeometry ChooseDeviceGeometry(const CommSettings& settings, int nranks) {
 
 DeviceGeometry ChooseDeviceGeometry(const CommSettings& settings, int nranks,
                                     const kernels::gpu::RingResidency& residency,
-                                    int ranks_per_gpu) {
+                                    int ranks_per_gpu, bool hosts_spanned) {
   const SharedSettings& shared = settings.shared;
   DeviceGeometry g;
   const int64_t slice = shared.slot_bytes > 0 ? shared.slot_bytes : kDeviceSlotBytes;
@@ -197,6 +203,7 @@ DeviceGeometry ChooseDeviceGeometry(const CommSettings& settings, int nranks,
   } else {
     g.nchannels = kDeviceChannels;
   }
+  if (hosts_spanned && !g.fixed_channels) g.nchannels = std::min(g.nchannels, kNetDeviceChannels);
   if (nranks == 1) g.nchannels = 1;
   g.proto = shared.proto;
   return g;

@@ -85,10 +85,11 @@ struct DeviceGeometry {
 DeviceGeometry ChooseDeviceGeometry(const CommSettings& settings, int nranks);
 // For a ring whose GPUs hold `residency` of the ring kernel (the smallest
 // GPU's) and carry up to `ranks_per_gpu` ranks each: channels per rank
-// kernels::gpu::ChannelsPerRank, unless RINGO_NCHANNELS says.
+// kernels::gpu::ChannelsPerRank, at most 4 where the ring spans hosts (a
+// channel is a network connection each way), unless RINGO_NCHANNELS says.
 DeviceGeometry ChooseDeviceGeometry(const CommSettings& settings, int nranks,
                                     const kernels::gpu::RingResidency& residency,
-                                    int ranks_per_gpu);
+                                    int ranks_per_gpu, bool hosts_spanned = false);
 
 struct DevicePlan {
   kernels::gpu::Proto proto = kernels::gpu::Proto::kSimple;

@@ -593,6 +593,21 @@ TEST(DeviceGeometryTest, ChannelsFromTheMultiprocessorsAndTheRanksPerGpu) {
   EXPECT_EQ(Plan(g, Coll::kAllReduce, DataType::kFloat32, 1 << 26, 2).nchannels, g.nchannels);
 }
 
+// A GPU ring across hosts: a channel is a network connection each way, so
+// 4 channels, not one per multiprocessor (64 on an H100 alone), unless
+// RINGO_NCHANNELS says; one GPU per host gets no more for it.
+TEST(DeviceGeometryTest, AcrossHostsTheNetworkSizesTheChannels) {
+  const kernels::gpu::RingResidency h100{132, 1};
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 2, h100, 1, /*hosts_spanned=*/true).nchannels, 4);
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 16, h100, 8, true).nchannels, 4);
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 2, h100, 1, false).nchannels,
+            kernels::gpu::kMaxChannels);
+  Config forced = DefaultConfig();
+  forced.nchannels = 12;
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(forced), 2, h100, 1, true).nchannels, 12);
+  EXPECT_EQ(ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 1, h100, 1, true).nchannels, 1);
+}
+
 TEST(DevicePlanTest, RingoProtoForcesOne) {
   DeviceGeometry g = ChooseDeviceGeometry(SettingsFrom(DefaultConfig()), 2);
   g.proto = ProtoChoice::kSimple;

@@ -32,6 +32,7 @@ struct SharedSettings {
   ProtoChoice proto = ProtoChoice::kAuto;  // RINGO_PROTO
   int32_t check = 1;                       // RINGO_CHECK
   int32_t deterministic = 0;               // RINGO_DETERMINISTIC
+  int32_t gpu_across_hosts = 0;            // RINGO_GPU_ACROSS_HOSTS
   int64_t slot_bytes = 0;                  // RINGO_SLOT_BYTES (0: chosen)
 };
 static_assert(sizeof(SharedSettings) == 32, "fixed layout: sent raw at init");
@@ -40,6 +41,8 @@ struct LocalSettings {
   int64_t spin_count = -1;    // RINGO_SPIN_COUNT (-1: chosen at init)
   int64_t yield_count = -1;   // RINGO_YIELD_COUNT
   int64_t crowded_wait = -1;  // RINGO_CROWDED_WAIT
+  bool gpu_track_replays = false;  // RINGO_GPU_TRACK_REPLAYS
+  bool gpu_device_scope = false;   // RINGO_GPU_DEVICE_SCOPE
 };
 
 struct CommSettings {

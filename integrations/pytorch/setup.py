@@ -17,9 +17,10 @@ which PyTorch it was built against).
 --no-build-isolation: an isolated build would download setuptools and would
 not see the installed torch. With ninja installed the sources compile in
 parallel (MAX_JOBS), else one after another. With a CUDA build of PyTorch
-2.x and a CUDA toolkit (CUDA_HOME), CUDA tensors run on Ringo's GPU
-communicators (RINGO_TORCH_CUDA); RINGO_TORCH_CUDA=0 builds for CPU tensors
-only. Environment: RINGO_LIB, the libringo.so to carry (default
+2.x and a CUDA toolkit (CUDA_HOME), RINGO_TORCH_CUDA=1 builds CUDA tensors
+on Ringo's GPU communicators; by default (RINGO_TORCH_CUDA unset or 0) the
+build serves CPU tensors only and refuses CUDA tensors, until a GPU run has
+verified them (docs/gpu.md). Environment: RINGO_LIB, the libringo.so to carry (default
 bazel-bin/libringo.so of this checkout). The package's version is Ringo's
 (include/ringo/ringo.h).
 """
@@ -93,7 +94,7 @@ if prebuilt:
 else:
     major = int(torch.__version__.split(".")[0])
     cuda = (major >= 2 and torch.version.cuda is not None and cpp_extension.CUDA_HOME is not None
-            and os.environ.get("RINGO_TORCH_CUDA", "1") != "0")
+            and os.environ.get("RINGO_TORCH_CUDA", "0") == "1")
     Extension = cpp_extension.CUDAExtension if cuda else cpp_extension.CppExtension
     extension = Extension(
         "ringo_torch._C",

@@ -65,6 +65,14 @@ struct DeviceFifo {
   void* ll_slots = nullptr;           // kFifoSlots * ll_slot_bytes of 16-byte LL lines; 16-byte aligned
   uint64_t ll_slot_bytes = 0;
   int peer_rank = -1;  // the rank at the other end, for error reports
+  // 1: both ends are kernels of this GPU and the FIFO is its memory, so the
+  // counters are ordered at GPU scope (RINGO_GPU_DEVICE_SCOPE); 0: at
+  // system scope (a CPU thread, a NIC or another GPU may be at the other end).
+  uint32_t gpu_scope = 0;
+  // A FIFO a network proxy serves (pinned host memory): where the kernel
+  // writes its launch's number (KernelGuard::launch) as it exits, after its
+  // last post (FifoHeader::device_ended); null for every other FIFO.
+  uint64_t* launch_ended = nullptr;
 };
 
 // The handle of one end of the FIFO whose header is at `header` as the
@@ -105,13 +113,15 @@ enum class KernelError : int32_t {
 
 // Where a failing kernel says what happened: host memory mapped for the
 // device, zeroed by its owner before the first launch. The first failing
-// block claims it (claimed 0 -> 1), fills the fields, fences, and writes
-// `code` last, so a host that reads code != 0 then the rest sees them all.
-// Later failures leave it alone: the first error sticks until the owner
-// zeroes it again.
+// block claims it through a word in device memory (KernelGuard::claim, 0 ->
+// 1: an atomic the GPU honours, which one on mapped host memory is not
+// promised to be), fills the fields, fences, and writes `code` last (a
+// system-scope release), so a host that reads code != 0 then the rest sees
+// them all. Later failures leave it alone: the first error sticks until the
+// owner zeroes both again.
 struct ErrorRecord {
   int32_t code;        // KernelError; written last
-  int32_t claimed;
+  int32_t reserved;
   int32_t rank;        // the rank that gave up
   int32_t peer;        // the rank it waited on
   int32_t channel;
@@ -126,9 +136,11 @@ struct ErrorRecord {
 // Watchdog): the rank's abort flag, its deadline and its error record.
 struct KernelGuard {
   const volatile int* abort = nullptr;  // host-mapped; may be null
-  ErrorRecord* error = nullptr;         // host-mapped; may be null
+  ErrorRecord* error = nullptr;         // host-mapped; may be null (then nothing is recorded)
+  int* claim = nullptr;                 // device memory, zeroed: who writes `error` (null: nobody)
   uint64_t timeout_ns = 0;              // 0: no deadline
   int rank = 0;                         // for the error record
+  uint64_t launch = 0;                  // this launch's number (DeviceFifo::launch_ended)
 };
 
 }  // namespace ringo::kernels::gpu

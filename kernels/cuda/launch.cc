@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/cuda.h"
+#include "base/cuda_calls.h"
 #include "kernels/cuda/internal/kernel_params.h"
 #include "kernels/cuda/internal/ring_params.h"
 #include "kernels/internal/dispatch.h"
@@ -177,11 +178,13 @@ Status CopyOneRank(const CollArgs& a, void* stream) {
   if (Reduces(a.coll) && a.op == RedOp::kPreMulSum) {
     // The one operand still meets its scalar.
     if (a.count == 0) return base::OkStatus();
+    base::CountCudaCall(base::CudaCall::kLaunchKernel);
     return LaunchResult(Dispatch<PreFn>(a.dtype, a.op, a.send, a.recv, a.count, a.scalar, a.scalar_ptr, stream),
                         "one-rank premul-sum");
   }
   if (bytes == 0 || a.send == a.recv) return base::OkStatus();
 #if RINGO_CUDA_KERNELS
+  base::CountCudaCall(base::CudaCall::kMemcpyAsync);
   return LaunchResult(static_cast<int>(cudaMemcpyAsync(a.recv, a.send, static_cast<size_t>(bytes),
                                                        cudaMemcpyDeviceToDevice,
                                                        static_cast<cudaStream_t>(stream))),
@@ -287,6 +290,7 @@ Status LaunchRingKernel(const DeviceCollArgs& args, const DeviceChannel* host_ch
   RETURN_IF_ERROR(CheckArgs(args, host_channels, device_channels, nchannels));
   if (args.ring.nranks == 1) return CopyOneRank(args.ring.call, cuda_stream);
   const RingKernelParams p = internal::BuildRingParams(args, device_channels, guard);
+  base::CountCudaCall(base::CudaCall::kLaunchKernel);
   return LaunchResult(Dispatch<RingFn>(p.ring.call.dtype, p.ring.call.op, p, args.proto, cuda_stream),
                       std::string("ring kernel ") + Where(args.ring.call.dtype, args.ring.call.op));
 }
@@ -309,6 +313,7 @@ Status LaunchP2pKernel(const P2pKernelArgs& args, void* cuda_stream, const Kerne
     }
   }
 #if RINGO_CUDA_KERNELS
+  base::CountCudaCall(base::CudaCall::kLaunchKernel);
   return LaunchResult(internal::LaunchP2pTyped(args, guard, cuda_stream), "point-to-point kernel");
 #else
   (void)cuda_stream;
@@ -326,6 +331,7 @@ Status LaunchReduceKernel(DataType dtype, RedOp op, const void* a, const void* b
   }
   if (count < 0) return base::InvalidArgument("negative count");
   if (count > 0 && (a == nullptr || b == nullptr || dst == nullptr)) return base::InvalidArgument("null buffer");
+  base::CountCudaCall(base::CudaCall::kLaunchKernel);
   return LaunchResult(Dispatch<ReduceFn>(dtype, op, a, b, dst, count, cuda_stream),
                       "reduce kernel " + Where(dtype, op));
 }
@@ -335,6 +341,7 @@ Status LaunchCopyKernel(const void* src, void* dst, int64_t bytes, void* cuda_st
   if (bytes < 0) return base::InvalidArgument("negative size");
   if (bytes > 0 && (src == nullptr || dst == nullptr)) return base::InvalidArgument("null buffer");
 #if RINGO_CUDA_KERNELS
+  base::CountCudaCall(base::CudaCall::kLaunchKernel);
   return LaunchResult(internal::LaunchCopyBytes(src, dst, bytes, cuda_stream), "copy kernel");
 #else
   return NotBuilt();

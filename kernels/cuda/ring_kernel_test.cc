@@ -167,6 +167,8 @@ class GpuRing {
     std::memset(errors_, 0, sizeof(ErrorRecord) * n_);
     *abort_ = 0;
     CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&errors_dev_), errors_, 0));
+    CUDA(cudaMalloc(reinterpret_cast<void**>(&claims_), sizeof(int) * n_));
+    CUDA(cudaMemset(claims_, 0, sizeof(int) * n_));
     CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&abort_dev_), abort_, 0));
     for (int q = 0; q < n_ && n_ > 1; ++q) {
       const std::vector<DeviceChannel> ch = Channels(q);
@@ -184,6 +186,7 @@ class GpuRing {
     for (auto s : streams_) cudaStreamDestroy(s);
     cudaFreeHost(errors_);
     cudaFreeHost(abort_);
+    cudaFree(claims_);
   }
   GpuRing(const GpuRing&) = delete;
   GpuRing& operator=(const GpuRing&) = delete;
@@ -199,6 +202,7 @@ class GpuRing {
     KernelGuard g;
     g.abort = abort_dev_;
     g.error = errors_dev_ + pos;
+    g.claim = claims_ + pos;
     g.timeout_ns = timeout_ns;
     g.rank = rank;
     return g;
@@ -239,6 +243,7 @@ class GpuRing {
   std::vector<cudaStream_t> streams_;
   ErrorRecord* errors_ = nullptr;
   ErrorRecord* errors_dev_ = nullptr;
+  int* claims_ = nullptr;  // device memory, one per position
   int* abort_ = nullptr;
   int* abort_dev_ = nullptr;
 };

@@ -81,18 +81,21 @@ __global__ void __launch_bounds__(kP2pThreads) P2pKernel(const __grid_constant__
           const uint64_t target = step + 1 < kFifoSlots ? 0 : step + 1 - kFifoSlots;
           if (seen < target) {
             WaitCounter(f.head, target, f.aborted, watchdog, WaitSite{lane.peer, 0, static_cast<int64_t>(step), target},
-                        &seen);
+                        &seen, f.gpu_scope);
           }
         } else if (seen < step + 1 &&
                    WaitCounter(f.tail, step + 1, f.aborted, watchdog,
-                               WaitSite{lane.peer, 1, static_cast<int64_t>(step), step + 1}, &seen) &&
+                               WaitSite{lane.peer, 1, static_cast<int64_t>(step), step + 1}, &seen, f.gpu_scope) &&
                    f.meta != nullptr && SlotBytes(f, step) != n) {
           watchdog.Fail(KernelError::kSizeMismatch, WaitSite{lane.peer, 1, static_cast<int64_t>(step), n},
                         SlotBytes(f, step), 0);
         }
       }
       __syncthreads();
-      if (failed) return;
+      if (failed) {
+        if (threadIdx.x == 0) MarkLaunchEnded(f, guard.launch);
+        return;
+      }
       if (sending) {
         BlockCopy(slot, static_cast<const char*>(op.send) + offset, n);
       } else {
@@ -102,13 +105,14 @@ __global__ void __launch_bounds__(kP2pThreads) P2pKernel(const __grid_constant__
       if (threadIdx.x == 0) {
         if (sending) {
           if (f.meta != nullptr) f.meta[step % kFifoSlots].bytes = n;
-          PostCounter(f.tail, step + 1);
+          PostCounter(f.tail, step + 1, f.gpu_scope);
         } else {
-          PostCounter(f.head, step + 1);
+          PostCounter(f.head, step + 1, f.gpu_scope);
         }
       }
     }
   }
+  if (threadIdx.x == 0) MarkLaunchEnded(f, guard.launch);  // after its last post
 }
 
 }  // namespace

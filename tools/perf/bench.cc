@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/cuda_calls.h"
 #include "tools/perf/collective.h"
 #include "tools/perf/stats.h"
 #include "tools/perf/verify.h"
@@ -250,7 +251,17 @@ StatusOr<Measurement> Bench::Measure(const Run& run) {
   RETURN_IF_ERROR(Barrier());
 
   Measurement m;
+  base::CudaCallCounts before;
+  const bool count_calls = o_.cuda_calls && comm_->CudaCalls(&before);
   RETURN_IF_ERROR(o_.graph_launches > 0 ? TimeGraph(run, &m) : o_.median ? TimeEach(run, &m) : TimeBatch(run, &m));
+  if (count_calls) {
+    base::CudaCallCounts after;
+    comm_->CudaCalls(&after);
+    // A replay is one launch by this program, whatever it holds: the
+    // library's calls are those of the capture, once.
+    m.cuda_calls = o_.graph_launches > 0 ? "a graph replay makes none (captured once, untimed)"
+                                         : base::DescribeCudaCalls(after.Since(before), static_cast<uint64_t>(o_.iters));
+  }
   const double seconds = m.time_us * 1e-6;
   const double bytes = static_cast<double>(run.counts.Bytes(run.type_size));
   m.algbw = seconds > 0 ? bytes / seconds / 1e9 : 0.0;

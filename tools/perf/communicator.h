@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <string>
 
+#include "base/cuda_calls.h"
 #include "base/device/dtype.h"
 #include "base/status.h"
 #include "tools/perf/options.h"
@@ -51,6 +52,13 @@ class Communicator {
     return base::InvalidUsage(Library() + " has no buffer allocator of its own (-R 1)");
   }
   virtual void FreeRegistered(void* ptr) { (void)ptr; }
+
+  // The CUDA runtime calls the library has made on this thread so far, where
+  // it counts them (--cuda-calls); false where it does not.
+  virtual bool CudaCalls(base::CudaCallCounts* counts) const {
+    (void)counts;
+    return false;
+  }
 
   // After a failure on this rank: make peers blocked on it fail instead of
   // waiting forever, where the library can (best effort; may not return).

@@ -210,6 +210,11 @@ const Flag kFlags[] = {
        o->median = true;
        return Status();
      }},
+    {nullptr, "--cuda-calls", false,
+     [](const std::string&, const std::string&, Options* o) -> Status {
+       o->cuda_calls = true;
+       return Status();
+     }},
     {nullptr, "--no-inplace", false,
      [](const std::string&, const std::string&, Options* o) -> Status {
        o->in_place = false;
@@ -405,6 +410,8 @@ std::string FlagsUsage(const std::string& program) {
          "                           directly); 0: plain host memory (default 0)\n"
          "  --median                 time each iteration alone and report the median\n"
          "                           (10th/90th percentiles in the CSV), not the mean\n"
+         "  --cuda-calls             after each row, the CUDA runtime calls the library\n"
+         "                           made per timed call on rank 0's thread (eager calls)\n"
          "  --no-inplace             measure out of place only (in-place columns N/A)\n"
          "  --csv FILE               also write one row per size/type/op to FILE\n"
          "  -h, --help               this text\n";

@@ -1,5 +1,5 @@
 // ringo-perf's command line: nccl-tests' flags (-b -e -f -i -n -w -c -o -d -r -a)
-// plus -np, --threads, --host, --ranks-per-gpu, --median, --no-inplace and --csv, parsed into an
+// plus -np, --threads, --host, --ranks-per-gpu, --median, --cuda-calls, --no-inplace and --csv, parsed into an
 // Options value. Pure functions; no I/O. The peers of bench/peers take the same flags.
 #ifndef RINGO_TOOLS_PERF_OPTIONS_H_
 #define RINGO_TOOLS_PERF_OPTIONS_H_
@@ -43,6 +43,7 @@ struct Options {
   bool host_memory = false;  // --host: host memory even where a GPU is visible
   int ranks_per_gpu = 1;     // --ranks-per-gpu K: rank r on GPU (r / K) % visible GPUs
   bool median = false;    // --median: time each iteration, report the median
+  bool cuda_calls = false;  // --cuda-calls: the library's CUDA runtime calls per timed call
   int graph_launches = 0;  // -G N: the -n iterations captured in a CUDA graph, launched N times
   bool in_place = true;   // --no-inplace: out-of-place measurements only
   int local_register = 0;  // -R 1: buffers from the library's allocator (ringoMemAlloc)

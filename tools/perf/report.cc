@@ -191,6 +191,11 @@ void Reporter::AddRow(const Row& row) {
   }
   if (!is_main_) return;
   std::fputs(FormatRow(row).c_str(), stdout);
+  for (const Measurement* m : {&row.out_of_place, &row.in_place}) {
+    if (!m->measured || m->cuda_calls.empty()) continue;
+    std::fprintf(stdout, "#  CUDA runtime calls, %zu B %s: %s\n", row.bytes,
+                 m == &row.out_of_place ? "out of place" : "in place", m->cuda_calls.c_str());
+  }
   std::fflush(stdout);  // a row as soon as it is measured, even when piped
   if (csv_ != nullptr) {
     std::fputs(CsvRow(row).c_str(), csv_);

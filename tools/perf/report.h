@@ -28,6 +28,9 @@ struct Measurement {
   // --median: the mean of the same per-iteration times; -1 otherwise (the
   // time column is the mean then).
   double time_mean_us = -1;
+  // --cuda-calls: rank 0's CUDA runtime calls per timed call, described
+  // (base::DescribeCudaCalls); "" otherwise.
+  std::string cuda_calls;
 };
 
 struct Row {

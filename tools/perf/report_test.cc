@@ -185,7 +185,7 @@ TEST(Reporter, AveragesBusBandwidthOverEveryMeasurement) {
   std::FILE* csv = std::tmpfile();
   ASSERT_NE(csv, nullptr);
   Reporter reporter(/*is_main=*/true, csv);
-  Row row{8, 2, "float", "sum", -1, {true, 1, 1, 2, 0}, {true, 1, 1, 4, 0}};
+  Row row{8, 2, "float", "sum", -1, {true, 1, 1, 2, 0, -1, -1, -1, ""}, {true, 1, 1, 4, 0, -1, -1, -1, ""}};
   testing::internal::CaptureStdout();
   reporter.AddRow(row);
   Row half = row;

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "base/cuda_calls.h"
 #include "base/status.h"
 #include "ringo/ringo.h"
 #include "tools/perf/communicator.h"
@@ -22,6 +23,11 @@ class RingoCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::string Library() const override;
   int CudaDevice() const override { return cuda_device_; }
+  // Ringo counts its CUDA runtime calls per thread (base/cuda_calls.h).
+  bool CudaCalls(base::CudaCallCounts* counts) const override {
+    *counts = base::ThreadCudaCalls();
+    return true;
+  }
   base::Status Supports(Collective c, base::DataType type, base::RedOp op) const override;
   base::Status Issue(Collective c, const void* send, void* recv, size_t count, base::DataType type,
                      base::RedOp op, int root, void* stream) override;

@@ -13,7 +13,7 @@ namespace ringo::transport {
 namespace {
 
 constexpr uint32_t kFifoMagic = 0x46474e52;  // "RNGF"
-constexpr uint32_t kFifoVersion = 5;
+constexpr uint32_t kFifoVersion = 6;
 
 // After a publish (seq_cst): a proxy that declared itself asleep (seq_cst)
 // before checking the counter either saw the publish or is woken here.
@@ -23,6 +23,16 @@ void WakeProxy(FifoHeader* h) {
   if (h->proxy_sleeping.load(std::memory_order_seq_cst) == 0) return;
   const uint64_t one = 1;
   if (h->proxy_wake_fd >= 0) (void)!::write(h->proxy_wake_fd, &one, sizeof(one));
+}
+
+void MarkDeviceLaunch(FifoHeader* h, uint64_t launch) {
+  h->device_launched.store(launch, std::memory_order_seq_cst);
+  WakeProxy(h);
+}
+
+bool DeviceLaunchRunning(const FifoHeader* h) {
+  const uint64_t ended = __atomic_load_n(&h->device_ended, __ATOMIC_ACQUIRE);
+  return h->device_launched.load(std::memory_order_acquire) > ended;
 }
 
 namespace {

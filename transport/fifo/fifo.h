@@ -156,6 +156,13 @@ void WakeFifo(FifoHeader* header);
 // does this itself; a GPU engine calls it after enqueuing work on a FIFO a
 // kernel feeds).
 void WakeProxy(FifoHeader* header);
+// Before enqueuing launch number `launch` of a kernel that feeds `header`'s
+// FIFO through the proxy: marks it launched (FifoHeader::device_launched)
+// and wakes the proxy. Launch numbers only grow.
+void MarkDeviceLaunch(FifoHeader* header, uint64_t launch);
+// Whether a kernel launched on `header`'s FIFO has not ended yet (the proxy
+// stays awake while one may post).
+bool DeviceLaunchRunning(const FifoHeader* header);
 
 // FIFO memory in this process (ranks that are threads of one process, and
 // the local end of a network edge, with `slot_prefix` bytes before each slot).

@@ -111,6 +111,14 @@ struct FifoHeader {
   // eventfd. Never set in shared memory.
   alignas(64) std::atomic<uint32_t> proxy_sleeping{0};
   int32_t proxy_wake_fd = -1;
+  // Such FIFOs a kernel feeds: the number of the last launch that uses this
+  // FIFO, written by the engine before enqueuing it (MarkDeviceLaunch), and
+  // of the last such launch whose kernel has ended, written by the kernel
+  // as it exits, after its last post (a system-scope release). A kernel
+  // cannot write the eventfd, so the proxy does not sleep while launched >
+  // ended: it keeps polling the counters the kernel advances.
+  std::atomic<uint64_t> device_launched{0};
+  uint64_t device_ended = 0;  // written by the device only
   // Point-to-point pairs (collectives/engines/host_p2p.h): whether the
   // receiver can copy straight out of the sender's buffers (0: not known
   // yet, 1: yes, being in its process or reading it with process_vm_readv,

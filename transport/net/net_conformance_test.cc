@@ -520,6 +520,60 @@ TEST_P(NetConformance, IdleEdgesWithSlotsApartLetTheProxySleep) {
   }
 }
 
+// Edges a kernel feeds: once a launch is marked (MarkDeviceLaunch, as the
+// GPU engines do before enqueuing a kernel) the proxies do not sleep until
+// the kernel marks it ended, since a kernel's posts cannot wake them; slots
+// posted without a wake, as a kernel posts them, go through; once the
+// launch is marked ended, both proxies fall asleep again.
+TEST_P(NetConformance, AProxyStaysAwakeWhileAKernelRuns) {
+  constexpr size_t kSlotBytes = 4096;
+  auto out = std::make_shared<ApartFifo>(kSlotBytes);
+  auto in = std::make_shared<ApartFifo>(kSlotBytes);
+  Proxies proxies;
+  ASSERT_NO_FATAL_FAILURE(StartProxies(out, in, /*device_fed=*/true, &proxies));
+  auto await_sleeping = [](FifoHeader* h, uint32_t want) {
+    const auto until = Clock::now() + std::chrono::seconds(60);  // as IdleEdgesWithSlotsApartLetTheProxySleep
+    while (h->proxy_sleeping.load() != want && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return h->proxy_sleeping.load() == want;
+  };
+  ASSERT_TRUE(await_sleeping(out->header(), 1));
+  ASSERT_TRUE(await_sleeping(in->header(), 1));
+  MarkDeviceLaunch(out->header(), 1);
+  MarkDeviceLaunch(in->header(), 1);
+  ASSERT_TRUE(await_sleeping(out->header(), 0));
+  ASSERT_TRUE(await_sleeping(in->header(), 0));
+  EXPECT_TRUE(DeviceLaunchRunning(out->header()));
+  // 300 ms of a running kernel (far past the spins and yields before a
+  // sleep): neither proxy declares a sleep, and slots posted without a
+  // wake arrive.
+  FifoHeader* src = out->header();
+  FifoHeader* dst = in->header();
+  for (int m = 0; m < 30; ++m) {
+    char* data = out->Data(m, 0);
+    for (size_t k = 0; k < 64; ++k) data[k] = static_cast<char>(m + k);
+    src->meta[m % kSlots].bytes = 64;
+    src->meta[m % kSlots].sig.seq = static_cast<uint64_t>(m) + 1;
+    src->tail.value.store(m + 1, std::memory_order_release);  // no WakeProxy: a kernel cannot
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    while (dst->tail.value.load(std::memory_order_acquire) <= static_cast<uint64_t>(m)) {
+      ASSERT_LT(Clock::now(), until) << "slot " << m << " never arrived";
+      std::this_thread::yield();
+    }
+    ASSERT_EQ(in->Data(m, 0)[63], static_cast<char>(m + 63));
+    dst->head.value.store(m + 1, std::memory_order_release);  // released, no wake either
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_EQ(src->proxy_sleeping.load(), 0u) << "the sending proxy slept while a kernel ran, slot " << m;
+    ASSERT_EQ(dst->proxy_sleeping.load(), 0u) << "the receiving proxy slept while a kernel ran, slot " << m;
+  }
+  __atomic_store_n(&src->device_ended, uint64_t{1}, __ATOMIC_RELEASE);  // as the kernel marks it
+  __atomic_store_n(&dst->device_ended, uint64_t{1}, __ATOMIC_RELEASE);
+  EXPECT_FALSE(DeviceLaunchRunning(src));
+  EXPECT_TRUE(await_sleeping(src, 1)) << "sending proxy";
+  EXPECT_TRUE(await_sleeping(dst, 1)) << "receiving proxy";
+}
+
 // A receiving proxy with slots apart, fed by hand: metadata that says more
 // than the data that follows is an error naming the sender, in the FIFO.
 TEST_P(NetConformance, SlotsApartRefuseMetadataThatLies) {

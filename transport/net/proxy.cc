@@ -20,9 +20,11 @@ namespace ringo::transport::net {
 namespace {
 
 constexpr int kSleepMs = 50;  // a sleeping proxy rechecks its flags this often
-// ... and this often while a kernel feeds one of its FIFOs (a kernel cannot
-// write the eventfd; the engine wakes the proxy when it enqueues work, this
-// bounds the wait of a kernel that starts later).
+// ... and this often where a kernel feeds one of its FIFOs. A kernel cannot
+// write the eventfd: the engine marks each launch in the FIFOs it feeds
+// (MarkDeviceLaunch, which wakes the proxy), and the proxy does not sleep
+// until the kernel has marked the launch ended; this bounds the wait should
+// a launch go unmarked.
 constexpr int kDeviceSleepMs = 1;
 // The metadata ends where the data begins, so prefix and data go as one message.
 constexpr size_t kMetaOffset = kProxySlotPrefix - sizeof(SlotMeta);
@@ -347,6 +349,11 @@ bool Proxy::StepReceiver(Edge& e) {
 }
 
 void Proxy::Sleep() {
+  // A kernel that may still post or release (its launch not marked ended)
+  // cannot wake the proxy: no sleep while one runs.
+  for (auto& e : edges_) {
+    if (!e->failed && e->device_fed && DeviceLaunchRunning(e->header)) return;
+  }
   // Declare the sleep in every FIFO, then look once more: a post before the
   // declaration is seen here, one after it writes the eventfd.
   for (auto& e : edges_) e->header->proxy_sleeping.store(1, std::memory_order_seq_cst);

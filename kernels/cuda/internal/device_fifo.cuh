@@ -5,7 +5,10 @@
 // block's barriers carry the ordering to the others.
 //
 // Memory ordering, per method (PTX memory model; every counter access is a
-// system-scope atomic, since the peer may be another process or GPU):
+// system-scope atomic, since the peer may be another GPU, a CPU thread (the
+// network proxy) or a NIC; where DeviceFifo::gpu_scope says both ends are
+// kernels of this GPU, the same accesses at GPU scope, which a peer on the
+// same device honours and which need not reach past the GPU's L2):
 // - WaitCounter: relaxed system-scope polls, then one system-scope acquire
 //   fence once the value is reached. Guarantees: everything the peer wrote
 //   (or read) before its release of that value is visible to (ordered
@@ -35,6 +38,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/device_types.h"
+#include "kernels/cuda/internal/host_shim.h"
 #include "kernels/cuda/internal/kernel_params.h"
 
 namespace ringo::kernels::gpu::internal {
@@ -44,10 +48,21 @@ inline constexpr int kPollsPerCheck = 1024;
 
 using SystemCounter = ::cuda::atomic_ref<uint64_t, ::cuda::thread_scope_system>;
 
+// A FIFO a network proxy serves: this launch posts nothing more to it (a
+// release after the calling thread's last post, so a proxy that reads the
+// mark also reads that post). Nothing for other FIFOs.
+__device__ __forceinline__ void MarkLaunchEnded(const DeviceFifo& f, uint64_t launch) {
+  if (f.launch_ended != nullptr) SystemCounter(*f.launch_ended).store(launch, ::cuda::memory_order_release);
+}
+
 __device__ __forceinline__ uint64_t GlobalTimerNs() {
+#if defined(__CUDACC__)
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+#else
+  return HostClockNs();
+#endif
 }
 
 // What a wait is for, kept for the error record.
@@ -94,7 +109,9 @@ class Watchdog {
   __device__ void Fail(KernelError code, const WaitSite& site, uint64_t observed, uint64_t waited_ns) const {
     *block_failed_ = 1;
     ErrorRecord* e = p_->error;
-    if (e == nullptr || atomicCAS_system(&e->claimed, 0, 1) != 0) return;
+    // The claim is in device memory: an atomic among this GPU's blocks and
+    // kernels (the host never writes it).
+    if (e == nullptr || p_->claim == nullptr || atomicCAS(p_->claim, 0, 1) != 0) return;
     e->rank = p_->rank;
     e->peer = site.peer;
     e->channel = channel_;
@@ -113,17 +130,16 @@ class Watchdog {
   volatile int* block_failed_;
 };
 
-// Spins until *counter >= target and stores the value seen in *seen. False,
-// with the block marked failed, when the wait gave up. Acquire on success.
-__device__ __forceinline__ bool WaitCounter(uint64_t* counter, uint64_t target, const uint32_t* peer_abort,
-                                            const Watchdog& watchdog, const WaitSite& site, uint64_t* seen) {
-  SystemCounter ref(*counter);
+template <::cuda::thread_scope kScope>
+__device__ __forceinline__ bool WaitCounterAt(uint64_t* counter, uint64_t target, const uint32_t* peer_abort,
+                                              const Watchdog& watchdog, const WaitSite& site, uint64_t* seen) {
+  ::cuda::atomic_ref<uint64_t, kScope> ref(*counter);
   uint64_t start = 0;
   int polls = 0;
   for (;;) {
     const uint64_t v = ref.load(::cuda::memory_order_relaxed);
     if (v >= target) {
-      ::cuda::atomic_thread_fence(::cuda::memory_order_acquire, ::cuda::thread_scope_system);
+      ::cuda::atomic_thread_fence(::cuda::memory_order_acquire, kScope);
       *seen = v;
       return true;
     }
@@ -134,9 +150,26 @@ __device__ __forceinline__ bool WaitCounter(uint64_t* counter, uint64_t target, 
   }
 }
 
-// Publishes `value` with a system-scope release (see the ordering above).
-__device__ __forceinline__ void PostCounter(uint64_t* counter, uint64_t value) {
-  SystemCounter(*counter).store(value, ::cuda::memory_order_release);
+// Spins until *counter >= target and stores the value seen in *seen. False,
+// with the block marked failed, when the wait gave up. Acquire on success,
+// at GPU scope where `gpu_scope` (DeviceFifo::gpu_scope), else system scope.
+__device__ __forceinline__ bool WaitCounter(uint64_t* counter, uint64_t target, const uint32_t* peer_abort,
+                                            const Watchdog& watchdog, const WaitSite& site, uint64_t* seen,
+                                            uint32_t gpu_scope) {
+  if (gpu_scope != 0) {
+    return WaitCounterAt<::cuda::thread_scope_device>(counter, target, peer_abort, watchdog, site, seen);
+  }
+  return WaitCounterAt<::cuda::thread_scope_system>(counter, target, peer_abort, watchdog, site, seen);
+}
+
+// Publishes `value` with a release (see the ordering above): GPU scope where
+// `gpu_scope`, else system scope.
+__device__ __forceinline__ void PostCounter(uint64_t* counter, uint64_t value, uint32_t gpu_scope) {
+  if (gpu_scope != 0) {
+    ::cuda::atomic_ref<uint64_t, ::cuda::thread_scope_device>(*counter).store(value, ::cuda::memory_order_release);
+  } else {
+    SystemCounter(*counter).store(value, ::cuda::memory_order_release);
+  }
 }
 
 // A counter only its owner writes: the value the previous kernel left.

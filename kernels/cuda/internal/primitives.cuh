@@ -93,7 +93,7 @@ class PrimsBase {
     const uint64_t target = send_step_ + 1 - kFifoSlots;
     if (head_seen_ >= target) return true;
     return WaitCounter(send_.head, target, send_.aborted, watchdog_, WaitSite{send_.peer_rank, 0, step, target},
-                       &head_seen_);
+                       &head_seen_, send_.gpu_scope);
   }
 
   // All threads, after a barrier: whether a thread of the block failed.
@@ -189,9 +189,9 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
         if (this->send_.meta != nullptr) {
           this->send_.meta[this->send_step_ % kFifoSlots].bytes = EncodeSlotSize(bytes, out_shift);
         }
-        PostCounter(this->send_.tail, this->send_step_ + 1);
+        PostCounter(this->send_.tail, this->send_step_ + 1, this->send_.gpu_scope);
       }
-      if constexpr (kRecv) PostCounter(this->recv_.head, this->recv_step_ + 1);
+      if constexpr (kRecv) PostCounter(this->recv_.head, this->recv_step_ + 1, this->recv_.gpu_scope);
     }
     this->recv_step_ += kRecv ? 1 : 0;
     this->send_step_ += kSend ? 1 : 0;
@@ -211,7 +211,8 @@ class Primitives<T, kOp, ProtoSimple> : public PrimsBase<T, kOp> {
     const DeviceFifo& r = this->recv_;
     const uint64_t target = this->recv_step_ + 1;
     const WaitSite site{r.peer_rank, 1, step, target};
-    if (this->tail_seen_ < target && !WaitCounter(r.tail, target, r.aborted, this->watchdog_, site, &this->tail_seen_)) {
+    if (this->tail_seen_ < target &&
+        !WaitCounter(r.tail, target, r.aborted, this->watchdog_, site, &this->tail_seen_, r.gpu_scope)) {
       return false;
     }
     uint32_t shift = 0;
@@ -249,7 +250,7 @@ class Primitives<T, kOp, ProtoLL> : public PrimsBase<T, kOp> {
 
   __device__ void Finish() {
     if (threadIdx.x == 0 && !this->failed_ && this->send_.tail != nullptr) {
-      SystemCounter(*this->send_.tail).store(this->send_step_, ::cuda::memory_order_release);
+      PostCounter(this->send_.tail, this->send_step_, this->send_.gpu_scope);
     }
   }
 
@@ -288,7 +289,7 @@ class Primitives<T, kOp, ProtoLL> : public PrimsBase<T, kOp> {
     __syncthreads();
     if (this->CheckFailed()) return;
     if constexpr (kRecv) {
-      if (threadIdx.x == 0) PostCounter(this->recv_.head, this->recv_step_ + 1);
+      if (threadIdx.x == 0) PostCounter(this->recv_.head, this->recv_step_ + 1, this->recv_.gpu_scope);
     }
     this->recv_step_ += kRecv ? 1 : 0;
     this->send_step_ += kSend ? 1 : 0;

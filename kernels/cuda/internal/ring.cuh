@@ -66,6 +66,10 @@ __global__ void __launch_bounds__(kRingThreads, 1) RingKernel(const __grid_const
   Primitives<T, kOp, Proto> prims(p, ch, &state, channel);
   RunRingChannel<T>(p.ring, channel, prims);
   prims.Finish();
+  if (threadIdx.x == 0) {  // after Finish's last post, in thread 0's order
+    MarkLaunchEnded(ch.send, p.guard.launch);
+    MarkLaunchEnded(ch.recv, p.guard.launch);
+  }
 }
 
 // dst = a (+) b as a partial result: the recvReduceSend arithmetic.
