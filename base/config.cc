@@ -82,10 +82,10 @@ const std::vector<EnvVarInfo>& Table() {
        "auto then uses host memory on every rank, and RINGO_DEVICE_CUDA across hosts is refused. Rank "
        "0's setting applies."},
       {"RINGO_GPU_DEVICE_SCOPE", "bool", "0",
-       "1: the counters of a FIFO whose two ends are kernels of one GPU (ranks sharing a GPU, threads "
-       "or processes) are ordered at GPU scope, not system scope, which need not reach past the GPU's "
-       "L2; FIFOs with a CPU thread (the network proxy), a NIC or another GPU at the other end keep "
-       "system scope. Off until a GPU run has verified it (docs/gpu.md)."},
+       "1: the counters of a FIFO whose two ends are kernels of one GPU in one process (ranks that are "
+       "threads sharing a GPU) are ordered at GPU scope, not system scope, which need not reach past the "
+       "GPU's L2; FIFOs with another process, a CPU thread (the network proxy), a NIC or another GPU at "
+       "the other end keep system scope. Off until a GPU run has verified it (docs/gpu.md)."},
       {"RINGO_GPU_TRACK_REPLAYS", "bool", "0",
        "1: each launch captured into a CUDA graph also records an event as a replay reaches it, so that"
        " a later eager call on any stream runs after the replay and synchronize, destroy, finalize and "

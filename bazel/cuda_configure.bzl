@@ -15,11 +15,16 @@ cc_library(
 )
 
 # libcu++ (<cuda/atomic>, ...) for host C++ that includes device headers:
-# its files have no extension, and nvcc finds them without this.
+# its files have no extension, and nvcc finds them without this. CUDA 13
+# keeps it under include/cccl, CUDA 12 under include.
 cc_library(
     name = "cccl_headers",
-    hdrs = glob(["include/cccl/cuda/**", "include/cccl/nv/**"], allow_empty = True),
+    hdrs = glob(
+        ["include/cccl/cuda/**", "include/cccl/nv/**", "include/cuda/**", "include/nv/**"],
+        allow_empty = True,
+    ),
     includes = ["include/cccl"],
+    deps = [":cuda_headers"],
 )
 
 cc_library(

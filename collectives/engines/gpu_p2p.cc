@@ -114,15 +114,17 @@ Status GpuP2p::Run(const std::vector<P2pOp>& ops, P2pCall& call) {
   }
   const Status st = gpu_->Enqueue(call.stream, call.capturing, call.capture_id, [&] {
     const kernels::gpu::KernelGuard guard = gpu_->Guard();
-    // A kernel cannot wake a sleeping proxy: the proxy of a network pair
-    // stays awake from here until the kernel marks its launch ended.
+    RETURN_IF_ERROR(kernels::gpu::LaunchP2pKernel(*args, call.stream, guard));
+    // A kernel cannot wake a sleeping proxy: the mark does, and keeps the
+    // proxy of a network pair awake until the kernel marks its launch ended
+    // (as GpuRing::Run: launched kernels only).
     for (const auto& [key, list] : lanes) {
       const transport::FifoLink* l = key.first == 0 ? send_[key.second].get() : recv_[key.second].get();
       if (l != nullptr && l->medium == transport::Medium::kNet) {
         transport::MarkDeviceLaunch(static_cast<transport::FifoHeader*>(l->memory->base()), guard.launch);
       }
     }
-    return kernels::gpu::LaunchP2pKernel(*args, call.stream, guard);
+    return Status();
   });
   // A launch that failed after connections were made leaves the peers waiting.
   call.fatal = st.code() == base::Code::kCudaError;

@@ -106,7 +106,8 @@ std::vector<uint8_t> GpuScopePeers(const std::vector<GpuPlace>& places, int rank
   std::vector<uint8_t> peers(places.size(), 0);
   if (!enabled) return peers;
   for (size_t r = 0; r < places.size(); ++r) {
-    peers[r] = static_cast<int>(r) != rank && SameGpu(places[rank], places[r]) ? 1 : 0;
+    const bool same_process = places[r].pid == places[rank].pid;
+    peers[r] = static_cast<int>(r) != rank && SameGpu(places[rank], places[r]) && same_process ? 1 : 0;
   }
   return peers;
 }

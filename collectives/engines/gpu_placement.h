@@ -74,8 +74,11 @@ GpuLayout LayoutOf(const std::vector<GpuPlace>& places);
 int RanksSharingGpuInProcess(const std::vector<GpuPlace>& places, int rank);
 
 // Per rank, 1 where rank `rank`'s FIFOs with it may be ordered at GPU scope:
-// its kernels run on rank `rank`'s GPU (any process), and `enabled`
-// (RINGO_GPU_DEVICE_SCOPE); 0 elsewhere, itself included.
+// its kernels run on rank `rank`'s GPU in rank `rank`'s process, and
+// `enabled` (RINGO_GPU_DEVICE_SCOPE); 0 elsewhere, itself included. (PTX's
+// GPU scope covers the grids one program launches on a device; whether it
+// covers another process's under MPS is for a GPU run to show: system
+// scope there until then.)
 std::vector<uint8_t> GpuScopePeers(const std::vector<GpuPlace>& places, int rank, bool enabled);
 // DeviceFifo::gpu_scope of the FIFO of `link`: its peer is one of
 // `peers` and the FIFO is device memory (a peer's or an IPC mapping); 0 for

@@ -82,9 +82,10 @@ Status GpuRank::Enqueue(void* stream, bool capturing, unsigned long long capture
     // on: a captured launch runs on whatever stream the graph is launched
     // on (and CUDA refuses cudaStreamGetFlags on a capturing stream). A
     // stream's flags never change: asked again only for another stream.
-    if (ranks_sharing_gpu_ > 1 && site.stream_id != ruled_stream_) {
+    if (ranks_sharing_gpu_ > 1 && !(ruled_ && site.stream_id == ruled_stream_)) {
       ASSIGN_OR_RETURN(const base::StreamFacts facts, base::GetStreamFacts(stream));
       RETURN_IF_ERROR(GpuStreamRule(facts.non_blocking, facts.legacy, ranks_sharing_gpu_));
+      ruled_ = true;
       ruled_stream_ = site.stream_id;
     }
   }

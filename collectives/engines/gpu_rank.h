@@ -74,7 +74,8 @@ class GpuRank {
   base::CudaEvent captured_;      // recorded after each launch captured in a graph, inside its capture
   base::CudaEvent replayed_;      // recorded by each replay of such a launch (tracked replays only)
   bool track_replays_ = false;
-  unsigned long long ruled_stream_ = 0;  // the stream id the stream rule last accepted (0: none)
+  bool ruled_ = false;                   // the stream rule has accepted a stream
+  unsigned long long ruled_stream_ = 0;  // its id, where ruled_
   LaunchOrder order_;
   std::mutex words_mu_;
   std::unique_ptr<transport::DeviceWords> words_;  // GUARDED_BY(words_mu_)

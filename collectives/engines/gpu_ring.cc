@@ -121,14 +121,17 @@ Status GpuRing::Run(Call& call) {
   a.proto = plan.proto;
   const Status st = gpu_->Enqueue(call.stream, call.capturing, call.capture_id, [&] {
     const kernels::gpu::KernelGuard guard = gpu_->Guard();
-    // A kernel cannot wake a sleeping proxy: the proxy stays awake from
-    // here until the kernel marks its launch ended.
+    RETURN_IF_ERROR(kernels::gpu::LaunchRingKernel(
+        a, channels_.data(), static_cast<const kernels::gpu::DeviceChannel*>(device_channels_.get()),
+        plan.nchannels, call.stream, guard));
+    // A kernel cannot wake a sleeping proxy: the mark does, and keeps the
+    // proxy awake until the kernel marks its launch ended (a kernel that
+    // ended first has already: then nothing runs). Only launched kernels
+    // are marked, so a refused launch leaves no proxy spinning.
     for (const auto& [channel, h] : net_fifos_) {
       if (channel < plan.nchannels) transport::MarkDeviceLaunch(h, guard.launch);
     }
-    return kernels::gpu::LaunchRingKernel(
-        a, channels_.data(), static_cast<const kernels::gpu::DeviceChannel*>(device_channels_.get()),
-        plan.nchannels, call.stream, guard);
+    return Status();
   });
   // A launch that failed after the arguments were accepted leaves the peers
   // waiting for this rank.

@@ -57,7 +57,8 @@ TEST(GpuPlacement, GpuScopeOnlyBetweenKernelsOfOneGpu) {
   const std::vector<GpuPlace> places = {Place(1, 10, "0000:07:00.0"), Place(1, 10, "0000:07:00.0"),
                                         Place(1, 11, "0000:07:00.0"), Place(1, 11, "0000:08:00.0"),
                                         Place(2, 10, "0000:07:00.0")};
-  EXPECT_EQ(GpuScopePeers(places, 0, true), (std::vector<uint8_t>{0, 1, 1, 0, 0}));
+  // Rank 2 shares the GPU from another process: system scope.
+  EXPECT_EQ(GpuScopePeers(places, 0, true), (std::vector<uint8_t>{0, 1, 0, 0, 0}));
   EXPECT_EQ(GpuScopePeers(places, 3, true), (std::vector<uint8_t>{0, 0, 0, 0, 0}));
   EXPECT_EQ(GpuScopePeers(places, 0, false), (std::vector<uint8_t>{0, 0, 0, 0, 0}));
   const std::vector<uint8_t> peers = GpuScopePeers(places, 0, true);
@@ -67,7 +68,8 @@ TEST(GpuPlacement, GpuScopeOnlyBetweenKernelsOfOneGpu) {
   EXPECT_EQ(GpuScopeOf(peers, link), 1u);
   link.peer = 2;
   link.medium = transport::Medium::kCudaIpc;
-  EXPECT_EQ(GpuScopeOf(peers, link), 1u);
+  EXPECT_EQ(GpuScopeOf(peers, link), 0u);
+  link.peer = 1;
   link.medium = transport::Medium::kNet;  // a proxy (a CPU thread) at the other end
   EXPECT_EQ(GpuScopeOf(peers, link), 0u);
   link.peer = 3;

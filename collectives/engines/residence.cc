@@ -1,5 +1,6 @@
 #include "collectives/engines/residence.h"
 
+#include <cstdint>
 #include <string>
 
 #include "base/cuda.h"
@@ -86,8 +87,17 @@ class GpuResidence final : public Residence {
 
   Status BeginLaunch(GpuTimes* times, bool recorded, void* stream, Launch* launch) override {
     *launch = Launch();
-    // The one capture query of the call (the engines take its answer).
-    ASSIGN_OR_RETURN(const base::StreamCapture capture, base::GetStreamCapture(stream));
+    // The one capture query of the call (the engines take its answer). A
+    // stream handle names its device, but the default and per-thread
+    // handles (0, cudaStreamLegacy, cudaStreamPerThread) mean the current
+    // device's: asked on this communicator's, where the launch goes.
+    base::StreamCapture capture;
+    if (reinterpret_cast<uintptr_t>(stream) <= 2) {
+      ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device_));
+      ASSIGN_OR_RETURN(capture, base::GetStreamCapture(stream));
+    } else {
+      ASSIGN_OR_RETURN(capture, base::GetStreamCapture(stream));
+    }
     launch->capturing = capture.active;
     launch->capture_id = capture.id;
     if (capture.active) {

@@ -117,6 +117,11 @@ class Bench {
   // thread ranks on one H100).
   char guards_[2 * kGuardBytes];      // host copy of the guard bytes around recv_
   std::vector<double> iter_seconds_;  // --median: one timing per iteration
+  // --cuda-calls: while counting_, Issue adds the calls each collective
+  // made on this thread (nothing else: not the timer's, not the agreement's).
+  bool counting_ = false;
+  base::CudaCallCounts issued_calls_;
+  uint64_t issued_ = 0;
   // -G: every graph captured, destroyed with the buffers (destroying a graph
   // may wait for the device, as cudaFree does).
   std::vector<void*> graphs_;
@@ -251,16 +256,20 @@ StatusOr<Measurement> Bench::Measure(const Run& run) {
   RETURN_IF_ERROR(Barrier());
 
   Measurement m;
-  base::CudaCallCounts before;
-  const bool count_calls = o_.cuda_calls && comm_->CudaCalls(&before);
-  RETURN_IF_ERROR(o_.graph_launches > 0 ? TimeGraph(run, &m) : o_.median ? TimeEach(run, &m) : TimeBatch(run, &m));
-  if (count_calls) {
-    base::CudaCallCounts after;
-    comm_->CudaCalls(&after);
+  base::CudaCallCounts probe;
+  counting_ = o_.cuda_calls && o_.graph_launches == 0 && comm_->CudaCalls(&probe);
+  issued_calls_ = base::CudaCallCounts();
+  issued_ = 0;
+  const Status timed = o_.graph_launches > 0 ? TimeGraph(run, &m) : o_.median ? TimeEach(run, &m) : TimeBatch(run, &m);
+  const bool counted = counting_;
+  counting_ = false;
+  RETURN_IF_ERROR(timed);
+  if (counted) {
+    m.cuda_calls = base::DescribeCudaCalls(issued_calls_, issued_);
+  } else if (o_.cuda_calls && o_.graph_launches > 0) {
     // A replay is one launch by this program, whatever it holds: the
     // library's calls are those of the capture, once.
-    m.cuda_calls = o_.graph_launches > 0 ? "a graph replay makes none (captured once, untimed)"
-                                         : base::DescribeCudaCalls(after.Since(before), static_cast<uint64_t>(o_.iters));
+    m.cuda_calls = "a graph replay makes none (captured once, untimed)";
   }
   const double seconds = m.time_us * 1e-6;
   const double bytes = static_cast<double>(run.counts.Bytes(run.type_size));
@@ -364,8 +373,18 @@ Status Bench::TimeGraph(const Run& run, Measurement* m) {
 }
 
 Status Bench::Issue(const Run& run) {
-  return comm_->Issue(o_.collective, run.send, run.recv, run.counts.param_count, run.type, run.op,
-                      o_.root, backend_->stream());
+  base::CudaCallCounts before;
+  if (counting_) comm_->CudaCalls(&before);
+  Status s = comm_->Issue(o_.collective, run.send, run.recv, run.counts.param_count, run.type, run.op, o_.root,
+                          backend_->stream());
+  if (counting_) {
+    base::CudaCallCounts after;
+    comm_->CudaCalls(&after);
+    const base::CudaCallCounts made = after.Since(before);
+    for (int c = 0; c < base::kNumCudaCalls; ++c) issued_calls_.n[c] += made.n[c];
+    ++issued_;
+  }
+  return s;
 }
 
 // Inputs in place, and every byte the collective must write poisoned, so an

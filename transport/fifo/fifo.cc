@@ -32,7 +32,7 @@ void MarkDeviceLaunch(FifoHeader* h, uint64_t launch) {
 
 bool DeviceLaunchRunning(const FifoHeader* h) {
   const uint64_t ended = __atomic_load_n(&h->device_ended, __ATOMIC_ACQUIRE);
-  return h->device_launched.load(std::memory_order_acquire) > ended;
+  return h->device_launched.load(std::memory_order_seq_cst) > ended;  // seq_cst: against the sleep's declaration
 }
 
 namespace {

@@ -156,9 +156,10 @@ void WakeFifo(FifoHeader* header);
 // does this itself; a GPU engine calls it after enqueuing work on a FIFO a
 // kernel feeds).
 void WakeProxy(FifoHeader* header);
-// Before enqueuing launch number `launch` of a kernel that feeds `header`'s
-// FIFO through the proxy: marks it launched (FifoHeader::device_launched)
-// and wakes the proxy. Launch numbers only grow.
+// Once launch number `launch` of a kernel that feeds `header`'s FIFO through
+// the proxy is enqueued: marks it launched (FifoHeader::device_launched) and
+// wakes the proxy. Launch numbers only grow. (A kernel that ended before the
+// mark has written its number already: then nothing is running.)
 void MarkDeviceLaunch(FifoHeader* header, uint64_t launch);
 // Whether a kernel launched on `header`'s FIFO has not ended yet (the proxy
 // stays awake while one may post).

@@ -112,7 +112,7 @@ struct FifoHeader {
   alignas(64) std::atomic<uint32_t> proxy_sleeping{0};
   int32_t proxy_wake_fd = -1;
   // Such FIFOs a kernel feeds: the number of the last launch that uses this
-  // FIFO, written by the engine before enqueuing it (MarkDeviceLaunch), and
+  // FIFO, written by the engine once it is enqueued (MarkDeviceLaunch), and
   // of the last such launch whose kernel has ended, written by the kernel
   // as it exits, after its last post (a system-scope release). A kernel
   // cannot write the eventfd, so the proxy does not sleep while launched >

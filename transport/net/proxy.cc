@@ -363,6 +363,9 @@ void Proxy::Sleep() {
     const FifoHeader* h = e->header;
     // An edge the connection holds back has nothing to issue until a
     // request completes, which makes its descriptors readable.
+    // A launch marked after the declaration found proxy_sleeping 0 and
+    // wrote no eventfd: it is seen here instead.
+    work = work || (e->device_fed && DeviceLaunchRunning(h));
     if (e->send) {
       work = work || (h->tail.value.load(std::memory_order_seq_cst) > e->issued && !e->blocked) ||
              h->sender_aborted.load(std::memory_order_seq_cst) != 0;

@@ -27,9 +27,10 @@
 //   previous kernel on the same stream wrote it, and stream order makes that
 //   write visible.
 // - Watchdog reads the abort flags with volatile (uncached) loads and the
-//   clock from %globaltimer (ns); Fail claims the error record with a
-//   system-scope CAS, fills it with plain stores and writes `code` last with
-//   a system-scope release store, so a host that reads code != 0 and then
+//   clock from %globaltimer (ns); Fail claims the error record with a CAS
+//   on a word in device memory (KernelGuard::claim: the host never writes
+//   it), fills it with plain stores and writes `code` last with a
+//   system-scope release store, so a host that reads code != 0 and then
 //   fences (acquire) sees every field.
 #ifndef RINGO_KERNELS_CUDA_INTERNAL_DEVICE_FIFO_CUH_
 #define RINGO_KERNELS_CUDA_INTERNAL_DEVICE_FIFO_CUH_
