@@ -8,12 +8,16 @@
 #   junit_case NAME pass|fail|skip [MESSAGE]
 #   junit_skip_all MESSAGE NAME...   every named case skipped, with why
 #   junit_failed                true when a case failed (the exit status)
+#   junit_run NAME FUNCTION     FUNCTION as case NAME, in a subshell under
+#                               set -e, its time printed; inside it,
+#   junit_fail MESSAGE          ends the case, failed with MESSAGE
 
 JUNIT_SUITE=""
 JUNIT_LINES=()
 JUNIT_FAILED=0
 JUNIT_SKIPPED=0
 JUNIT_START=$(date +%s)
+JUNIT_WHY=""
 
 junit_escape() {
   local s=$1
@@ -61,3 +65,20 @@ junit_skip_all() {
 }
 
 junit_failed() { [ "$JUNIT_FAILED" -gt 0 ]; }
+
+junit_fail() {
+  echo "$*" > "$JUNIT_WHY"
+  exit 1
+}
+
+junit_run() {
+  [ -n "$JUNIT_WHY" ] || JUNIT_WHY=$(mktemp "${TEST_TMPDIR:-/tmp}/junit_why.XXXXXX")
+  : > "$JUNIT_WHY"
+  local start=$SECONDS
+  if ( set -e; "$2" ); then
+    junit_case "$1" pass
+  else
+    junit_case "$1" fail "$([ -s "$JUNIT_WHY" ] && cat "$JUNIT_WHY" || echo "see the log")"
+  fi
+  echo "  ($1: $((SECONDS - start)) s)"
+}

@@ -23,18 +23,12 @@ namespace {
 
 std::vector<std::string>* g_events = nullptr;
 
-// The host backend, recording each allocation and free.
-class RecordingBackend final : public Backend {
+// The host backend behind another, which tests override in part.
+class ForwardingBackend : public Backend {
  public:
-  explicit RecordingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
-  base::StatusOr<void*> Alloc(size_t bytes) override {
-    g_events->push_back("alloc");
-    return inner_->Alloc(bytes);
-  }
-  void Free(void* ptr) override {
-    g_events->push_back("free");
-    inner_->Free(ptr);
-  }
+  explicit ForwardingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  base::StatusOr<void*> Alloc(size_t bytes) override { return inner_->Alloc(bytes); }
+  void Free(void* ptr) override { inner_->Free(ptr); }
   base::Status CopyToBackend(void* d, const void* s, size_t n) override { return inner_->CopyToBackend(d, s, n); }
   base::Status CopyToHost(void* d, const void* s, size_t n) override { return inner_->CopyToHost(d, s, n); }
   base::Status Fill(void* d, uint8_t b, size_t n) override { return inner_->Fill(d, b, n); }
@@ -45,6 +39,20 @@ class RecordingBackend final : public Backend {
 
  private:
   std::unique_ptr<Backend> inner_;
+};
+
+// Records each allocation and free.
+class RecordingBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  base::StatusOr<void*> Alloc(size_t bytes) override {
+    g_events->push_back("alloc");
+    return ForwardingBackend::Alloc(bytes);
+  }
+  void Free(void* ptr) override {
+    g_events->push_back("free");
+    ForwardingBackend::Free(ptr);
+  }
 };
 
 // One rank: every collective copies its input to its output.
@@ -94,28 +102,18 @@ TEST(RunBenchmark, AllocatesBeforeTheFirstCollectiveAndFreesAfterTheLast) {
 // and a communicator whose collective makes one kernel launch: --cuda-calls
 // counts the collective's calls only, not the timer's nor those of the
 // times' agreement between ranks.
-class CountedTimerBackend final : public Backend {
+class CountedTimerBackend final : public ForwardingBackend {
  public:
-  explicit CountedTimerBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
-  base::StatusOr<void*> Alloc(size_t bytes) override { return inner_->Alloc(bytes); }
-  void Free(void* ptr) override { inner_->Free(ptr); }
-  base::Status CopyToBackend(void* d, const void* s, size_t n) override { return inner_->CopyToBackend(d, s, n); }
-  base::Status CopyToHost(void* d, const void* s, size_t n) override { return inner_->CopyToHost(d, s, n); }
-  base::Status Fill(void* d, uint8_t b, size_t n) override { return inner_->Fill(d, b, n); }
-  void* stream() const override { return inner_->stream(); }
-  base::Status Synchronize() override { return inner_->Synchronize(); }
+  using ForwardingBackend::ForwardingBackend;
   base::Status StartTimer() override {
     base::CountCudaCall(base::CudaCall::kEventRecord);
-    return inner_->StartTimer();
+    return ForwardingBackend::StartTimer();
   }
   base::StatusOr<double> StopTimer() override {
     base::CountCudaCall(base::CudaCall::kEventRecord);
     base::CountCudaCall(base::CudaCall::kEventSynchronize);
-    return inner_->StopTimer();
+    return ForwardingBackend::StopTimer();
   }
-
- private:
-  std::unique_ptr<Backend> inner_;
 };
 
 class OneLaunchRank final : public Communicator {
