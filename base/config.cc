@@ -56,6 +56,13 @@ const std::vector<EnvVarInfo>& Table() {
        "direct: every collective (of any size) among the ranks of one host runs straight on "
        "every rank's buffers where the buffers it needs are reachable (threads of one process, "
        "or buffers from ringoMemAlloc), the ring otherwise; unset: the planner chooses by size."},
+      {"RINGO_WIRE", "enum", "none",
+       "The wire format of floating-point sums between hosts (docs/wire.md): none, bf16, fp16, e4m3 "
+       "(or fp8) or e5m2 (8-bit with a power-of-two scale per 32 values). fp32, bf16 and fp16 sum and "
+       "avg all-reduce and reduce-scatter on host communicators whose ranks span hosts then cross the "
+       "network in it, each contribution rounded once and the result once, whatever the rank count; "
+       "within a host nothing is compressed. For communicators made without a config's wire field, "
+       "programs that cannot set it (the NCCL shim) included."},
       {"RINGO_NET", "enum", "auto",
        "The network transport between hosts: socket (TCP), ib (InfiniBand verbs), auto (verbs "
        "where both ends have a usable port on one fabric, sockets otherwise)."},
@@ -324,6 +331,7 @@ Config* Load() {
     out->clear();
   };
   enum_var("RINGO_ALGO", &config->algo, {"ring", "oneshot", "direct"});
+  enum_var("RINGO_WIRE", &config->wire, {"none", "bf16", "fp16", "e4m3", "fp8", "e5m2"});
   enum_var("RINGO_NET", &config->net, {"socket", "ib", "auto"});
   enum_var("RINGO_SOCKET_FAMILY", &config->socket_family, {"ipv4", "ipv6", "auto"});
   enum_var("RINGO_PROTO", &config->proto, {"simple", "ll"});

@@ -42,6 +42,7 @@ struct Config {
   int64_t yield_count = -1;              // RINGO_YIELD_COUNT (-1: chosen at init)
   int64_t crowded_wait = -1;             // RINGO_CROWDED_WAIT (-1: when ranks outnumber cores)
   std::string algo;                      // RINGO_ALGO: "", "ring", "oneshot" or "direct"
+  std::string wire;                      // RINGO_WIRE: "", "none", "bf16", "fp16", "e4m3", "fp8", "e5m2"
   bool check = true;                     // RINGO_CHECK
   bool deterministic = false;            // RINGO_DETERMINISTIC
   std::string proto;                     // RINGO_PROTO: "", "simple" or "ll" (GPU communicators)

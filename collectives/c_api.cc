@@ -147,6 +147,7 @@ ringoResult_t ringoCommInitRankConfig(ringoComm_t* comm, int nranks, ringoUnique
     options.timeout_ms = cfg.timeout_ms;
     options.device_wish = static_cast<int32_t>(wish);
     options.tagged = cfg.tagged_p2p == 1;
+    options.wire = cfg.wire;
     std::vector<int> cuda_devices;  // one rank on a GPU: InitAll with one rank
     if (wish != DeviceWish::kHost) {
       // The calling thread's current device, as NCCL; read here, since a
@@ -271,6 +272,22 @@ ringoResult_t ringoCommCount(const ringoComm_t comm, int* count) {
     if (count == nullptr) return base::InvalidArgument("count is NULL");
     ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
     *count = c->nranks();
+    return Status();
+  });
+}
+
+ringoResult_t ringoCommSetWire(ringoComm_t comm, int wire) {
+  return Guard("ringoCommSetWire", comm, [&]() -> Status {
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    return c->SetWire(wire);
+  });
+}
+
+ringoResult_t ringoCommGetWire(const ringoComm_t comm, int* wire) {
+  return Guard("ringoCommGetWire", comm, [&]() -> Status {
+    if (wire == nullptr) return base::InvalidArgument("wire is NULL");
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    *wire = c->wire();
     return Status();
   });
 }

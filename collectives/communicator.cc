@@ -8,6 +8,7 @@
 
 #include "base/logging.h"
 #include "kernels/coll_signature.h"
+#include "kernels/wire.h"
 
 namespace ringo::collectives {
 
@@ -84,6 +85,17 @@ void Communicator::SetTraceLabel(const char* label) {
 
 Status Communicator::CheckCapture(void* stream) const { return engines_.residence->CheckCapture(stream); }
 
+Status Communicator::SetWire(int wire) {
+  if (!kernels::ValidWire(wire)) {
+    return base::InvalidArgument("wire " + std::to_string(wire) + " is not a ringoWire_t (0 to 4)");
+  }
+  if (kind() == DeviceKind::kCuda && wire != 0) {
+    return base::InvalidUsage("a wire format applies to host communicators only: GPU communicators do not compress yet");
+  }
+  wire_.store(wire, std::memory_order_relaxed);
+  return Status();
+}
+
 Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTrace& trace) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   RETURN_IF_ERROR(CheckUsable());
@@ -92,6 +104,7 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTr
   call.seq = ++sequence_;
   call.stream = stream;
   call.wait = MakeWait(CollName(args.coll));
+  call.wire = wire_.load(std::memory_order_relaxed);
   if (check_ && nranks_ > 1) call.sig = kernels::MakeSignature(args, call.seq);
   FlightRecorder& recorder = observer_->recorder();
   TraceEntry* entry = nullptr;

@@ -48,6 +48,9 @@ struct CommOptions {
   // Connect every pair for tagged point-to-point (engines/host_tagged.h) at
   // init; any rank asking is enough. Host communicators only.
   bool tagged = false;
+  // The wire format between hosts (a kernels::Wire, ringoWire_t's values);
+  // -1: RINGO_WIRE.
+  int wire = -1;
 };
 // CommOptions::device_wish of a split child that lives where its parent does.
 inline constexpr int32_t kInheritDevice = -1;
@@ -150,6 +153,13 @@ class Communicator {
   // Names the operations that follow (the flight recorder's label; null
   // or "": none). The calling thread's, as the calls.
   void SetTraceLabel(const char* label);
+
+  // The wire format of floating-point sums between hosts (engines/wire.h),
+  // from the next collective on: every rank sets the same between the same
+  // two collectives. InvalidArgument for a value that is not a
+  // ringoWire_t; InvalidUsage on a GPU communicator (not yet there).
+  base::Status SetWire(int wire);
+  int wire() const { return wire_.load(std::memory_order_relaxed); }
 
   // The same on every rank of this communicator, and different from every
   // other communicator's (its shared memory is named by it).
@@ -255,6 +265,7 @@ class Communicator {
   uint64_t shrinks_ = 0;
   std::atomic<bool> revoked_{false};
   char label_[24] = {};  // SetTraceLabel's
+  std::atomic<int> wire_{0};  // SetWire's; set at init from the options or RINGO_WIRE
 };
 
 }  // namespace ringo::collectives

@@ -17,6 +17,7 @@
 #include "collectives/plan/device_choice.h"
 #include "collectives/plan/ring_choice.h"
 #include "kernels/host_isa.h"
+#include "kernels/wire.h"
 #include "transport/bootstrap/mesh.h"
 #include "transport/connect/peer_info.h"
 #include "transport/net/choice.h"
@@ -71,7 +72,15 @@ struct Communicator::Agreement {
 };
 
 Communicator::Communicator(int rank, int nranks, const base::Config& config, const CommOptions& options)
-    : rank_(rank), nranks_(nranks), config_(config), timeout_ms_(TimeoutMs(config, options)) {}
+    : rank_(rank), nranks_(nranks), config_(config), timeout_ms_(TimeoutMs(config, options)) {
+  kernels::Wire wire = kernels::Wire::kNone;
+  if (options.wire >= 0) {
+    wire = static_cast<kernels::Wire>(options.wire);
+  } else if (!config.wire.empty()) {
+    kernels::ParseWire(config.wire, &wire);  // RINGO_WIRE's values were checked when read
+  }
+  wire_.store(static_cast<int>(wire));
+}
 
 StatusOr<std::unique_ptr<Communicator>> Communicator::InitRank(const transport::UniqueId& id, int nranks, int rank,
                                                                const CommOptions& options) {
@@ -132,6 +141,7 @@ CommOptions Communicator::ChildOptions(const CommOptions* options) const {
     child.timeout_ms = timeout_ms_;
     child.device_wish = kInheritDevice;
     child.tagged = engines_.tagged != nullptr;
+    child.wire = wire();
   }
   if (child.device_wish == kInheritDevice) {  // a child lives where its parent does
     child.device_wish = static_cast<int32_t>(WishToStay(device()));

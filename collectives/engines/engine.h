@@ -2,9 +2,10 @@
 // communicator owns its engines (each engine owns its connections) and, per
 // call, runs the first engine that takes it (engines/registry.h's order):
 //
-//   host memory   direct (wraps one-shot and ring as its fallback), one-shot
-//                 board, host ring (wrapped by the deterministic ordering
-//                 under RINGO_DETERMINISTIC)
+//   host memory   wire (compressed sums between hosts, where a wire is
+//                 set), direct (wraps one-shot and ring as its fallback),
+//                 one-shot board, host ring (wrapped by the deterministic
+//                 ordering under RINGO_DETERMINISTIC)
 //   GPU memory    GPU ring
 //
 // and point-to-point (ringoSend/ringoRecv, all-to-all, gather, scatter) on
@@ -50,6 +51,9 @@ struct Call {
   // rank (the communicator then fails and tells them); a call refused before
   // that leaves the communicator as it was.
   bool fatal = false;
+  // The communicator's wire format for what crosses the network (a
+  // kernels::Wire; 0: none), as set when the call was made.
+  int wire = 0;
 };
 
 // The plan host engines share for one call, made at its first use.

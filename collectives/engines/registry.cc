@@ -9,6 +9,7 @@
 #include "collectives/engines/host_ring.h"
 #include "collectives/engines/oneshot.h"
 #include "collectives/engines/ordered.h"
+#include "collectives/engines/wire.h"
 #include "transport/bootstrap/exchange.h"
 
 namespace ringo::collectives {
@@ -170,6 +171,14 @@ StatusOr<EngineSet> BuildEngines(const EngineSetup& setup, std::unique_ptr<Resid
     if (set.p2p != nullptr) break;
   }
   if (set.p2p == nullptr) return base::Internal("no point-to-point engine applies");
+  // Compressed sums between hosts, over the point-to-point engine: asked
+  // first, where some pair crosses the network (host memory).
+  if (!OnGpu(setup) && setup.nranks > 1 && setup.connector != nullptr) {
+    const std::vector<bool>& net = setup.connector->spec().net;
+    if (std::find(net.begin(), net.end(), true) != net.end()) {
+      set.engines.insert(set.engines.begin(), std::make_unique<WireEngine>(setup, set.p2p.get()));
+    }
+  }
   return set;
 }
 

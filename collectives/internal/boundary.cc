@@ -173,6 +173,9 @@ base::StatusOr<ringoConfig_t> ReadConfig(const ringoConfig_t* config) {
   if (cfg.blocking != 0 && cfg.blocking != 1) return base::InvalidArgument("config->blocking must be 0 or 1");
   if (cfg.timeout_ms < 0) return base::InvalidArgument("config->timeout_ms is negative");
   if (cfg.tagged_p2p != 0 && cfg.tagged_p2p != 1) return base::InvalidArgument("config->tagged_p2p must be 0 or 1");
+  if (cfg.wire < -1 || cfg.wire > ringoWireFp8e5m2) {
+    return base::InvalidArgument("config->wire " + std::to_string(cfg.wire) + " is not a ringoWire_t (or -1: RINGO_WIRE)");
+  }
   return cfg;
 }
 
@@ -194,6 +197,7 @@ Status ChildConfig(const ringoConfig_t* config, const Communicator* parent, Comm
   options->timeout_ms = cfg.timeout_ms;
   options->device_wish = kind == RINGO_DEVICE_HOST ? static_cast<int32_t>(DeviceWish::kHost) : kInheritDevice;
   options->tagged = cfg.tagged_p2p == 1;
+  options->wire = cfg.wire;
   return Status();
 }
 

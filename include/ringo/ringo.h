@@ -121,6 +121,20 @@ typedef enum {
                             between hosts go through pinned host memory and the network */
 } ringoDeviceKind_t;
 
+/* Wire formats of floating-point sums between hosts (docs/wire.md): fp32,
+ * bf16 and fp16 sum and avg all-reduce and reduce-scatter on a host
+ * communicator whose ranks span hosts cross the network in the format, each
+ * rank's contribution rounded to it once and each result once, whatever the
+ * rank count; every addition is in fp32 and within a host nothing is
+ * compressed. The 8-bit formats carry a power-of-two scale per 32 values. */
+typedef enum {
+  ringoWireNone = 0,    /* the buffer's own datatype: exact */
+  ringoWireBf16 = 1,    /* 2 bytes a value */
+  ringoWireFp16 = 2,    /* 2 bytes a value (past 65504: infinity) */
+  ringoWireFp8e4m3 = 3, /* 1 byte a value + 1 byte per 32 values */
+  ringoWireFp8e5m2 = 4
+} ringoWire_t;
+
 /* Communicator options. Initialise with RINGO_CONFIG_INITIALIZER, then set
  * fields; `size` and `version` let later versions grow the struct. */
 typedef struct {
@@ -135,10 +149,13 @@ typedef struct {
                          enough; a split or shrink without a config inherits it).
                          A config from a header without this field (a smaller
                          `size`) is accepted and reads it as 0. */
+  int wire;           /* a ringoWire_t; -1 (the initializer's): RINGO_WIRE decides (default
+                         none). A split or shrink without a config inherits the parent's.
+                         A config from a header without this field reads it as -1. */
 } ringoConfig_t;
 
 #define RINGO_CONFIG_INITIALIZER \
-  { sizeof(ringoConfig_t), RINGO_VERSION_CODE, 1, 0, RINGO_DEVICE_AUTO, 0 }
+  { sizeof(ringoConfig_t), RINGO_VERSION_CODE, 1, 0, RINGO_DEVICE_AUTO, 0, -1 }
 
 /* Writes the library's version (RINGO_VERSION_CODE form). Thread-safe. */
 RINGO_API ringoResult_t ringoGetVersion(int* version);
@@ -215,6 +232,13 @@ RINGO_API ringoResult_t ringoCommSetTraceLabel(ringoComm_t comm, const char* lab
 
 /* Rank count, this rank, and CUDA device (-1 for a host communicator). */
 RINGO_API ringoResult_t ringoCommCount(const ringoComm_t comm, int* count);
+/* Sets the wire format (a ringoWire_t) of `comm`'s collectives from the next
+ * one on. Every rank must set the same, between the same two collectives.
+ * ringoInvalidArgument for another value; ringoInvalidUsage on a GPU
+ * communicator (which does not compress yet). Not collective; does not block. */
+RINGO_API ringoResult_t ringoCommSetWire(ringoComm_t comm, int wire);
+/* The wire format `comm`'s next collective uses. */
+RINGO_API ringoResult_t ringoCommGetWire(const ringoComm_t comm, int* wire);
 RINGO_API ringoResult_t ringoCommUserRank(const ringoComm_t comm, int* rank);
 RINGO_API ringoResult_t ringoCommCuDevice(const ringoComm_t comm, int* device);
 

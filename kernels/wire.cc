@@ -1,0 +1,191 @@
+#include "kernels/wire.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+
+namespace ringo::kernels {
+
+namespace {
+
+using base::BFloat16;
+using base::E4M3Format;
+using base::E5M2Format;
+using base::Half;
+
+constexpr float kE4m3Max = 448.0f;
+constexpr float kE5m2Max = 57344.0f;
+
+// One value of an 8-bit block, already divided by the scale; infinities
+// kept (the formats' own encoders saturate them).
+template <typename Format, bool kHasInf>
+inline uint8_t EncodeScaled(float x, float inv_scale) {
+  if (std::isinf(x)) {
+    const uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
+    return kHasInf ? static_cast<uint8_t>(sign | 0x7c) : uint8_t{0x7f};
+  }
+  return Format::Encode(x * inv_scale);
+}
+
+template <typename Format, bool kHasInf>
+void EncodeBlocks(const float* in, int64_t n, uint8_t* out, float max_finite) {
+  for (int64_t b = 0; b < n; b += kWireBlock) {
+    const int len = static_cast<int>(std::min<int64_t>(kWireBlock, n - b));
+    float amax = 0.0f;
+    for (int i = 0; i < len; ++i) {
+      const float a = std::fabs(in[b + i]);
+      if (a <= 3.4028235e38f) amax = std::max(amax, a);  // finite only (NaN compares false)
+    }
+    const int k = WireScaleExponent(amax, max_finite);
+    *out++ = static_cast<uint8_t>(k + 127);
+    const float inv = WirePow2(-k);
+    for (int i = 0; i < len; ++i) *out++ = EncodeScaled<Format, kHasInf>(in[b + i], inv);
+  }
+}
+
+template <typename Format, bool kAdd>
+void DecodeBlocks(const uint8_t* in, int64_t n, float* out) {
+  for (int64_t b = 0; b < n; b += kWireBlock) {
+    const int len = static_cast<int>(std::min<int64_t>(kWireBlock, n - b));
+    const float scale = WirePow2(static_cast<int>(*in++) - 127);
+    for (int i = 0; i < len; ++i) {
+      const float v = Format::Decode(*in++) * scale;
+      if (kAdd) {
+        out[b + i] += v;
+      } else {
+        out[b + i] = v;
+      }
+    }
+  }
+}
+
+template <bool kAdd>
+void Decode16(Wire w, const uint8_t* in, int64_t n, float* out) {
+  const bool bf = w == Wire::kBf16;
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, in + 2 * i, 2);
+    const float v = bf ? base::BFloat16BitsToFloat(bits) : base::HalfBitsToFloat(bits);
+    if (kAdd) {
+      out[i] += v;
+    } else {
+      out[i] = v;
+    }
+  }
+}
+
+template <bool kAdd>
+void Decode(Wire w, const uint8_t* in, int64_t n, float* out) {
+  switch (w) {
+    case Wire::kNone:
+      if (kAdd) {
+        for (int64_t i = 0; i < n; ++i) {
+          float v;
+          std::memcpy(&v, in + 4 * i, 4);
+          out[i] += v;
+        }
+      } else {
+        std::memcpy(out, in, static_cast<size_t>(n) * 4);
+      }
+      return;
+    case Wire::kBf16:
+    case Wire::kFp16: Decode16<kAdd>(w, in, n, out); return;
+    case Wire::kE4m3: DecodeBlocks<E4M3Format, kAdd>(in, n, out); return;
+    case Wire::kE5m2: DecodeBlocks<E5M2Format, kAdd>(in, n, out); return;
+  }
+}
+
+// Half a unit in the last place of |x| in a binary format with `mantissa`
+// stored bits whose smallest normal exponent is `min_exp` (below it the
+// spacing stays that of the smallest normal).
+double HalfUlp(double x, int mantissa, int min_exp) {
+  const double a = std::fabs(x);
+  int e = a > 0 ? std::ilogb(a) : min_exp;
+  if (e < min_exp) e = min_exp;
+  return std::ldexp(1.0, e - mantissa - 1);
+}
+
+}  // namespace
+
+const char* WireName(Wire w) {
+  switch (w) {
+    case Wire::kNone: return "none";
+    case Wire::kBf16: return "bf16";
+    case Wire::kFp16: return "fp16";
+    case Wire::kE4m3: return "e4m3";
+    case Wire::kE5m2: return "e5m2";
+  }
+  return "?";
+}
+
+bool ParseWire(const std::string& name, Wire* w) {
+  std::string s;
+  for (char c : name) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "none" || s == "off" || s == "fp32") {
+    *w = Wire::kNone;
+  } else if (s == "bf16") {
+    *w = Wire::kBf16;
+  } else if (s == "fp16") {
+    *w = Wire::kFp16;
+  } else if (s == "e4m3" || s == "fp8") {
+    *w = Wire::kE4m3;
+  } else if (s == "e5m2") {
+    *w = Wire::kE5m2;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+void WireEncode(Wire w, const float* in, int64_t n, uint8_t* out) {
+  switch (w) {
+    case Wire::kNone: std::memcpy(out, in, static_cast<size_t>(n) * 4); return;
+    case Wire::kBf16:
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t b = base::FloatToBFloat16Bits(in[i]);
+        std::memcpy(out + 2 * i, &b, 2);
+      }
+      return;
+    case Wire::kFp16:
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t b = base::FloatToHalfBits(in[i]);
+        std::memcpy(out + 2 * i, &b, 2);
+      }
+      return;
+    case Wire::kE4m3: EncodeBlocks<E4M3Format, false>(in, n, out, kE4m3Max); return;
+    case Wire::kE5m2: EncodeBlocks<E5M2Format, true>(in, n, out, kE5m2Max); return;
+  }
+}
+
+void WireDecode(Wire w, const uint8_t* in, int64_t n, float* out) { Decode<false>(w, in, n, out); }
+
+void WireDecodeAdd(Wire w, const uint8_t* in, int64_t n, float* acc) { Decode<true>(w, in, n, acc); }
+
+void WireRound(Wire w, float* x, int64_t n) {
+  if (w == Wire::kNone) return;
+  uint8_t buf[kWireBlock * 2 + 1];
+  for (int64_t b = 0; b < n; b += kWireBlock) {
+    const int64_t len = std::min<int64_t>(kWireBlock, n - b);
+    WireEncode(w, x + b, len, buf);
+    WireDecode(w, buf, len, x + b);
+  }
+}
+
+double WireErrorBound(Wire w, double x, double amax) {
+  switch (w) {
+    case Wire::kNone: return 0;
+    case Wire::kBf16: return HalfUlp(x, 7, -126);
+    case Wire::kFp16: return HalfUlp(x, 10, -14);
+    case Wire::kE4m3:
+    case Wire::kE5m2: {
+      const bool e4 = w == Wire::kE4m3;
+      const int k = WireScaleExponent(static_cast<float>(amax), e4 ? kE4m3Max : kE5m2Max);
+      const double s = std::ldexp(1.0, k);
+      return s * HalfUlp(x / s, e4 ? 3 : 2, e4 ? -6 : -14);
+    }
+  }
+  return 0;
+}
+
+}  // namespace ringo::kernels

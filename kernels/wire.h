@@ -1,0 +1,99 @@
+// Wire formats: how fp32 values cross a link in fewer bytes when a
+// communicator compresses what it sends between hosts (docs/wire.md).
+//
+//   bf16, fp16   2 bytes per value, rounded to nearest even (fp16: a
+//                magnitude past 65504 becomes infinity, as IEEE rounding does)
+//   e4m3, e5m2   1 byte per value plus one scale byte per block of
+//                kWireBlock (32) values, as OCP's MX formats: the scale is a
+//                power of two 2^k stored as k + 127 (E8M0); each value is
+//                stored as value / 2^k in the 8-bit format, rounded to
+//                nearest even. k is the smallest exponent that brings the
+//                block's largest finite magnitude within the format's largest
+//                finite value (448, 57344), so no finite value saturates
+//                (MX's rule, k = floor(log2(amax)) - emax, can push the
+//                largest values of a block past the format's range, where
+//                they clip).
+//
+// A block is [scale byte][up to 32 value bytes]; the last block of a span
+// may be shorter. Non-finite values stay non-finite: NaN as NaN, an
+// infinity as infinity in bf16, fp16 and e5m2 and as NaN in e4m3, which has
+// none; they do not enter the block's scale.
+//
+// The element codecs are __host__ __device__ so that GPU kernels encode and
+// decode alike; the span loops below are the host's.
+#ifndef RINGO_KERNELS_WIRE_H_
+#define RINGO_KERNELS_WIRE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "base/device/fp8.h"
+#include "base/device/half.h"
+#include "base/device/macros.h"
+
+namespace ringo::kernels {
+
+// Values equal ringoWire_t's.
+enum class Wire : int { kNone = 0, kBf16 = 1, kFp16 = 2, kE4m3 = 3, kE5m2 = 4 };
+inline constexpr int kWireBlock = 32;
+
+const char* WireName(Wire w);  // "none", "bf16", "fp16", "e4m3", "e5m2"
+// Parses a name as RINGO_WIRE spells it ("none", "bf16", "fp16", "e4m3" or
+// "fp8", "e5m2"; any case); false for anything else.
+bool ParseWire(const std::string& name, Wire* w);
+inline bool ValidWire(int w) { return w >= 0 && w <= static_cast<int>(Wire::kE5m2); }
+
+// Bytes on the wire for `n` values.
+RINGO_HD_INLINE int64_t WireBytes(Wire w, int64_t n) {
+  switch (w) {
+    case Wire::kNone: return 4 * n;
+    case Wire::kBf16:
+    case Wire::kFp16: return 2 * n;
+    case Wire::kE4m3:
+    case Wire::kE5m2: return n + (n + kWireBlock - 1) / kWireBlock;
+  }
+  return 4 * n;
+}
+
+// 2^k as a float, k in [-127, 127] (2^-127 is subnormal, exact).
+RINGO_HD_INLINE float WirePow2(int k) {
+  if (k >= -126) return base::BitsFloat(static_cast<uint32_t>(k + 127) << 23);
+  return base::BitsFloat(0x00400000u);  // 2^-127
+}
+
+// The block scale's exponent for a block whose largest finite magnitude is
+// `amax`, for an 8-bit format whose largest finite value is `max_finite`:
+// the smallest k in [-127, 127] with amax / 2^k <= max_finite.
+RINGO_HD_INLINE int WireScaleExponent(float amax, float max_finite) {
+  if (!(amax > 0.0f)) return -127;
+  // A first guess from the two exponents, then at most a step either way.
+  const int ea = static_cast<int>((base::FloatBits(amax) >> 23) & 0xffu);
+  const int em = static_cast<int>((base::FloatBits(max_finite) >> 23) & 0xffu);
+  int k = (ea == 0 ? 1 : ea) - em;
+  if (k < -127) k = -127;
+  if (k > 127) k = 127;
+  while (k < 127 && amax * WirePow2(-k) > max_finite) ++k;
+  while (k > -127 && amax * WirePow2(1 - k) <= max_finite) --k;
+  return k;
+}
+
+// Encodes `n` values into `out` (WireBytes(w, n) bytes); kNone copies them.
+void WireEncode(Wire w, const float* in, int64_t n, uint8_t* out);
+// Decodes `n` values: out = decoded.
+void WireDecode(Wire w, const uint8_t* in, int64_t n, float* out);
+// Decodes and adds: acc += decoded, each addition in fp32.
+void WireDecodeAdd(Wire w, const uint8_t* in, int64_t n, float* acc);
+// Rounds in place through the wire format: x = Decode(Encode(x)) (what a
+// value sent once is on arrival).
+void WireRound(Wire w, float* x, int64_t n);
+
+// The largest error one encoding can make on a value `x` of a block whose
+// largest finite magnitude is `amax` (bf16 and fp16 ignore amax): half a unit
+// in the last place of the value as stored (for the 8-bit formats, of
+// x / 2^k, including the subnormal range), times the scale. For tests and
+// docs: the bounds the error tables check.
+double WireErrorBound(Wire w, double x, double amax);
+
+}  // namespace ringo::kernels
+
+#endif  // RINGO_KERNELS_WIRE_H_

@@ -1,0 +1,401 @@
+// The compressed wire (collectives/engines/wire.h, docs/wire.md) end to end:
+// every rank's result has the bits the algorithm promises (contributions
+// rounded once on their way, the summed shard once, sums in fp32 in rank
+// order) and the same bits on every rank; the error against an fp64
+// reference stays within two roundings of the wire format at 2 to 16 ranks,
+// where a ring that rounds its partial sums at every hop grows with N (the
+// table this test prints is docs/wire.md's); what the wire does not apply
+// to stays exact; the API's refusals.
+//
+// Ranks that are threads of one process cross "the network" with
+// RINGO_SHM_DISABLE=1 (every pair over loopback TCP); processes with host
+// ids of their own mix edges within and between hosts.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/wire.h"
+#include "ringo/ringo.h"
+#include "tests/api_test_util.h"
+#include "tests/harness.h"
+
+namespace ringo::tests {
+namespace {
+
+using kernels::Wire;
+
+constexpr auto kDeadline = std::chrono::seconds(240);
+
+std::string Err(const char* what, ringoResult_t rc, ringoComm_t comm) {
+  const char* last = ringoGetLastError(comm);
+  return std::string(what) + ": " + ringoGetErrorString(rc) + " (" + (last != nullptr ? last : "") + ")";
+}
+
+ringoResult_t Init(ringoComm_t* comm, int rank, int nranks, const ringoUniqueId& id, int wire) {
+  ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
+  config.device_kind = RINGO_DEVICE_HOST;
+  config.wire = wire;
+  return ringoCommInitRankConfig(comm, nranks, id, rank, &config);
+}
+
+// Rank r's input: gradient-like values over several binades, of both
+// signs, so that the sum cancels.
+std::vector<float> Input(int rank, int64_t count, uint32_t seed) {
+  std::mt19937 gen(seed * 7919u + static_cast<uint32_t>(rank));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> spread(-8, 2);
+  std::vector<float> x(static_cast<size_t>(count));
+  for (auto& v : x) v = std::ldexp(normal(gen), spread(gen));
+  return x;
+}
+
+// The shard owner of all-reduce element i (the engine's split: equal
+// shards of whole 32-value blocks).
+int Owner(int64_t i, int64_t count, int nranks) {
+  const int64_t per = (count + nranks - 1) / nranks;
+  const int64_t size = (per + kernels::kWireBlock - 1) / kernels::kWireBlock * kernels::kWireBlock;
+  return static_cast<int>(i / size);
+}
+
+std::vector<float> Rounded(Wire w, std::vector<float> x) {
+  kernels::WireRound(w, x.data(), static_cast<int64_t>(x.size()));
+  return x;
+}
+
+// What every rank of an all-reduce must hold: contribution r reaches owner
+// q rounded to the wire unless r == q or `same_host(r, q)`; the owner sums
+// in rank order in fp32 and rounds the sum once.
+template <typename SameHost>
+std::vector<float> Expected(Wire w, const std::vector<std::vector<float>>& x, float scale, SameHost same_host) {
+  const int n = static_cast<int>(x.size());
+  const int64_t count = static_cast<int64_t>(x[0].size());
+  std::vector<std::vector<float>> rounded(n), scaled(n);
+  for (int r = 0; r < n; ++r) {
+    scaled[r] = x[r];
+    for (float& v : scaled[r]) v = scale == 1.0f ? v : v * scale;
+    rounded[r] = Rounded(w, scaled[r]);
+  }
+  std::vector<float> sum(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    const int q = Owner(i, count, n);
+    float acc = 0;
+    for (int r = 0; r < n; ++r) {
+      const float c = (r == q || same_host(r, q)) ? scaled[r][i] : rounded[r][i];
+      acc = r == 0 ? c : acc + c;
+    }
+    sum[i] = acc;
+  }
+  return Rounded(w, sum);
+}
+
+double BlockAmax(const std::vector<float>& x, size_t i) {
+  const size_t b = i / kernels::kWireBlock * kernels::kWireBlock;
+  double amax = 0;
+  for (size_t j = b; j < std::min(x.size(), b + kernels::kWireBlock); ++j) amax = std::max(amax, std::fabs(double{x[j]}));
+  return amax;
+}
+
+// ||got - exact|| / ||exact||, exact the fp64 sum of `x`.
+double NormError(const std::vector<float>& got, const std::vector<std::vector<double>>& x) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double exact = 0;
+    for (const auto& xr : x) exact += xr[i];
+    num += (got[i] - exact) * (got[i] - exact);
+    den += exact * exact;
+  }
+  return std::sqrt(num / den);
+}
+
+std::vector<std::vector<double>> AsDouble(const std::vector<std::vector<float>>& x) {
+  std::vector<std::vector<double>> d;
+  for (const auto& xr : x) d.emplace_back(xr.begin(), xr.end());
+  return d;
+}
+
+uint16_t Bf16(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+float FromBf16(uint16_t h) {
+  const uint32_t b = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+class WireTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // Every pair of thread ranks over loopback TCP; the bf16 comparison on
+    // the ring (the direct engine would sum it in fp32 and round once).
+    SetEnvAndReload("RINGO_SHM_DISABLE", "1");
+    SetEnvAndReload("RINGO_ALGO", "ring");
+  }
+};
+
+// The error table: fp32 all-reduce with the wire against what a program
+// without it does, cast its fp32 gradients to bf16 and all-reduce those on
+// the ring (combined in fp32, rounded at every hop), 2 to 16 ranks; both
+// against the fp64 sum of the fp32 inputs.
+TEST_F(WireTest, ErrorDoesNotGrowWithTheRankCount) {
+  constexpr int64_t kCount = 4099;  // neither blocks nor ranks divide it
+  std::map<std::pair<int, int>, double> wire_err;  // (wire, n) -> error
+  std::map<int, double> ring_err;
+  std::mutex mu;
+  for (int n : {2, 4, 8, 16}) {
+    std::vector<std::vector<float>> x;
+    for (int r = 0; r < n; ++r) x.push_back(Input(r, kCount, 1));
+    std::vector<std::vector<float>> xb(x);  // the bf16 ring's inputs, as bf16 values
+    for (auto& xr : xb) {
+      for (float& v : xr) v = FromBf16(Bf16(v));
+    }
+    auto results = RunRanks(n, RankMode::kThreads, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+      ringoComm_t comm = nullptr;
+      ringoResult_t rc = Init(&comm, rank, nranks, id, ringoWireBf16);
+      if (rc != ringoSuccess) return Err("init", rc, nullptr);
+      std::string fail;
+      for (Wire w : {Wire::kBf16, Wire::kFp16, Wire::kE4m3, Wire::kE5m2}) {
+        rc = ringoCommSetWire(comm, static_cast<int>(w));
+        if (rc != ringoSuccess) return Err("set wire", rc, comm);
+        std::vector<float> out(kCount, -7.0f);
+        rc = ringoAllReduce(x[rank].data(), out.data(), kCount, ringoFloat32, ringoSum, comm, nullptr);
+        if (rc != ringoSuccess) return Err("all-reduce", rc, comm);
+        const std::vector<float> want = Expected(w, x, 1.0f, [](int, int) { return false; });
+        if (std::memcmp(out.data(), want.data(), kCount * 4) != 0) {
+          for (int64_t i = 0; i < kCount; ++i) {
+            if (std::memcmp(&out[i], &want[i], 4) != 0) {
+              return std::string(kernels::WireName(w)) + ": element " + std::to_string(i) + " is " +
+                     std::to_string(out[i]) + ", the algorithm gives " + std::to_string(want[i]);
+            }
+          }
+        }
+        // Within two roundings of the wire plus fp32 summation, element by element.
+        for (int i = 0; i < kCount && fail.empty(); ++i) {
+          double exact = 0, abs_sum = 0, bound = 0;
+          const int q = Owner(i, kCount, nranks);
+          for (int r = 0; r < nranks; ++r) {
+            exact += x[r][i];
+            abs_sum += std::fabs(x[r][i]);
+            if (r != q) bound += kernels::WireErrorBound(w, x[r][i], BlockAmax(x[r], static_cast<size_t>(i)));
+          }
+          // The final rounding's bound from the result's block maximum,
+          // which can sit one binade below the unrounded sum's: counted twice.
+          bound += 2 * kernels::WireErrorBound(w, out[i], BlockAmax(out, static_cast<size_t>(i)));
+          bound += (nranks - 1) * std::ldexp(1.0, -24) * abs_sum * 1.01;
+          if (std::isinf(out[i]) && w == Wire::kFp16) continue;  // fp16 overflow is not at stake here
+          if (std::fabs(out[i] - exact) > bound) {
+            fail = std::string(kernels::WireName(w)) + ": element " + std::to_string(i) + " off by " +
+                   std::to_string(std::fabs(out[i] - exact)) + ", bound " + std::to_string(bound);
+          }
+        }
+        if (!fail.empty()) return fail;
+        if (rank == 0) {
+          std::lock_guard<std::mutex> lock(mu);
+          wire_err[{static_cast<int>(w), nranks}] = NormError(out, AsDouble(x));
+        }
+      }
+      // The ring on bf16 buffers, exact wire: rounds its partial sums at every hop.
+      rc = ringoCommSetWire(comm, ringoWireNone);
+      if (rc != ringoSuccess) return Err("set wire none", rc, comm);
+      std::vector<uint16_t> in(kCount), outb(kCount);
+      for (int64_t i = 0; i < kCount; ++i) in[i] = Bf16(x[rank][i]);
+      rc = ringoAllReduce(in.data(), outb.data(), kCount, ringoBfloat16, ringoSum, comm, nullptr);
+      if (rc != ringoSuccess) return Err("bf16 all-reduce", rc, comm);
+      if (rank == 0) {
+        std::vector<float> got(kCount);
+        for (int64_t i = 0; i < kCount; ++i) got[i] = FromBf16(outb[i]);
+        std::lock_guard<std::mutex> lock(mu);
+        ring_err[nranks] = NormError(got, AsDouble(x));  // against the fp32 inputs' sum, as the wire's
+      }
+      rc = ringoCommDestroy(comm);
+      return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
+    });
+    ASSERT_TRUE(AllRanksOk(results)) << n << " ranks";
+  }
+  std::printf("relative error (2-norm) of a %lld-value fp32 sum all-reduce against fp64:\n", static_cast<long long>(kCount));
+  std::printf("ranks | wire bf16 | wire fp16 | wire e4m3 | wire e5m2 | ring on bf16 buffers\n");
+  for (int n : {2, 4, 8, 16}) {
+    std::printf("%5d | %9.2e | %9.2e | %9.2e | %9.2e | %9.2e\n", n, wire_err[{1, n}], wire_err[{2, n}], wire_err[{3, n}],
+                wire_err[{4, n}], ring_err[n]);
+  }
+  // The wire's error stays put as N grows; the ring's grows past it.
+  for (int w = 1; w <= 4; ++w) {
+    const double at16 = wire_err[std::make_pair(w, 16)], at2 = wire_err[std::make_pair(w, 2)];
+    EXPECT_LT(at16, 2.0 * at2) << kernels::WireName(static_cast<Wire>(w));
+  }
+  EXPECT_GT(ring_err[16], 1.5 * ring_err[2]);
+  const double bf16_at16 = wire_err[std::make_pair(1, 16)];
+  EXPECT_LT(bf16_at16, ring_err[16]);
+}
+
+// Avg, reduce-scatter, bf16 and fp16 buffers, in place, several rounds of
+// the engine's pieces: the bits the algorithm gives, on every rank.
+TEST_F(WireTest, ShapesDatatypesAndInPlace) {
+  constexpr int kRanks = 3;
+  constexpr int64_t kCount = 3 * 1000003;  // past one round's piece per shard
+  std::vector<std::vector<float>> x;
+  for (int r = 0; r < kRanks; ++r) x.push_back(Input(r, kCount, 2));
+  auto results = RunRanks(kRanks, RankMode::kThreads, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+    ringoComm_t comm = nullptr;
+    ringoResult_t rc = Init(&comm, rank, nranks, id, ringoWireFp8e4m3);
+    if (rc != ringoSuccess) return Err("init", rc, nullptr);
+    const auto none = [](int, int) { return false; };
+    // All-reduce avg in place.
+    {
+      std::vector<float> buf = x[rank];
+      rc = ringoAllReduce(buf.data(), buf.data(), kCount, ringoFloat32, ringoAvg, comm, nullptr);
+      if (rc != ringoSuccess) return Err("avg in place", rc, comm);
+      const std::vector<float> want = Expected(Wire::kE4m3, x, 1.0f / kRanks, none);
+      if (std::memcmp(buf.data(), want.data(), kCount * 4) != 0) return "avg in place: not the algorithm's bits";
+    }
+    // Reduce-scatter: each rank's block, summed without the final rounding.
+    {
+      const int64_t per = kCount / kRanks;
+      std::vector<float> out(static_cast<size_t>(per));
+      rc = ringoReduceScatter(x[rank].data(), out.data(), per, ringoFloat32, ringoSum, comm, nullptr);
+      if (rc != ringoSuccess) return Err("reduce-scatter", rc, comm);
+      // Blocks start at this rank's block of the input.
+      std::vector<std::vector<float>> part;
+      for (int r = 0; r < kRanks; ++r) {
+        std::vector<float> v(x[r].begin() + rank * per, x[r].begin() + (rank + 1) * per);
+        part.push_back(r == rank ? v : Rounded(Wire::kE4m3, v));
+      }
+      for (int64_t i = 0; i < per; ++i) {
+        float acc = part[0][i];
+        for (int r = 1; r < kRanks; ++r) acc += part[r][i];
+        if (std::memcmp(&acc, &out[i], 4) != 0) return "reduce-scatter: element " + std::to_string(i) + " differs";
+      }
+    }
+    // bf16 buffers, wire fp16: inputs read as float, the result rounded to bf16.
+    {
+      rc = ringoCommSetWire(comm, ringoWireFp16);
+      if (rc != ringoSuccess) return Err("set wire", rc, comm);
+      constexpr int64_t kSmall = 1000;
+      std::vector<std::vector<float>> xb;
+      for (int r = 0; r < kRanks; ++r) {
+        std::vector<float> v(x[r].begin(), x[r].begin() + kSmall);
+        for (float& f : v) f = FromBf16(Bf16(f));
+        xb.push_back(v);
+      }
+      std::vector<uint16_t> in(kSmall), out(kSmall);
+      for (int64_t i = 0; i < kSmall; ++i) in[i] = Bf16(xb[rank][i]);
+      rc = ringoAllReduce(in.data(), out.data(), kSmall, ringoBfloat16, ringoSum, comm, nullptr);
+      if (rc != ringoSuccess) return Err("bf16 all-reduce", rc, comm);
+      const std::vector<float> want = Expected(Wire::kFp16, xb, 1.0f, none);
+      for (int64_t i = 0; i < kSmall; ++i) {
+        if (out[i] != Bf16(want[i])) return "bf16 buffers: element " + std::to_string(i) + " differs";
+      }
+    }
+    rc = ringoCommDestroy(comm);
+    return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
+  });
+  EXPECT_ALL_RANKS_OK(results);
+}
+
+// Integer types, max, fp64, all-gather and broadcast on a communicator with
+// a wire: exact (the wire does not apply).
+TEST_F(WireTest, WhatTheWireDoesNotTouchStaysExact) {
+  auto results = RunRanks(3, RankMode::kThreads, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+    ringoComm_t comm = nullptr;
+    ringoResult_t rc = Init(&comm, rank, nranks, id, ringoWireFp8e5m2);
+    if (rc != ringoSuccess) return Err("init", rc, nullptr);
+    std::vector<int32_t> ia(100), ib(100);
+    for (int i = 0; i < 100; ++i) ia[i] = 1000003 * (rank + 1) + i;
+    rc = ringoAllReduce(ia.data(), ib.data(), 100, ringoInt32, ringoSum, comm, nullptr);
+    if (rc != ringoSuccess) return Err("int32 sum", rc, comm);
+    for (int i = 0; i < 100; ++i) {
+      if (ib[i] != 1000003 * 6 + 3 * i) return "int32 sum: element " + std::to_string(i);
+    }
+    std::vector<float> fa(100), fb(100);
+    for (int i = 0; i < 100; ++i) fa[i] = 1.0f + 1e-6f * static_cast<float>(i * nranks + rank);
+    rc = ringoAllReduce(fa.data(), fb.data(), 100, ringoFloat32, ringoMax, comm, nullptr);
+    if (rc != ringoSuccess) return Err("fp32 max", rc, comm);
+    for (int i = 0; i < 100; ++i) {
+      if (fb[i] != 1.0f + 1e-6f * static_cast<float>(i * nranks + nranks - 1)) return "fp32 max: element " + std::to_string(i);
+    }
+    std::vector<double> da(100, 0.1 * (rank + 1)), db(100);
+    rc = ringoAllReduce(da.data(), db.data(), 100, ringoFloat64, ringoSum, comm, nullptr);
+    if (rc != ringoSuccess) return Err("fp64 sum", rc, comm);
+    if (db[0] != (0.1 + 0.2) + 0.3 && db[0] != 0.1 + (0.2 + 0.3) && db[0] != (0.1 + 0.3) + 0.2) return "fp64 sum not exact-ish";
+    std::vector<float> g(3 * 10);
+    std::vector<float> mine(10, 1.0f / 3.0f + static_cast<float>(rank));
+    rc = ringoAllGather(mine.data(), g.data(), 10, ringoFloat32, comm, nullptr);
+    if (rc != ringoSuccess) return Err("all-gather", rc, comm);
+    for (int r = 0; r < 3; ++r) {
+      if (g[r * 10 + 9] != 1.0f / 3.0f + static_cast<float>(r)) return "all-gather: rank " + std::to_string(r) + "'s block";
+    }
+    rc = ringoCommDestroy(comm);
+    return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
+  });
+  EXPECT_ALL_RANKS_OK(results);
+}
+
+// Processes on two host ids, two ranks each: within a host contributions
+// travel exact, between hosts in the wire format.
+TEST_F(WireTest, TwoHostsOfTwoRanks) {
+  constexpr int64_t kCount = 50001;
+  auto results = RunRanks(4, RankMode::kProcesses, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+    SetEnvAndReload("RINGO_SHM_DISABLE", "0");
+    SetEnvAndReload("RINGO_HOSTID", "wire-host-" + std::to_string(rank / 2));
+    std::vector<std::vector<float>> x;
+    for (int r = 0; r < nranks; ++r) x.push_back(Input(r, kCount, 3));
+    ringoComm_t comm = nullptr;
+    ringoResult_t rc = Init(&comm, rank, nranks, id, ringoWireBf16);
+    if (rc != ringoSuccess) return Err("init", rc, nullptr);
+    std::vector<float> out(kCount);
+    rc = ringoAllReduce(x[rank].data(), out.data(), kCount, ringoFloat32, ringoSum, comm, nullptr);
+    if (rc != ringoSuccess) return Err("all-reduce", rc, comm);
+    const std::vector<float> want = Expected(Wire::kBf16, x, 1.0f, [](int r, int q) { return r / 2 == q / 2; });
+    if (std::memcmp(out.data(), want.data(), kCount * 4) != 0) return "not the algorithm's bits";
+    rc = ringoCommDestroy(comm);
+    return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
+  });
+  EXPECT_ALL_RANKS_OK(results);
+}
+
+TEST_F(WireTest, ApiRefusalsAndInheritance) {
+  auto results = RunRanks(2, RankMode::kThreads, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+    ringoComm_t comm = nullptr;
+    ringoResult_t rc = Init(&comm, rank, nranks, id, -1);
+    if (rc != ringoSuccess) return Err("init", rc, nullptr);
+    int wire = -5;
+    rc = ringoCommGetWire(comm, &wire);
+    if (rc != ringoSuccess || wire != ringoWireNone) return "RINGO_WIRE unset: wire " + std::to_string(wire);
+    std::string f = CheckFails("wire 5", ringoCommSetWire(comm, 5), ringoInvalidArgument, {"not a ringowire_t"});
+    if (!f.empty()) return f;
+    f = CheckFails("wire -1", ringoCommSetWire(comm, -1), ringoInvalidArgument, {"not a ringowire_t"});
+    if (!f.empty()) return f;
+    f = CheckFails("null out", ringoCommGetWire(comm, nullptr), ringoInvalidArgument, {"null"});
+    if (!f.empty()) return f;
+    rc = ringoCommSetWire(comm, ringoWireFp8e5m2);
+    if (rc != ringoSuccess) return Err("set", rc, comm);
+    ringoComm_t child = nullptr;
+    rc = ringoCommSplit(comm, 0, rank, &child, nullptr);
+    if (rc != ringoSuccess) return Err("split", rc, comm);
+    rc = ringoCommGetWire(child, &wire);
+    if (rc != ringoSuccess || wire != ringoWireFp8e5m2) return "the split child's wire: " + std::to_string(wire);
+    ringoCommDestroy(child);
+    ringoCommDestroy(comm);
+    return "";
+  });
+  EXPECT_ALL_RANKS_OK(results);
+  // A config's wire out of range fails init, before any rendezvous.
+  ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
+  config.wire = 9;
+  ringoUniqueId id{};  // never decoded: the config is read first
+  ringoComm_t comm = nullptr;
+  EXPECT_TRUE(FailsWith(ringoCommInitRankConfig(&comm, 2, id, 0, &config), ringoInvalidArgument, nullptr, {"wire"}));
+}
+
+}  // namespace
+}  // namespace ringo::tests
