@@ -123,6 +123,25 @@ ringoResult_t Issue(kernels::Coll coll, const void* send, void* recv, size_t cou
 
 extern "C" {
 
+ringoResult_t ringoCommWireRound(const void* sendbuff, void* recvbuff, size_t count, ringoDataType_t datatype,
+                                 ringoRedOp_t op, ringoComm_t comm) {
+  return Guard("ringoCommWireRound", comm, [&]() -> Status {
+    ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
+    if (c->kind() != ringo::collectives::DeviceKind::kHost) {
+      return base::InvalidUsage("ringoCommWireRound takes host communicators (GPU communicators do not compress yet)");
+    }
+    kernels::CollArgs a;
+    a.coll = kernels::Coll::kAllReduce;
+    a.dtype = static_cast<base::DataType>(datatype);
+    a.send = sendbuff;
+    a.recv = recvbuff;
+    a.count = count > static_cast<size_t>(std::numeric_limits<int64_t>::max()) ? -1 : static_cast<int64_t>(count);
+    RETURN_IF_ERROR(Validate(c, a, datatype, nullptr));
+    RETURN_IF_ERROR(ResolveOp(c, op, &a));
+    return c->WireRound(a, recvbuff);
+  });
+}
+
 ringoResult_t ringoAllReduce(const void* sendbuff, void* recvbuff, size_t count, ringoDataType_t datatype,
                              ringoRedOp_t op, ringoComm_t comm, ringoStream_t stream) {
   return Issue(kernels::Coll::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0, comm, stream);

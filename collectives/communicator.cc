@@ -8,6 +8,7 @@
 
 #include "base/logging.h"
 #include "kernels/coll_signature.h"
+#include "collectives/engines/wire.h"
 #include "kernels/wire.h"
 
 namespace ringo::collectives {
@@ -93,6 +94,20 @@ Status Communicator::SetWire(int wire) {
     return base::InvalidUsage("a wire format applies to host communicators only: GPU communicators do not compress yet");
   }
   wire_.store(wire, std::memory_order_relaxed);
+  return Status();
+}
+
+Status Communicator::WireRound(const kernels::CollArgs& args, void* out) {
+  std::lock_guard<std::mutex> run_lock(run_mu_);
+  RETURN_IF_ERROR(CheckUsable());
+  const size_t elems = static_cast<size_t>(args.count) * (args.coll == kernels::Coll::kReduceScatter ? nranks_ : 1);
+  const size_t bytes = elems * base::DataTypeSize(args.dtype);
+  auto* engine = dynamic_cast<WireEngine*>(engines_.Find("wire"));
+  if (engine == nullptr || wire() == 0 || !WireApplies(args)) {
+    if (out != args.send && bytes > 0) std::memmove(out, args.send, bytes);
+    return Status();
+  }
+  engine->RoundContribution(args, wire(), out);
   return Status();
 }
 

@@ -160,6 +160,10 @@ class Communicator {
   // ringoWire_t; InvalidUsage on a GPU communicator (not yet there).
   base::Status SetWire(int wire);
   int wire() const { return wire_.load(std::memory_order_relaxed); }
+  // ringoCommWireRound: what this rank's input to `args` (an all-reduce or
+  // a reduce-scatter) amounts to after the wire, into `out`; a copy where
+  // the call would not compress. Local: no peer is involved.
+  base::Status WireRound(const kernels::CollArgs& args, void* out);
 
   // The same on every rank of this communicator, and different from every
   // other communicator's (its shared memory is named by it).

@@ -28,35 +28,107 @@ inline uint8_t EncodeScaled(float x, float inv_scale) {
   return Format::Encode(x * inv_scale);
 }
 
-template <typename Format, bool kHasInf>
+// The fast path of a block of finite values, whose scaled magnitudes are at
+// most the format's largest finite value: round to nearest even with
+// integer arithmetic on the float's bits, no branches, so the compiler
+// vectorises it. kMantissa stored bits, exponent bias kBias. Normal range:
+// add half a unit of the kept mantissa (less one, plus the kept lowest bit:
+// ties to even) and keep the top bits, re-biasing the exponent; subnormal
+// range (below 2^(1 - bias)): the value in units of the smallest subnormal,
+// rounded by the float unit (2^23 added and taken away), which is the
+// encoding itself (8 units of e4m3, the smallest normal, encode alike).
+template <int kMantissa, int kBias>
+inline uint8_t EncodeFinite(float y) {
+  const uint32_t bits = base::FloatBits(y);
+  const uint32_t sign = (bits >> 24) & 0x80u;
+  const uint32_t abs = bits & 0x7fffffffu;
+  constexpr int kDrop = 23 - kMantissa;
+  const uint32_t rounded = abs + ((1u << (kDrop - 1)) - 1u) + ((abs >> kDrop) & 1u);
+  const uint32_t normal = ((rounded >> kDrop) - (static_cast<uint32_t>(127 - kBias) << kMantissa)) & 0x7fu;
+  constexpr float kUnits = static_cast<float>(1u << (kBias - 1 + kMantissa));  // 1 / smallest subnormal
+  const float magic = 8388608.0f;                                                // 2^23
+  const uint32_t sub = static_cast<uint32_t>(static_cast<int32_t>((base::BitsFloat(abs) * kUnits + magic) - magic));
+  const uint32_t is_sub = abs < (static_cast<uint32_t>(127 + 1 - kBias) << 23) ? 0xffffffffu : 0u;
+  return static_cast<uint8_t>(sign | (sub & is_sub) | (normal & ~is_sub));
+}
+
+// The largest finite magnitude of `len` values (0 for none) and whether
+// every value is finite.
+inline float FiniteAmax(const float* x, int len, bool* finite) {
+  // On the magnitudes' bits: for non-negative floats the integer order is
+  // the float order, and integer max vectorises where float max may not.
+  int32_t amax = 0;
+  int32_t bad = 0;
+  for (int i = 0; i < len; ++i) {
+    int32_t bits;
+    std::memcpy(&bits, &x[i], 4);
+    bits &= 0x7fffffff;
+    const int32_t nonfinite = bits >= 0x7f800000 ? -1 : 0;
+    bad |= nonfinite;
+    bits &= ~nonfinite;  // a non-finite value counts as 0
+    amax = amax > bits ? amax : bits;
+  }
+  *finite = bad == 0;
+  float a;
+  std::memcpy(&a, &amax, 4);
+  return a;
+}
+
+template <int kMantissa, int kBias>
+inline void EncodeFiniteBlock(const float* x, int len, float inv, uint8_t* out) {
+  if (len == kWireBlock) {  // a constant trip count: vectorised
+    for (int i = 0; i < kWireBlock; ++i) out[i] = EncodeFinite<kMantissa, kBias>(x[i] * inv);
+  } else {
+    for (int i = 0; i < len; ++i) out[i] = EncodeFinite<kMantissa, kBias>(x[i] * inv);
+  }
+}
+
+template <typename Format, bool kHasInf, int kMantissa, int kBias>
 void EncodeBlocks(const float* in, int64_t n, uint8_t* out, float max_finite) {
   for (int64_t b = 0; b < n; b += kWireBlock) {
     const int len = static_cast<int>(std::min<int64_t>(kWireBlock, n - b));
-    float amax = 0.0f;
-    for (int i = 0; i < len; ++i) {
-      const float a = std::fabs(in[b + i]);
-      if (a <= 3.4028235e38f) amax = std::max(amax, a);  // finite only (NaN compares false)
-    }
+    const float* x = in + b;
+    bool finite = true;
+    const float amax = len == kWireBlock ? FiniteAmax(x, kWireBlock, &finite) : FiniteAmax(x, len, &finite);
     const int k = WireScaleExponent(amax, max_finite);
     *out++ = static_cast<uint8_t>(k + 127);
     const float inv = WirePow2(-k);
-    for (int i = 0; i < len; ++i) *out++ = EncodeScaled<Format, kHasInf>(in[b + i], inv);
+    if (finite) {
+      EncodeFiniteBlock<kMantissa, kBias>(x, len, inv, out);
+    } else {
+      for (int i = 0; i < len; ++i) out[i] = EncodeScaled<Format, kHasInf>(x[i], inv);
+    }
+    out += len;
   }
+}
+
+// Every byte's value, once per format.
+template <typename Format>
+const float* DecodeTable() {
+  static const auto* table = [] {
+    auto* t = new float[256];
+    for (int b = 0; b < 256; ++b) t[b] = Format::Decode(static_cast<uint8_t>(b));
+    return t;
+  }();
+  return table;
 }
 
 template <typename Format, bool kAdd>
 void DecodeBlocks(const uint8_t* in, int64_t n, float* out) {
+  const float* table = DecodeTable<Format>();
   for (int64_t b = 0; b < n; b += kWireBlock) {
     const int len = static_cast<int>(std::min<int64_t>(kWireBlock, n - b));
     const float scale = WirePow2(static_cast<int>(*in++) - 127);
+    float* o = out + b;
     for (int i = 0; i < len; ++i) {
-      const float v = Format::Decode(*in++) * scale;
+      const float v = table[in[i]] * scale;
       if (kAdd) {
-        out[b + i] += v;
+        o[i] += v;
       } else {
-        out[b + i] = v;
+        o[i] = v;
       }
     }
+    in += len;
   }
 }
 
@@ -153,8 +225,8 @@ void WireEncode(Wire w, const float* in, int64_t n, uint8_t* out) {
         std::memcpy(out + 2 * i, &b, 2);
       }
       return;
-    case Wire::kE4m3: EncodeBlocks<E4M3Format, false>(in, n, out, kE4m3Max); return;
-    case Wire::kE5m2: EncodeBlocks<E5M2Format, true>(in, n, out, kE5m2Max); return;
+    case Wire::kE4m3: EncodeBlocks<E4M3Format, false, 3, 7>(in, n, out, kE4m3Max); return;
+    case Wire::kE5m2: EncodeBlocks<E5M2Format, true, 2, 15>(in, n, out, kE5m2Max); return;
   }
 }
 

@@ -66,14 +66,21 @@ RINGO_HD_INLINE float WirePow2(int k) {
 // the smallest k in [-127, 127] with amax / 2^k <= max_finite.
 RINGO_HD_INLINE int WireScaleExponent(float amax, float max_finite) {
   if (!(amax > 0.0f)) return -127;
-  // A first guess from the two exponents, then at most a step either way.
-  const int ea = static_cast<int>((base::FloatBits(amax) >> 23) & 0xffu);
-  const int em = static_cast<int>((base::FloatBits(max_finite) >> 23) & 0xffu);
-  int k = (ea == 0 ? 1 : ea) - em;
+  const uint32_t a = base::FloatBits(amax), m = base::FloatBits(max_finite);
+  const int ea = static_cast<int>((a >> 23) & 0xffu);
+  const int em = static_cast<int>((m >> 23) & 0xffu);
+  int k;
+  if (ea != 0) {
+    // Both normal: amax / 2^k <= max_finite holds at k = ea - em exactly
+    // when amax's significand is at most max_finite's, else one more.
+    k = ea - em + ((a & 0x7fffffu) > (m & 0x7fffffu) ? 1 : 0);
+  } else {
+    // A subnormal amax: from a guess, a step at a time.
+    k = 1 - em;
+    while (k > -127 && amax * WirePow2(1 - k) <= max_finite) --k;
+  }
   if (k < -127) k = -127;
   if (k > 127) k = 127;
-  while (k < 127 && amax * WirePow2(-k) > max_finite) ++k;
-  while (k > -127 && amax * WirePow2(1 - k) <= max_finite) --k;
   return k;
 }
 

@@ -242,7 +242,7 @@ TEST_F(WireTest, ErrorDoesNotGrowWithTheRankCount) {
 // the engine's pieces: the bits the algorithm gives, on every rank.
 TEST_F(WireTest, ShapesDatatypesAndInPlace) {
   constexpr int kRanks = 3;
-  constexpr int64_t kCount = 3 * 1000003;  // past one round's piece per shard
+  constexpr int64_t kCount = 3 * 2500009;  // 4 rounds of the engine's pieces per shard
   std::vector<std::vector<float>> x;
   for (int r = 0; r < kRanks; ++r) x.push_back(Input(r, kCount, 2));
   auto results = RunRanks(kRanks, RankMode::kThreads, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
@@ -357,6 +357,18 @@ TEST_F(WireTest, TwoHostsOfTwoRanks) {
     if (rc != ringoSuccess) return Err("all-reduce", rc, comm);
     const std::vector<float> want = Expected(Wire::kBf16, x, 1.0f, [](int r, int q) { return r / 2 == q / 2; });
     if (std::memcmp(out.data(), want.data(), kCount * 4) != 0) return "not the algorithm's bits";
+    // ringoCommWireRound: this rank's contribution as the all-reduce sent
+    // it, the shards of the other host's ranks rounded, its own host's exact.
+    std::vector<float> contribution(kCount);
+    rc = ringoCommWireRound(x[rank].data(), contribution.data(), kCount, ringoFloat32, ringoSum, comm);
+    if (rc != ringoSuccess) return Err("wire round", rc, comm);
+    const std::vector<float> rounded = Rounded(Wire::kBf16, x[rank]);
+    for (int64_t i = 0; i < kCount; ++i) {
+      const bool across = Owner(i, kCount, nranks) / 2 != rank / 2;
+      if (contribution[i] != (across ? rounded[i] : x[rank][i])) {
+        return "ringoCommWireRound: element " + std::to_string(i) + (across ? " (across hosts)" : " (this host)");
+      }
+    }
     rc = ringoCommDestroy(comm);
     return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
   });
@@ -376,6 +388,15 @@ TEST_F(WireTest, ApiRefusalsAndInheritance) {
     f = CheckFails("wire -1", ringoCommSetWire(comm, -1), ringoInvalidArgument, {"not a ringowire_t"});
     if (!f.empty()) return f;
     f = CheckFails("null out", ringoCommGetWire(comm, nullptr), ringoInvalidArgument, {"null"});
+    if (!f.empty()) return f;
+    // Where the wire does not apply, ringoCommWireRound copies.
+    rc = ringoCommSetWire(comm, ringoWireFp8e4m3);
+    if (rc != ringoSuccess) return Err("set", rc, comm);
+    int32_t in[3] = {11, -23, 7}, out[3] = {};
+    rc = ringoCommWireRound(in, out, 3, ringoInt32, ringoMax, comm);
+    if (rc != ringoSuccess || std::memcmp(in, out, sizeof(in)) != 0) return Err("wire round of int32 max", rc, comm);
+    f = CheckFails("wire round, bad datatype", ringoCommWireRound(in, out, 3, static_cast<ringoDataType_t>(99), ringoSum, comm),
+                   ringoInvalidArgument, {"datatype"});
     if (!f.empty()) return f;
     rc = ringoCommSetWire(comm, ringoWireFp8e5m2);
     if (rc != ringoSuccess) return Err("set", rc, comm);

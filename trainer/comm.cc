@@ -43,11 +43,12 @@ base::Status Communicator::Init(int nranks, const ringoUniqueId& id, int rank, i
   return base::OkStatus();
 }
 
-base::Status Communicator::SplitFrom(const Communicator& parent, int rank) {
+base::Status Communicator::SplitFrom(const Communicator& parent, int rank, int wire) {
   ringoComm_t comm = nullptr;
   RETURN_IF_ERROR(RingoCall(ringoCommSplit(parent.get(), 0, rank, &comm, nullptr), "ringoCommSplit",
                             parent.get()));
   comm_ = comm;
+  RETURN_IF_ERROR(RingoCall(ringoCommSetWire(comm, wire), "ringoCommSetWire", comm));
   return base::OkStatus();
 }
 

@@ -33,7 +33,9 @@ class Communicator {
   // A second communicator over the same ranks, split from `parent` (no
   // unique id of its own, so none to collide with a launcher's
   // RINGO_COMM_ID); collective over the parent's ranks.
-  base::Status SplitFrom(const Communicator& parent, int rank);
+  // A child of `parent` with every rank, this one as `rank`, sending its
+  // sums between hosts in `wire` (a ringoWire_t).
+  base::Status SplitFrom(const Communicator& parent, int rank, int wire = ringoWireNone);
   ringoComm_t get() const { return comm_; }
   // Marks the communicator aborted (its peers see ringoRemoteError) and
   // releases it. Any thread; once.

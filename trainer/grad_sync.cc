@@ -55,8 +55,13 @@ std::vector<Bucket> MakeBuckets(const std::vector<ParamInfo>& params, size_t cap
 }
 
 GradSync::GradSync(ringoComm_t comm, float* grads, std::vector<Bucket> buckets, GradDtype dtype,
-                   bool overlap)
-    : comm_(comm), grads_(grads), buckets_(std::move(buckets)), dtype_(dtype), overlap_(overlap) {
+                   bool overlap, bool error_feedback)
+    : comm_(comm), grads_(grads), buckets_(std::move(buckets)), dtype_(dtype), overlap_(overlap),
+      error_feedback_(error_feedback && dtype == GradDtype::kFp32) {
+  if (error_feedback_ && !buckets_.empty()) {
+    residual_.assign(buckets_.back().offset + buckets_.back().count, 0.0f);
+    sent_.resize(residual_.size());
+  }
   for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
     bucket_of_param_.resize(buckets_[b].last_param + 1, b);
   }
@@ -159,6 +164,16 @@ base::Status GradSync::Run(int bucket) {
   t.start_ms = Since(start);
   float* data = grads_ + b.offset;
   void* wire = data;
+  if (error_feedback_) {
+    // What the wire lost of this bucket last step goes in again; what it
+    // loses now is kept (as the all-reduce below will round it).
+    float* residual = residual_.data() + b.offset;
+    float* sent = sent_.data() + b.offset;
+    for (size_t i = 0; i < b.count; ++i) data[i] += residual[i];
+    RETURN_IF_ERROR(RingoCall(ringoCommWireRound(data, sent, b.count, ringoFloat32, ringoAvg, comm_),
+                              "ringoCommWireRound of gradient bucket " + std::to_string(bucket), comm_));
+    for (size_t i = 0; i < b.count; ++i) residual[i] = data[i] - sent[i];
+  }
   if (dtype_ != GradDtype::kFp32) {
     uint16_t* packed = static_cast<uint16_t*>(packed_) + b.offset;
     if (dtype_ == GradDtype::kBf16) {

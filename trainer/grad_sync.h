@@ -60,8 +60,11 @@ class GradSync {
   // `grads`: the flat fp32 gradient (ringoMemAlloc memory, so that large
   // all-reduces go straight between the ranks' buffers). `comm` is used by
   // the communication thread only, from the constructor on.
+  // `error_feedback`: before each bucket's all-reduce, add what the wire
+  // lost of it the step before (ringoCommWireRound), and keep what it loses
+  // now.
   GradSync(ringoComm_t comm, float* grads, std::vector<Bucket> buckets, GradDtype dtype,
-           bool overlap);
+           bool overlap, bool error_feedback = false);
   ~GradSync();
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
@@ -94,6 +97,9 @@ class GradSync {
   GradDtype dtype_;
   bool overlap_;
   void* packed_ = nullptr;  // ringoMemAlloc, 16-bit gradients
+  bool error_feedback_ = false;
+  std::vector<float> residual_;  // error feedback: per gradient element
+  std::vector<float> sent_;      // what the wire makes of a bucket
   float barrier_ = 0;
   std::vector<int> bucket_of_param_;
   std::vector<int> pending_;  // parameters still to complete, per bucket

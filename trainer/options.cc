@@ -98,7 +98,13 @@ const char* Usage() {
          "                       PyTorch DDP's is 1)\n"
          "  --no-overlap         all-reduce after the backward pass, not during it\n"
          "  --sync-bn            batch-norm statistics over all ranks (SyncBatchNorm)\n"
-         "  --grad-dtype fp32|bf16|fp16  all-reduce compressed gradients (default fp32)\n"
+         "  --grad-dtype fp32|bf16|fp16  cast the gradients before the all-reduce (default\n"
+         "                       fp32); every hop of the ring then rounds its partial sum\n"
+         "  --wire none|bf16|fp16|e4m3|e5m2  compress the gradients between hosts only,\n"
+         "                       summed in fp32, each contribution rounded once (default\n"
+         "                       none; docs/wire.md)\n"
+         "  --error-feedback     with --wire: add each bucket's rounding residual to the\n"
+         "                       next step's gradient\n"
          "Measurement and output:\n"
          "  --log-every N        a line every N steps (default 50)\n"
          "  --eval-every N       test accuracy every N steps (default: every epoch)\n"
@@ -133,7 +139,7 @@ const char* Usage() {
 base::StatusOr<Options> ParseOptions(int argc, char** argv) {
   Options o;
   o.data_dir = kDefaultDataDir;
-  std::string lr_scale = "linear", schedule = "cosine", grad_dtype = "fp32";
+  std::string lr_scale = "linear", schedule = "cosine", grad_dtype = "fp32", wire = "none";
   using Setter = std::function<Status(const std::string&, const std::string&)>;
   const std::map<std::string, Setter> valued = {
       {"-np", Int(&o.num_procs, 1, 1024)},
@@ -157,6 +163,7 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
       {"--bucket-mb", Real(&o.bucket_mb, 0, 1 << 20)},
       {"--first-bucket-mb", Real(&o.first_bucket_mb, 0, 1 << 20)},
       {"--grad-dtype", Text(&grad_dtype)},
+      {"--wire", Text(&wire)},
       {"--log-every", Int(&o.log_every, 0, 1 << 30)},
       {"--eval-every", Int(&o.eval_every, 0, 1 << 30)},
       {"--csv", Text(&o.csv)},
@@ -191,6 +198,7 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
       {"--predict", &o.predict},
       {"--quiet", &o.quiet},
       {"--elastic", &o.elastic},
+      {"--error-feedback", &o.error_feedback},
       {"--help", &o.help},
       {"-h", &o.help},
   };
@@ -242,6 +250,23 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
     o.grad_dtype = GradDtype::kFp16;
   } else {
     return InvalidArgument("--grad-dtype is fp32, bf16 or fp16, not '" + grad_dtype + "'");
+  }
+  {
+    static const std::pair<const char*, int> kWires[] = {{"none", ringoWireNone}, {"bf16", ringoWireBf16},
+                                                         {"fp16", ringoWireFp16}, {"e4m3", ringoWireFp8e4m3},
+                                                         {"fp8", ringoWireFp8e4m3}, {"e5m2", ringoWireFp8e5m2}};
+    bool known = false;
+    for (const auto& [name, value] : kWires) {
+      if (wire == name) {
+        o.wire = value;
+        known = true;
+      }
+    }
+    if (!known) return InvalidArgument("--wire is none, bf16, fp16, e4m3 (fp8) or e5m2, not '" + wire + "'");
+  }
+  if (o.error_feedback && o.wire == ringoWireNone) return InvalidArgument("--error-feedback needs --wire");
+  if (o.error_feedback && o.grad_dtype != GradDtype::kFp32) {
+    return InvalidArgument("--error-feedback keeps fp32 residuals of fp32 gradients: leave --grad-dtype out");
   }
   if (o.host && o.device) return InvalidArgument("--host and --device exclude each other");
   if (o.sync_bn && !o.model.batch_norm) o.model.batch_norm = true;  // SyncBatchNorm implies BN

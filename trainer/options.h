@@ -46,6 +46,12 @@ struct Options {
   bool overlap = true;
   bool sync_bn = false;
   GradDtype grad_dtype = GradDtype::kFp32;
+  // --wire: the gradient communicator's wire format between hosts (a
+  // ringoWire_t: sums in fp32, each contribution rounded once; docs/wire.md),
+  // and --error-feedback: each bucket's rounding residual added to the next
+  // step's gradient.
+  int wire = 0;
+  bool error_feedback = false;
 
   // Measurement and output
   int log_every = 50;

@@ -46,6 +46,8 @@ struct RunInfo {
   size_t params = 0;
   std::string compute;
   GradDtype grad_dtype = GradDtype::kFp32;
+  int wire = 0;  // a ringoWire_t (--wire)
+  bool error_feedback = false;
   bool overlap = true;
   bool sync_bn = false;
   std::vector<Bucket> buckets;

@@ -6,6 +6,14 @@
 namespace ringo::train {
 namespace {
 
+// --wire, as the report says it.
+std::string WireText(int wire, bool error_feedback) {
+  static const char* const kNames[] = {"none", "bf16", "fp16", "e4m3", "e5m2"};
+  if (wire <= 0 || wire > 4) return "";
+  return std::string(", ") + kNames[wire] + " between hosts (summed in fp32" +
+         (error_feedback ? ", error feedback" : "") + ")";
+}
+
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -110,10 +118,11 @@ void PrintReport(const RunInfo& info, FILE* out) {
   std::fprintf(
       out,
       "   global batch %d = %d per micro-batch x %d micro-batch%s x %d rank%s; %zu bucket%s, "
-      "%s gradients on the wire, overlap %s%s\n",
+      "%s gradients%s, overlap %s%s\n",
       info.global_batch, info.micro, info.accum, info.accum == 1 ? "" : "es", n, n == 1 ? "" : "s",
       info.buckets.size(), info.buckets.size() == 1 ? "" : "s", GradDtypeName(info.grad_dtype),
-      info.overlap ? "on" : "off", info.sync_bn ? ", SyncBatchNorm" : "");
+      WireText(info.wire, info.error_feedback).c_str(), info.overlap ? "on" : "off",
+      info.sync_bn ? ", SyncBatchNorm" : "");
   for (const std::string& r : info.recoveries) std::fprintf(out, "   elastic recovery: %s\n", r.c_str());
   if (n > 1 && !info.calibration.empty()) {
     std::fprintf(out,

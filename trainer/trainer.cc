@@ -159,7 +159,7 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   if (nranks_ > 1 && !joining) {
     RETURN_IF_ERROR(main_comm_.Init(nranks_, id, rank_, o_.timeout_ms));
     // The gradient thread's communicator: the same ranks, split from the first.
-    RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_));
+    RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_, o_.wire));
   }
   if (nranks_ > 1) MakeBnReducer();
   compute_ = MakeCpuCompute(o_.blas_threads);
@@ -194,6 +194,8 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   info->params = n;
   info->compute = compute_->Name();
   info->grad_dtype = o_.grad_dtype;
+  info->wire = o_.wire;
+  info->error_feedback = o_.error_feedback;
   info->overlap = o_.overlap;
   info->sync_bn = o_.sync_bn;
   info->buckets = MakeBuckets(model_->params(), static_cast<size_t>(o_.bucket_mb * 1048576.0),
@@ -233,7 +235,7 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
 
 Status Rank::StartSync(RunInfo* info) {
   sync_ = std::make_unique<GradSync>(grad_comm_.get(), grads_, info->buckets, o_.grad_dtype,
-                                     o_.overlap);
+                                     o_.overlap, o_.error_feedback);
   return sync_->Start();
 }
 
@@ -484,7 +486,7 @@ Status Rank::Regroup(ringoComm_t main, bool destroy_old, int rank, int size, std
                      const ShardPlan& plan) {
   main_comm_.Replace(main, destroy_old);
   grad_comm_.Replace(nullptr, destroy_old);
-  RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank));
+  RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank, o_.wire));
   rank_ = rank;
   nranks_ = size;
   original_ = std::move(ids);
@@ -635,7 +637,7 @@ Status Rank::Join(int64_t* step) {
   main_comm_.Replace(comm);
   rank_ = static_cast<int>(n - 1);
   nranks_ = static_cast<int>(n);
-  RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_));
+  RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_, o_.wire));
   original_ = ids;
   original_count_ = static_cast<size_t>(count0);
   joined_ = static_cast<int>(joined);

@@ -1,6 +1,10 @@
 #include "collectives/engines/wire.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <cstring>
 #include <string>
 
@@ -89,8 +93,7 @@ bool WireApplies(const kernels::CollArgs& args) {
 }
 
 WireEngine::WireEngine(const EngineSetup& setup, PointToPoint* p2p)
-    : rank_(setup.rank), nranks_(setup.nranks), p2p_(p2p), net_(static_cast<size_t>(setup.nranks), 0),
-      out_(static_cast<size_t>(setup.nranks)), in_(static_cast<size_t>(setup.nranks)) {
+    : rank_(setup.rank), nranks_(setup.nranks), p2p_(p2p), net_(static_cast<size_t>(setup.nranks), 0) {
   const std::vector<bool>& net = setup.connector->spec().net;
   for (int r = 0; r < nranks_ && r < static_cast<int>(net.size()); ++r) net_[r] = net[r] ? 1 : 0;
 }
@@ -117,10 +120,55 @@ void WireEngine::LogOnce(Wire wire) {
                   << " (this host) in fp32; every summed shard sent once in " << kernels::WireName(wire);
 }
 
+// The exchanges run on a thread of the engine's own, so that this rank's
+// encoding and decoding of the neighbouring rounds overlaps them.
+WireEngine::Exchanger::Exchanger(PointToPoint* p2p) : p2p_(p2p), thread_([this] { Loop(); }) {}
+
+WireEngine::Exchanger::~Exchanger() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void WireEngine::Exchanger::Start(const std::vector<P2pOp>* ops, P2pCall* call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ops_ = ops;
+  call_ = call;
+  busy_ = true;
+  cv_.notify_all();
+}
+
+Status WireEngine::Exchanger::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !busy_; });
+  return status_;
+}
+
+void WireEngine::Exchanger::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || (busy_ && ops_ != nullptr); });
+    if (stop_) return;
+    const std::vector<P2pOp>* ops = ops_;
+    P2pCall* call = call_;
+    ops_ = nullptr;
+    lock.unlock();
+    Status st = ops->empty() ? Status() : p2p_->Run(*ops, *call);
+    lock.lock();
+    status_ = st;
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
 Status WireEngine::Run(Call& call) {
   const kernels::CollArgs& args = call.args;
   const Wire wire = static_cast<Wire>(call.wire);
   LogOnce(wire);
+  if (exchanger_ == nullptr) exchanger_ = std::make_unique<Exchanger>(p2p_);
   const size_t esize = base::DataTypeSize(args.dtype);
   const float scale = args.op == RedOp::kAvg ? 1.0f / static_cast<float>(nranks_) : 1.0f;
   const bool all_reduce = args.coll == Coll::kAllReduce;
@@ -133,93 +181,150 @@ Status WireEngine::Run(Call& call) {
     shards[q] = ShardOf(args, q, nranks_);
     longest = std::max(longest, shards[q].len);
   }
+  const int64_t rounds = (longest + piece - 1) / piece;
   const Shard mine = shards[rank_];
-  // The output offset of shard q's element i: all-reduce writes where it
-  // read; reduce-scatter writes its own shard from the start of recv.
+  auto len_of = [&](int q, int64_t j) { return std::max<int64_t>(0, std::min(piece, shards[q].len - j * piece)); };
+  // The output of shard q's element i: all-reduce writes where it read;
+  // reduce-scatter writes its own shard from the start of recv.
   auto out_at = [&](int q, int64_t i) -> char* {
     return recv + static_cast<size_t>((all_reduce ? shards[q].begin : 0) + i) * esize;
   };
   acc_.resize(static_cast<size_t>(piece));
   tmp_.resize(static_cast<size_t>(piece));
+  for (Buffers& b : sets_) {
+    b.out.resize(static_cast<size_t>(nranks_));
+    b.in.resize(static_cast<size_t>(nranks_));
+    b.gathered.resize(static_cast<size_t>(nranks_));
+  }
   P2pCall p2p_call;
   p2p_call.wait = call.wait;
-  auto exchange = [&]() -> Status {
-    if (ops_.empty()) return Status();
-    Status st = p2p_->Run(ops_, p2p_call);
-    if (!st.ok()) call.fatal = true;
-    return st;
+
+  // Round j's stages, on buffer set j % 3 (three rounds are in flight: one
+  // encoded, one exchanging, one decoded):
+  //   Encode: each peer's piece of its shard, for the reduce-scatter;
+  //   exchange j: that reduce-scatter, and round j - 1's all-gather;
+  //   Sum: this rank's piece summed in fp32, rounded once (all-reduce);
+  //   Spread: round j's gathered pieces into the output.
+  auto encode = [&](int64_t j) {
+    Buffers& b = sets_[j % 3];
+    for (int q = 0; q < nranks_; ++q) {
+      const int64_t n = len_of(q, j);
+      if (q == rank_ || n == 0) continue;
+      const Wire w = net_[q] ? wire : Wire::kNone;
+      ToFloat(args.dtype, send + static_cast<size_t>(shards[q].begin + j * piece) * esize, n, scale, tmp_.data());
+      b.out[q].resize(static_cast<size_t>(kernels::WireBytes(w, n)));
+      kernels::WireEncode(w, tmp_.data(), n, b.out[q].data());
+    }
   };
-  for (int64_t at = 0; at < longest; at += piece) {
-    auto len_of = [&](int q) { return std::max<int64_t>(0, std::min(piece, shards[q].len - at)); };
-    const int64_t n_mine = len_of(rank_);
-    // 1. Each peer's piece of its shard, out; this rank's piece of its own
-    // shard, in from every peer.
+  auto exchange_ops = [&](int64_t j) {
     ops_.clear();
     for (int q = 0; q < nranks_; ++q) {
       if (q == rank_) continue;
-      const Wire w = net_[q] ? wire : Wire::kNone;
-      const int64_t n = len_of(q);
-      if (n > 0) {
-        ToFloat(args.dtype, send + static_cast<size_t>(shards[q].begin + at) * esize, n, scale, tmp_.data());
-        out_[q].resize(static_cast<size_t>(kernels::WireBytes(w, n)));
-        kernels::WireEncode(w, tmp_.data(), n, out_[q].data());
-        ops_.push_back({true, q, out_[q].data(), nullptr, out_[q].size()});
+      // Round j - 1's all-gather first, then round j's reduce-scatter: the
+      // same order on every rank, so the pairs' messages match in order.
+      if (all_reduce && j >= 1) {
+        Buffers& g = sets_[(j - 1) % 3];
+        if (len_of(rank_, j - 1) > 0) ops_.push_back({true, q, g.result.data(), nullptr, g.result.size()});
+        const int64_t n = len_of(q, j - 1);
+        if (n > 0) {
+          g.gathered[q].resize(static_cast<size_t>(kernels::WireBytes(wire, n)));
+          ops_.push_back({false, q, nullptr, g.gathered[q].data(), g.gathered[q].size()});
+        }
       }
-      if (n_mine > 0) {
-        in_[q].resize(static_cast<size_t>(kernels::WireBytes(w, n_mine)));
-        ops_.push_back({false, q, nullptr, in_[q].data(), in_[q].size()});
+      if (j < rounds) {
+        Buffers& b = sets_[j % 3];
+        const Wire w = net_[q] ? wire : Wire::kNone;
+        if (len_of(q, j) > 0) ops_.push_back({true, q, b.out[q].data(), nullptr, b.out[q].size()});
+        const int64_t n_mine = len_of(rank_, j);
+        if (n_mine > 0) {
+          b.in[q].resize(static_cast<size_t>(kernels::WireBytes(w, n_mine)));
+          ops_.push_back({false, q, nullptr, b.in[q].data(), b.in[q].size()});
+        }
       }
     }
-    RETURN_IF_ERROR(exchange());
-    // The sum, in rank order, in fp32.
-    if (n_mine > 0) {
-      for (int r = 0; r < nranks_; ++r) {
-        if (r == rank_) {
-          ToFloat(args.dtype, send + static_cast<size_t>(mine.begin + at) * esize, n_mine, scale, tmp_.data());
-          if (r == 0) {
-            std::memcpy(acc_.data(), tmp_.data(), static_cast<size_t>(n_mine) * 4);
-          } else {
-            for (int64_t i = 0; i < n_mine; ++i) acc_[i] += tmp_[i];
-          }
-          continue;
-        }
-        const Wire w = net_[r] ? wire : Wire::kNone;
+  };
+  auto sum = [&](int64_t j) {
+    Buffers& b = sets_[j % 3];
+    const int64_t n_mine = len_of(rank_, j);
+    if (n_mine == 0) return;
+    for (int r = 0; r < nranks_; ++r) {
+      if (r == rank_) {
+        ToFloat(args.dtype, send + static_cast<size_t>(mine.begin + j * piece) * esize, n_mine, scale, tmp_.data());
         if (r == 0) {
-          kernels::WireDecode(w, in_[r].data(), n_mine, acc_.data());
+          std::memcpy(acc_.data(), tmp_.data(), static_cast<size_t>(n_mine) * 4);
         } else {
-          kernels::WireDecodeAdd(w, in_[r].data(), n_mine, acc_.data());
+          for (int64_t i = 0; i < n_mine; ++i) acc_[i] += tmp_[i];
         }
+        continue;
+      }
+      const Wire w = net_[r] ? wire : Wire::kNone;
+      if (r == 0) {
+        kernels::WireDecode(w, b.in[r].data(), n_mine, acc_.data());
+      } else {
+        kernels::WireDecodeAdd(w, b.in[r].data(), n_mine, acc_.data());
       }
     }
     if (!all_reduce) {
-      if (n_mine > 0) FromFloat(args.dtype, acc_.data(), n_mine, out_at(rank_, at));
+      FromFloat(args.dtype, acc_.data(), n_mine, out_at(rank_, j * piece));
+      return;
+    }
+    b.result.resize(static_cast<size_t>(kernels::WireBytes(wire, n_mine)));
+    kernels::WireEncode(wire, acc_.data(), n_mine, b.result.data());
+  };
+  // `scratch`: a float buffer of this thread's (spread runs beside encode).
+  auto spread = [&](int64_t j, float* scratch) {
+    Buffers& b = sets_[j % 3];
+    for (int q = 0; q < nranks_; ++q) {
+      const int64_t n = len_of(q, j);
+      if (n == 0) continue;
+      kernels::WireDecode(wire, q == rank_ ? b.result.data() : b.gathered[q].data(), n, scratch);
+      FromFloat(args.dtype, scratch, n, out_at(q, j * piece));
+    }
+  };
+
+  // Exchange j runs on the exchanger while this thread encodes round j + 1
+  // and spreads round j - 2 (gathered by exchange j - 1). In place is safe:
+  // round j - 2's output is written after every read of its input.
+  spread_.resize(static_cast<size_t>(piece));
+  if (rounds > 0) encode(0);
+  const int64_t last = all_reduce ? rounds : rounds - 1;  // the last exchange: round rounds - 1's all-gather
+  for (int64_t j = 0; j <= last; ++j) {
+    exchange_ops(j);
+    exchanger_->Start(&ops_, &p2p_call);
+    if (j + 1 < rounds) encode(j + 1);
+    if (all_reduce && j >= 2) spread(j - 2, spread_.data());
+    Status st = exchanger_->Wait();
+    if (!st.ok()) {
+      call.fatal = true;
+      return st;
+    }
+    if (j < rounds) sum(j);
+  }
+  if (all_reduce && rounds > 0) spread(rounds - 1, spread_.data());  // gathered by the last exchange
+  return Status();
+}
+
+void WireEngine::RoundContribution(const kernels::CollArgs& args, int wire, void* out) const {
+  const size_t esize = base::DataTypeSize(args.dtype);
+  const float scale = args.op == RedOp::kAvg ? 1.0f / static_cast<float>(nranks_) : 1.0f;
+  const char* in = static_cast<const char*>(args.send);
+  char* dst = static_cast<char*>(out);
+  std::vector<float> buf;
+  for (int q = 0; q < nranks_; ++q) {
+    const Shard s = ShardOf(args, q, nranks_);
+    const size_t at = static_cast<size_t>(s.begin) * esize;
+    if (q == rank_ || !net_[q]) {
+      std::memmove(dst + at, in + at, static_cast<size_t>(s.len) * esize);
       continue;
     }
-    // 2. The summed piece, rounded once to the wire format, to every rank.
-    ops_.clear();
-    std::vector<uint8_t>& result = out_[rank_];
-    if (n_mine > 0) {
-      result.resize(static_cast<size_t>(kernels::WireBytes(wire, n_mine)));
-      kernels::WireEncode(wire, acc_.data(), n_mine, result.data());
-      for (int q = 0; q < nranks_; ++q) {
-        if (q != rank_) ops_.push_back({true, q, result.data(), nullptr, result.size()});
-      }
+    buf.resize(static_cast<size_t>(s.len));
+    ToFloat(args.dtype, in + at, s.len, scale, buf.data());
+    kernels::WireRound(static_cast<Wire>(wire), buf.data(), s.len);
+    if (scale != 1.0f) {
+      for (float& v : buf) v *= static_cast<float>(nranks_);
     }
-    for (int q = 0; q < nranks_; ++q) {
-      const int64_t n = len_of(q);
-      if (q == rank_ || n == 0) continue;
-      in_[q].resize(static_cast<size_t>(kernels::WireBytes(wire, n)));
-      ops_.push_back({false, q, nullptr, in_[q].data(), in_[q].size()});
-    }
-    RETURN_IF_ERROR(exchange());
-    for (int q = 0; q < nranks_; ++q) {
-      const int64_t n = len_of(q);
-      if (n == 0) continue;
-      kernels::WireDecode(wire, q == rank_ ? result.data() : in_[q].data(), n, tmp_.data());
-      FromFloat(args.dtype, tmp_.data(), n, out_at(q, at));
-    }
+    FromFloat(args.dtype, buf.data(), s.len, dst + at);
   }
-  return Status();
 }
 
 }  // namespace ringo::collectives

@@ -21,7 +21,10 @@
 // fp32 summation) whatever N is. Data moved per rank is the ring's:
 // (N-1)/N of the buffer out in each phase. The engine runs over the
 // communicator's point-to-point engine, in rounds of a bounded piece of each
-// shard, so its scratch memory does not grow with the buffer.
+// shard, so its scratch memory does not grow with the buffer; each round's
+// exchange (its reduce-scatter and the previous round's all-gather, in one
+// batch) runs on a thread of the engine's while the calling thread encodes
+// the next round and writes out the one before.
 //
 // Every rank must set the same wire (as with the datatype); other calls
 // (integer types, min, max, product, premul-sum, the other collectives) run
@@ -29,7 +32,11 @@
 #ifndef RINGO_COLLECTIVES_ENGINES_WIRE_H_
 #define RINGO_COLLECTIVES_ENGINES_WIRE_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "collectives/engines/engine.h"
@@ -57,18 +64,55 @@ class WireEngine : public Engine {
   // The elements of each shard one round moves, for `nranks` ranks.
   static int64_t PieceElems(int nranks);
 
+  // What this rank's input to `args` (an all-reduce or reduce-scatter the
+  // wire applies to) amounts to once sent in `wire`, in the input's units,
+  // into `out` (args.count elements of args.dtype for all-reduce, nranks
+  // times that for reduce-scatter): each shard bound for a rank across the
+  // network rounded as Run rounds it, the others copied. For error feedback.
+  void RoundContribution(const kernels::CollArgs& args, int wire, void* out) const;
+
  private:
   void LogOnce(kernels::Wire wire);
+
+  // Runs one batch of the point-to-point engine at a time on a thread of
+  // its own.
+  class Exchanger {
+   public:
+    explicit Exchanger(PointToPoint* p2p);
+    ~Exchanger();
+    void Start(const std::vector<P2pOp>* ops, P2pCall* call);
+    base::Status Wait();
+
+   private:
+    void Loop();
+    PointToPoint* const p2p_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    const std::vector<P2pOp>* ops_ = nullptr;  // GUARDED_BY(mu_)
+    P2pCall* call_ = nullptr;                  // GUARDED_BY(mu_)
+    bool busy_ = false;                        // GUARDED_BY(mu_)
+    bool stop_ = false;                        // GUARDED_BY(mu_)
+    base::Status status_;                      // GUARDED_BY(mu_)
+    std::thread thread_;
+  };
+
+  // One round's buffers, by peer (three rounds are in flight).
+  struct Buffers {
+    std::vector<std::vector<uint8_t>> out;       // reduce-scatter: to each peer
+    std::vector<std::vector<uint8_t>> in;        // reduce-scatter: from each peer
+    std::vector<uint8_t> result;                 // this rank's summed piece, in the wire
+    std::vector<std::vector<uint8_t>> gathered;  // all-gather: each peer's summed piece
+  };
 
   const int rank_;
   const int nranks_;
   PointToPoint* const p2p_;
   std::vector<char> net_;  // by rank: the pair crosses the network
   bool logged_ = false;
+  std::unique_ptr<Exchanger> exchanger_;  // made at the first call
   // Scratch, kept between calls.
-  std::vector<std::vector<uint8_t>> out_;  // by peer
-  std::vector<std::vector<uint8_t>> in_;   // by peer
-  std::vector<float> acc_, tmp_;
+  Buffers sets_[3];
+  std::vector<float> acc_, tmp_, spread_;
   std::vector<P2pOp> ops_;
 };
 

@@ -239,6 +239,17 @@ RINGO_API ringoResult_t ringoCommCount(const ringoComm_t comm, int* count);
 RINGO_API ringoResult_t ringoCommSetWire(ringoComm_t comm, int wire);
 /* The wire format `comm`'s next collective uses. */
 RINGO_API ringoResult_t ringoCommGetWire(const ringoComm_t comm, int* wire);
+/* Writes to recvbuff what this rank's sendbuff (count elements of datatype)
+ * amounts to once sent in `comm`'s wire format as its contribution to
+ * ringoAllReduce(sendbuff, ..., count, datatype, op, comm): the parts bound
+ * for ranks on other hosts rounded exactly as that call rounds them, the
+ * rest copied; a plain copy where the call would not compress. So
+ * sendbuff - recvbuff is what the wire loses of this rank's contribution,
+ * for error feedback (adding it to the next step's input). In the input's
+ * units (avg included). In place allowed. Host communicators; local (no
+ * peer takes part), not a collective. */
+RINGO_API ringoResult_t ringoCommWireRound(const void* sendbuff, void* recvbuff, size_t count,
+                                           ringoDataType_t datatype, ringoRedOp_t op, ringoComm_t comm);
 RINGO_API ringoResult_t ringoCommUserRank(const ringoComm_t comm, int* rank);
 RINGO_API ringoResult_t ringoCommCuDevice(const ringoComm_t comm, int* device);
 

@@ -50,6 +50,17 @@ PYBIND11_MODULE(_C, m) {
       [](const c10::intrusive_ptr<ProcessGroupRingo>& group) { return group->Shrink(); },
       py::arg("group"), py::call_guard<py::gil_scoped_release>(),
       "The survivors' group over the same processes (ProcessGroupRingo::Shrink).");
+  m.def(
+      "set_wire", [](const c10::intrusive_ptr<ProcessGroupRingo>& group, int wire) { group->SetWire(wire); },
+      py::arg("group"), py::arg("wire"), py::call_guard<py::gil_scoped_release>(),
+      "Sets the group's wire format between hosts (ProcessGroupRingo::SetWire).");
+  m.def(
+      "wire_round",
+      [](const c10::intrusive_ptr<ProcessGroupRingo>& group, const at::Tensor& tensor, bool average) {
+        return group->WireRound(tensor, average ? c10d::ReduceOp::AVG : c10d::ReduceOp::SUM);
+      },
+      py::arg("group"), py::arg("tensor"), py::arg("average") = false, py::call_guard<py::gil_scoped_release>(),
+      "This rank's contribution to an all-reduce as the wire sends it (ProcessGroupRingo::WireRound).");
   m.def("ringo_version", &RingoVersion,
         "Ringo's version code (MAJOR * 10000 + MINOR * 100 + PATCH).");
 }

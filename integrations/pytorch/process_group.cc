@@ -65,6 +65,30 @@ ProcessGroupRingo::ProcessGroupRingo(const c10::intrusive_ptr<c10d::Store>& stor
   init();
 }
 
+void ProcessGroupRingo::SetWire(int wire) {
+  Body body = [wire](const RunContext& ctx) {
+    ctx.comm->Check(ringoCommSetWire(ctx.comm->get(), wire), "set_wire");
+  };
+  WorkPtr work = Launch(c10d::OpType::UNKNOWN, "ringo:set_wire", {}, {}, std::move(body), c10::Device(c10::kCPU));
+  work->wait();
+}
+
+at::Tensor ProcessGroupRingo::WireRound(const at::Tensor& input, const c10d::ReduceOp& op) {
+  TORCH_CHECK(input.device().is_cpu(), "ringo_torch.wire_round: CPU tensors only (GPU communicators do not compress yet)");
+  at::Tensor in = input.contiguous();
+  at::Tensor out = at::empty_like(in);
+  const Reduction r = ReductionFor(in, op);
+  TORCH_CHECK(!r.premul, "ringo_torch.wire_round: a premul-sum is not compressed");
+  Body body = [in, out, r](const RunContext& ctx) {
+    if (in.numel() == 0) return;
+    ctx.comm->Check(ringoCommWireRound(in.data_ptr(), out.data_ptr(), in.numel(), r.dtype, r.op, ctx.comm->get()),
+                    "wire_round");
+  };
+  WorkPtr work = Launch(c10d::OpType::UNKNOWN, "ringo:wire_round", {in}, {out}, std::move(body), in.device());
+  work->wait();
+  return out;
+}
+
 c10::intrusive_ptr<ProcessGroupRingo> ProcessGroupRingo::Shrink() {
   struct Child {
     ringoComm_t comm = nullptr;

@@ -51,6 +51,16 @@ class ProcessGroupRingo : public GroupBase {
   // rank: a FileStore, or a TCPStore not hosted by it). Host tensors; with
   // PyTorch 1.x. Blocking.
   c10::intrusive_ptr<ProcessGroupRingo> Shrink();
+
+  // The host communicator's wire format between hosts (ringoCommSetWire, a
+  // ringoWire_t), in order with the operations queued before it: every
+  // rank sets the same. Blocking.
+  void SetWire(int wire);
+  // What this rank's `input` (a CPU tensor) amounts to once sent in the
+  // wire as its contribution to an all-reduce with `op`
+  // (ringoCommWireRound): input - result is what the wire loses of it, for
+  // error feedback. Blocking.
+  at::Tensor WireRound(const at::Tensor& input, const c10d::ReduceOp& op);
   ~ProcessGroupRingo() override;
 
   const std::string getBackendName() const override { return "ringo"; }

@@ -21,6 +21,43 @@ using base::RedOp;
 using base::Status;
 using base::StatusOr;
 
+// --wire (Options::wire holds a ringoWire_t: 1 bf16, 2 fp16, 3 e4m3, 4 e5m2).
+const char* WireName(int wire) {
+  static const char* const kNames[] = {"none", "bf16", "fp16", "e4m3", "e5m2"};
+  return wire >= 0 && wire <= 4 ? kNames[wire] : "?";
+}
+
+// Whether a run crosses hosts in the wire format where they are crossed.
+bool WireApplies(const Options& o, DataType type, RedOp op) {
+  const bool coll = o.collective == Collective::kAllReduce || o.collective == Collective::kReduceScatter;
+  const bool dtype = type == DataType::kFloat32 || type == DataType::kBFloat16 || type == DataType::kFloat16;
+  return o.wire > 0 && coll && dtype && (op == RedOp::kSum || op == RedOp::kAvg);
+}
+
+// The wire's unit roundoff: half a unit in the last place, relative.
+double WireRoundoff(int wire) {
+  switch (wire) {
+    case 1: return 1.0 / 256;     // bf16: 8 significant bits
+    case 2: return 1.0 / 2048;    // fp16: 11
+    case 3: return 1.0 / 16;      // e4m3: 4
+    case 4: return 1.0 / 8;       // e5m2: 3
+    default: return 0;
+  }
+}
+
+// Bytes on the wire per byte of `type`.
+double WireFraction(int wire, DataType type) {
+  const double size = static_cast<double>(base::DataTypeSize(type));
+  switch (wire) {
+    case 1:
+    case 2: return 2.0 / size;
+    case 3:
+    case 4: return (1.0 + 1.0 / 32) / size;
+    default: return 1.0;
+  }
+}
+
+
 // Guard bytes before and after each receive region; 64 keeps the data aligned.
 constexpr size_t kGuardBytes = 64;
 constexpr uint8_t kGuardByte = 0xa5;
@@ -189,6 +226,7 @@ Status Bench::RunType(DataType type, const std::vector<RedOp>& ops, int64_t* out
       row.redop = HasOp(o_.collective) ? base::RedOpName(op) : "none";
       row.root = root;
       row.in_place.measured = false;
+      if (WireApplies(o_, type, op)) row.wire_fraction = WireFraction(o_.wire, type);
       for (bool in_place : {false, true}) {
         if (in_place && (!o_.in_place || !HasInPlace(o_.collective))) continue;
         const Run run = MakeRun(type, op, counts, in_place);
@@ -248,7 +286,8 @@ Bench::Run Bench::MakeRun(DataType type, RedOp op, const CollCounts& counts, boo
 }
 
 StatusOr<Measurement> Bench::Measure(const Run& run) {
-  const Pattern pattern(o_.collective, run.op, run.type, rank_, nranks_, o_.root, run.counts);
+  const Pattern pattern(o_.collective, run.op, run.type, rank_, nranks_, o_.root, run.counts,
+                        WireApplies(o_, run.type, run.op) ? WireRoundoff(o_.wire) : 0);
   RETURN_IF_ERROR(SetGuards(run));
   RETURN_IF_ERROR(Prepare(run, pattern));  // timed runs see real data, not NaNs
   for (int i = 0; i < o_.warmup_iters; ++i) RETURN_IF_ERROR(Issue(run));
@@ -480,6 +519,14 @@ StatusOr<BenchTotals> RunBenchmark(const Options& options, const std::string& pr
   info.host_memory = std::all_of(info.ranks.begin(), info.ranks.end(),
                                  [](const RankInfo& r) { return r.cuda_device < 0; });
   reporter->Header(options, info);
+  if (options.wire > 0) {
+    char fraction[32];
+    std::snprintf(fraction, sizeof(fraction), "%.3f", WireFraction(options.wire, base::DataType::kFloat32));
+    reporter->Note(std::string("wire ") + WireName(options.wire) +
+                   ": fp32, bf16 and fp16 sum and avg all-reduce and reduce-scatter cross hosts in it (fp32: " +
+                   fraction + " of its bytes); the last column, wirebw (GB/s), is busbw times the bytes the network "
+                   "carried per byte counted; results checked within the wire's rounding");
+  }
   RETURN_IF_ERROR(bench.RunAll());
   return bench.totals();
 }

@@ -33,9 +33,12 @@ constexpr char kProgram[] = "ringo-perf";
 constexpr std::chrono::seconds kIdFileDeadline{60};
 
 // A rank's benchmark on its communicator, which it finalizes and destroys.
-int RunCommunicator(const Options& o, int rank, ringoComm_t comm, std::FILE* csv) {
+int RunCommunicator(const Options& options, int rank, ringoComm_t comm, std::FILE* csv) {
   RingoCommunicator communicator(comm);
   base::Status queried = communicator.Query();
+  Options o = options;
+  if (queried.ok() && o.wire >= 0) queried = RingoStatus(ringoCommSetWire(comm, o.wire), "ringoCommSetWire", comm);
+  if (queried.ok()) queried = RingoStatus(ringoCommGetWire(comm, &o.wire), "ringoCommGetWire", comm);
   if (queried.ok() && base::GetConfig().require_gpu && communicator.CudaDevice() < 0) {
     queried = base::InvalidUsage(
         "RINGO_REQUIRE_GPU=1, but this rank's communicator uses host memory (no usable GPU, "

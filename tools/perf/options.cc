@@ -210,6 +210,19 @@ const Flag kFlags[] = {
        o->median = true;
        return Status();
      }},
+    {nullptr, "--wire", true,
+     [](const std::string& f, const std::string& v, Options* o) -> Status {
+       static const std::pair<const char*, int> kNames[] = {
+           {"none", 0}, {"bf16", 1}, {"fp16", 2},  // ringoWire_t's values
+           {"e4m3", 3}, {"fp8", 3}, {"e5m2", 4}};
+       for (const auto& [name, value] : kNames) {
+         if (v == name) {
+           o->wire = value;
+           return Status();
+         }
+       }
+       return InvalidArgument(f + " takes none, bf16, fp16, e4m3 (fp8) or e5m2, not '" + v + "'");
+     }},
     {nullptr, "--cuda-calls", false,
      [](const std::string&, const std::string&, Options* o) -> Status {
        o->cuda_calls = true;
@@ -412,6 +425,10 @@ std::string FlagsUsage(const std::string& program) {
          "                           (10th/90th percentiles in the CSV), not the mean\n"
          "  --cuda-calls             after each row, the CUDA runtime calls the library\n"
          "                           made per timed call on rank 0's thread (eager calls)\n"
+         "  --wire NAME              the communicator's wire format between hosts: none,\n"
+         "                           bf16, fp16, e4m3 (fp8) or e5m2 (ringoCommSetWire;\n"
+         "                           default: RINGO_WIRE); rows it applies to end with\n"
+         "                           wirebw, the bytes the network carried per second\n"
          "  --no-inplace             measure out of place only (in-place columns N/A)\n"
          "  --csv FILE               also write one row per size/type/op to FILE\n"
          "  -h, --help               this text\n";

@@ -41,6 +41,10 @@ struct Options {
   bool threads = false;  // --threads: the -np ranks are threads of this process (ringoCommInitAll)
   bool bind_to_core = false;  // --bind-to core: each -np rank on a CPU of its own (as mpirun's default)
   bool host_memory = false;  // --host: host memory even where a GPU is visible
+  // --wire NAME: the communicator's wire format between hosts (a
+  // ringoWire_t; -1: the communicator's own, RINGO_WIRE). RunCommunicator
+  // sets it and stores the one in effect.
+  int wire = -1;
   int ranks_per_gpu = 1;     // --ranks-per-gpu K: rank r on GPU (r / K) % visible GPUs
   bool median = false;    // --median: time each iteration, report the median
   bool cuda_calls = false;  // --cuda-calls: the library's CUDA runtime calls per timed call

@@ -46,6 +46,9 @@ struct PatternSpec {
   int32_t root = 0;
   uint64_t block_count = 0;  // allgather: elements each rank sends
   uint64_t sum_modulus = 1;  // sum/avg inputs are 0..sum_modulus-1
+  // A wire format's unit roundoff where the collective crosses hosts in it
+  // (ringo-perf --wire): each contribution and the result round once more.
+  double wire_roundoff = 0;
 };
 
 // Sums stay <= 120: in int8's range and exact in bfloat16 (8-bit mantissa).
@@ -155,10 +158,18 @@ RINGO_HD constexpr double ExpectedValue(const PatternSpec& s, uint64_t g) {
 // Largest accepted |got - expected|. Every result but floating-point avg is
 // exact: small integers, exact partial results.
 RINGO_HD constexpr double ToleranceFor(const PatternSpec& s, double expected) {
+  const double magnitude = expected < 0 ? -expected : expected;
+  if (s.wire_roundoff > 0 && s.source == PatternSource::kReduce && IsFloatType(s.type) &&
+      (s.op == base::RedOp::kSum || s.op == base::RedOp::kAvg)) {
+    // Each rank's contribution (at most the pattern's largest value) and
+    // the result rounded once in the wire format, besides avg's roundings.
+    const double largest = magnitude > 128.0 ? magnitude : 128.0;
+    const double avg = s.op == base::RedOp::kAvg ? UnitRoundoff(s.type) * (s.nranks + 2) * (magnitude > 1.0 ? magnitude : 1.0) : 0;
+    return s.wire_roundoff * (s.nranks + 1) * largest + avg;
+  }
   if (s.op != base::RedOp::kAvg || s.source != PatternSource::kReduce || !IsFloatType(s.type)) {
     return 0;
   }
-  const double magnitude = expected < 0 ? -expected : expected;
   // Each x * (1/n) and each partial sum rounds once.
   return UnitRoundoff(s.type) * (s.nranks + 2) * (magnitude > 1.0 ? magnitude : 1.0);
 }

@@ -133,7 +133,10 @@ std::string FormatHeader(const Options& options, const RunInfo& info) {
 std::string FormatRow(const Row& row) {
   return Printf("%12zu  %12zu  %8s  %6s  %6d", row.bytes, row.count, row.type.c_str(),
                 row.redop.c_str(), row.root) +
-         FormatMeasurement(row.out_of_place) + FormatMeasurement(row.in_place) + "\n";
+         FormatMeasurement(row.out_of_place) + FormatMeasurement(row.in_place) +
+         (row.wire_fraction > 0 && row.out_of_place.measured ? Printf("  %6.2f", row.out_of_place.busbw * row.wire_fraction)
+                                                              : std::string()) +
+         "\n";
 }
 
 std::string FormatFooter(int64_t out_of_bounds, double avg_busbw) {

@@ -41,6 +41,9 @@ struct Row {
   int root = -1;      // -1 for collectives without one
   Measurement out_of_place;
   Measurement in_place;
+  // --wire: the fraction of busbw's bytes the network carried for this row
+  // (printed as a last column, wirebw); 0 where no wire applies.
+  double wire_fraction = 0;
 };
 
 // One rank's line under "# Using devices", gathered from every rank.

@@ -29,8 +29,9 @@ PatternSource SourceOf(Collective c) {
 }  // namespace
 
 Pattern::Pattern(Collective c, RedOp op, DataType type, int rank, int nranks, int root,
-                 const CollCounts& counts)
+                 const CollCounts& counts, double wire_roundoff)
     : coll_(c), rank_(rank), root_(root), counts_(counts) {
+  spec_.wire_roundoff = wire_roundoff;
   spec_.source = SourceOf(c);
   spec_.op = op;
   spec_.type = type;

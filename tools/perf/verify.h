@@ -27,8 +27,10 @@ inline constexpr uint8_t kPoisonByte = 0xff;
 // sendbuff, allreduce's buffers) or in allgather's recvbuff.
 class Pattern {
  public:
+  // `wire_roundoff`: the unit roundoff of the wire format the collective
+  // crosses hosts in (ringo-perf --wire; 0: none), widening the tolerance.
   Pattern(Collective c, base::RedOp op, base::DataType type, int rank, int nranks, int root,
-          const CollCounts& counts);
+          const CollCounts& counts, double wire_roundoff = 0);
 
   // Whether this rank has an input (broadcast: root only) and an output to
   // check (reduce: root only).

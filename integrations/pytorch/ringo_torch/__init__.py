@@ -104,6 +104,76 @@ def shrink(group=None):
     return _C.shrink(pg)
 
 
+#: Ringo's wire formats between hosts (ringoWire_t; docs/wire.md).
+WIRES = {"none": 0, "bf16": 1, "fp16": 2, "e4m3": 3, "fp8": 3, "e5m2": 4}
+
+
+def _ringo_group(group):
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if isinstance(pg, ProcessGroupRingo):
+        return pg
+    if BACKEND_API:  # PyTorch 2.x: the ProcessGroup's backend for CPU tensors
+        return pg._get_backend(torch.device("cpu"))
+    raise RuntimeError("ringo_torch: the group is not a ringo group")
+
+
+def set_wire(wire, group=None):
+    """Sends the group's floating-point sums between hosts in `wire` ("none",
+    "bf16", "fp16", "e4m3" (or "fp8"), "e5m2"): fp32, bf16 and fp16 sum and
+    avg all-reduce and reduce-scatter of CPU tensors then cross the network
+    in that format, summed in fp32, each rank's contribution rounded once
+    and the result once whatever the rank count; within a host nothing is
+    compressed. Every rank of the group calls it, in the same order with
+    respect to its operations. RINGO_WIRE sets it for every group."""
+    if wire not in WIRES:
+        raise ValueError(f"ringo_torch.set_wire: wire is one of {', '.join(WIRES)}, not {wire!r}")
+    _C.set_wire(_ringo_group(group), WIRES[wire])
+
+
+def wire_round(tensor, group=None, average=False):
+    """What this rank's `tensor` amounts to once sent in the group's wire as
+    its contribution to an all-reduce (sum, or avg with average=True): the
+    parts bound for ranks on other hosts rounded as that all-reduce rounds
+    them, the rest unchanged. tensor - wire_round(tensor) is what the wire
+    loses of it: error feedback adds that to the next step's gradient."""
+    return _C.wire_round(_ringo_group(group), tensor, average)
+
+
+class WireHookState:
+    """State of `wire_hook`: the group (None: the default group), its wire
+    (set on every rank when the state is made), and with error_feedback the
+    rounding residual of each bucket, added to the bucket's gradient at the
+    next step before it is sent."""
+
+    def __init__(self, group=None, wire="bf16", error_feedback=True):
+        self.group = group
+        self.wire = wire
+        self.error_feedback = error_feedback
+        self.residuals = {}
+        set_wire(wire, group)
+
+
+def wire_hook(state, bucket):
+    """A DDP communication hook (model.register_comm_hook(state, wire_hook))
+    that averages each gradient bucket with Ringo's compressed wire between
+    hosts, summed in fp32, with error feedback when state.error_feedback is
+    set: what the wire lost of this rank's bucket last step is added before
+    it is sent again. Compare PyTorch's fp16_compress_hook, which casts the
+    whole bucket and sums in fp16 on every hop."""
+    pg = state.group if state.group is not None else dist.distributed_c10d._get_default_group()
+    world = dist.get_world_size(pg)
+    grad = bucket.buffer()
+    if state.error_feedback:
+        key = bucket.index()
+        residual = state.residuals.get(key)
+        if residual is not None and residual.shape == grad.shape:
+            grad.add_(residual)
+        state.residuals[key] = grad - wire_round(grad, state.group)
+    fut = dist.all_reduce(grad, group=pg, async_op=True).get_future()
+    return fut.then(lambda f: f.value()[0].div_(world))
+
+
 _register()
 
-__all__ = ["BACKEND", "HAS_CUDA", "HAS_P2P", "ProcessGroupRingo", "monitored_barrier", "ringo_version", "shrink"]
+__all__ = ["BACKEND", "HAS_CUDA", "HAS_P2P", "ProcessGroupRingo", "WIRES", "WireHookState", "monitored_barrier",
+           "ringo_version", "set_wire", "shrink", "wire_hook", "wire_round"]
