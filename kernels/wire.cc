@@ -84,7 +84,7 @@ inline void EncodeFiniteBlock(const float* x, int len, float inv, uint8_t* out) 
 }
 
 template <typename Format, bool kHasInf, int kMantissa, int kBias>
-void EncodeBlocks(const float* in, int64_t n, uint8_t* out, float max_finite) {
+__attribute__((always_inline)) inline void EncodeBlocks(const float* in, int64_t n, uint8_t* out, float max_finite) {
   for (int64_t b = 0; b < n; b += kWireBlock) {
     const int len = static_cast<int>(std::min<int64_t>(kWireBlock, n - b));
     const float* x = in + b;
@@ -114,7 +114,7 @@ const float* DecodeTable() {
 }
 
 template <typename Format, bool kAdd>
-void DecodeBlocks(const uint8_t* in, int64_t n, float* out) {
+__attribute__((always_inline)) inline void DecodeBlocks(const uint8_t* in, int64_t n, float* out) {
   const float* table = DecodeTable<Format>();
   for (int64_t b = 0; b < n; b += kWireBlock) {
     const int len = static_cast<int>(std::min<int64_t>(kWireBlock, n - b));
@@ -130,6 +130,20 @@ void DecodeBlocks(const uint8_t* in, int64_t n, float* out) {
     }
     in += len;
   }
+}
+
+// The 8-bit span loops, compiled for AVX2 beside the baseline and chosen
+// when the process starts (GCC's function multiversioning).
+#define RINGO_WIRE_CLONES __attribute__((target_clones("avx2", "default")))
+RINGO_WIRE_CLONES void EncodeE4m3(const float* in, int64_t n, uint8_t* out) {
+  EncodeBlocks<E4M3Format, false, 3, 7>(in, n, out, kE4m3Max);
+}
+RINGO_WIRE_CLONES void EncodeE5m2(const float* in, int64_t n, uint8_t* out) {
+  EncodeBlocks<E5M2Format, true, 2, 15>(in, n, out, kE5m2Max);
+}
+template <typename Format, bool kAdd>
+RINGO_WIRE_CLONES void DecodeEight(const uint8_t* in, int64_t n, float* out) {
+  DecodeBlocks<Format, kAdd>(in, n, out);
 }
 
 template <bool kAdd>
@@ -163,8 +177,8 @@ void Decode(Wire w, const uint8_t* in, int64_t n, float* out) {
       return;
     case Wire::kBf16:
     case Wire::kFp16: Decode16<kAdd>(w, in, n, out); return;
-    case Wire::kE4m3: DecodeBlocks<E4M3Format, kAdd>(in, n, out); return;
-    case Wire::kE5m2: DecodeBlocks<E5M2Format, kAdd>(in, n, out); return;
+    case Wire::kE4m3: DecodeEight<E4M3Format, kAdd>(in, n, out); return;
+    case Wire::kE5m2: DecodeEight<E5M2Format, kAdd>(in, n, out); return;
   }
 }
 
@@ -225,8 +239,8 @@ void WireEncode(Wire w, const float* in, int64_t n, uint8_t* out) {
         std::memcpy(out + 2 * i, &b, 2);
       }
       return;
-    case Wire::kE4m3: EncodeBlocks<E4M3Format, false, 3, 7>(in, n, out, kE4m3Max); return;
-    case Wire::kE5m2: EncodeBlocks<E5M2Format, true, 2, 15>(in, n, out, kE5m2Max); return;
+    case Wire::kE4m3: EncodeE4m3(in, n, out); return;
+    case Wire::kE5m2: EncodeE5m2(in, n, out); return;
   }
 }
 

@@ -10,6 +10,7 @@
 // Ranks that are threads of one process cross "the network" with
 // RINGO_SHM_DISABLE=1 (every pair over loopback TCP); processes with host
 // ids of their own mix edges within and between hosts.
+#include <csignal>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "base/device/half.h"
 #include "kernels/wire.h"
 #include "ringo/ringo.h"
 #include "tests/api_test_util.h"
@@ -296,6 +298,26 @@ TEST_F(WireTest, ShapesDatatypesAndInPlace) {
         if (out[i] != Bf16(want[i])) return "bf16 buffers: element " + std::to_string(i) + " differs";
       }
     }
+    // fp16 buffers, avg, wire bf16: inputs times 1/N before they are sent.
+    {
+      rc = ringoCommSetWire(comm, ringoWireBf16);
+      if (rc != ringoSuccess) return Err("set wire", rc, comm);
+      constexpr int64_t kSmall = 777;
+      std::vector<std::vector<float>> xh;
+      for (int r = 0; r < kRanks; ++r) {
+        std::vector<float> v(x[r].begin(), x[r].begin() + kSmall);
+        for (float& f : v) f = base::HalfBitsToFloat(base::FloatToHalfBits(f));
+        xh.push_back(v);
+      }
+      std::vector<uint16_t> in(kSmall), out(kSmall);
+      for (int64_t i = 0; i < kSmall; ++i) in[i] = base::FloatToHalfBits(xh[rank][i]);
+      rc = ringoAllReduce(in.data(), out.data(), kSmall, ringoFloat16, ringoAvg, comm, nullptr);
+      if (rc != ringoSuccess) return Err("fp16 avg all-reduce", rc, comm);
+      const std::vector<float> want = Expected(Wire::kBf16, xh, 1.0f / kRanks, none);
+      for (int64_t i = 0; i < kSmall; ++i) {
+        if (out[i] != base::FloatToHalfBits(want[i])) return "fp16 avg: element " + std::to_string(i) + " differs";
+      }
+    }
     rc = ringoCommDestroy(comm);
     return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
   });
@@ -373,6 +395,44 @@ TEST_F(WireTest, TwoHostsOfTwoRanks) {
     return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
   });
   EXPECT_ALL_RANKS_OK(results);
+}
+
+// A rank killed in the middle of wire all-reduces across hosts: the others'
+// call fails within the timeout (ringoRemoteError or ringoTimeout) and says
+// which rank is gone, as for any collective.
+TEST_F(WireTest, AKilledRankIsNamed) {
+  auto results = RunRanks(3, RankMode::kProcesses, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+    SetEnvAndReload("RINGO_SHM_DISABLE", "0");
+    SetEnvAndReload("RINGO_HOSTID", "wire-fault-host-" + std::to_string(rank));
+    SetEnvAndReload("RINGO_TIMEOUT_MS", "10000");
+    ringoComm_t comm = nullptr;
+    ringoResult_t rc = Init(&comm, rank, nranks, id, ringoWireBf16);
+    if (rc != ringoSuccess) return Err("init", rc, nullptr);
+    std::vector<float> in(1 << 20, 0.5f), out(1 << 20);
+    for (int i = 0; i < 2; ++i) {
+      rc = ringoAllReduce(in.data(), out.data(), in.size(), ringoFloat32, ringoSum, comm, nullptr);
+      if (rc != ringoSuccess || out[7] != 1.5f) return Err("warm-up", rc, comm);
+    }
+    if (rank == 2) {
+      SignalSelfAfter(std::chrono::milliseconds(50), SIGKILL);
+      for (;;) ringoAllReduce(in.data(), out.data(), in.size(), ringoFloat32, ringoSum, comm, nullptr);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < std::chrono::seconds(40)) {
+      const auto call = std::chrono::steady_clock::now();
+      rc = ringoAllReduce(in.data(), out.data(), in.size(), ringoFloat32, ringoSum, comm, nullptr);
+      if (rc == ringoSuccess) continue;
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - call).count();
+      const std::string why = ringoGetLastError(comm);
+      ringoCommAbort(comm);
+      if (rc != ringoRemoteError && rc != ringoTimeout) return "failed with " + std::string(ringoGetErrorString(rc));
+      if (seconds > 15) return "the failing call took " + std::to_string(seconds) + " s";
+      if (why.find("rank 2") == std::string::npos) return "the error does not name rank 2: " + why;
+      return "";
+    }
+    return "no error within 40 s although rank 2 is gone";
+  });
+  EXPECT_TRUE(RanksMatch(results, {{2, RankExpectation::KilledBy(SIGKILL)}}));
 }
 
 TEST_F(WireTest, ApiRefusalsAndInheritance) {

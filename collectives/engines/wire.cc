@@ -21,9 +21,9 @@ using kernels::Wire;
 
 namespace {
 
-// Scratch for one round's shard piece of every rank: at most 8 MiB of fp32
+// Scratch for one round's shard piece of every rank: at most 4 MiB of fp32
 // values over all shards, at least 4096 values (and whole blocks) a shard.
-constexpr int64_t kRoundBytes = int64_t{8} << 20;
+constexpr int64_t kRoundBytes = int64_t{4} << 20;
 
 // `n` values of `dtype` at `src` into fp32, times `scale` (avg's 1/N).
 void ToFloat(DataType dtype, const void* src, int64_t n, float scale, float* dst) {
@@ -133,9 +133,9 @@ WireEngine::Exchanger::~Exchanger() {
   thread_.join();
 }
 
-void WireEngine::Exchanger::Start(const std::vector<P2pOp>* ops, P2pCall* call) {
+void WireEngine::Exchanger::Start(const std::vector<std::vector<P2pOp>>* ops, P2pCall* call) {
   std::lock_guard<std::mutex> lock(mu_);
-  ops_ = ops;
+  batches_ = ops;
   call_ = call;
   busy_ = true;
   cv_.notify_all();
@@ -150,13 +150,17 @@ Status WireEngine::Exchanger::Wait() {
 void WireEngine::Exchanger::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || (busy_ && ops_ != nullptr); });
+    cv_.wait(lock, [&] { return stop_ || (busy_ && batches_ != nullptr); });
     if (stop_) return;
-    const std::vector<P2pOp>* ops = ops_;
+    const std::vector<std::vector<P2pOp>>* batches = batches_;
     P2pCall* call = call_;
-    ops_ = nullptr;
+    batches_ = nullptr;
     lock.unlock();
-    Status st = ops->empty() ? Status() : p2p_->Run(*ops, *call);
+    Status st;
+    for (const std::vector<P2pOp>& batch : *batches) {
+      if (!batch.empty()) st = p2p_->Run(batch, *call);
+      if (!st.ok()) break;
+    }
     lock.lock();
     status_ = st;
     busy_ = false;
@@ -168,7 +172,6 @@ Status WireEngine::Run(Call& call) {
   const kernels::CollArgs& args = call.args;
   const Wire wire = static_cast<Wire>(call.wire);
   LogOnce(wire);
-  if (exchanger_ == nullptr) exchanger_ = std::make_unique<Exchanger>(p2p_);
   const size_t esize = base::DataTypeSize(args.dtype);
   const float scale = args.op == RedOp::kAvg ? 1.0f / static_cast<float>(nranks_) : 1.0f;
   const bool all_reduce = args.coll == Coll::kAllReduce;
@@ -211,34 +214,44 @@ Status WireEngine::Run(Call& call) {
       const int64_t n = len_of(q, j);
       if (q == rank_ || n == 0) continue;
       const Wire w = net_[q] ? wire : Wire::kNone;
-      ToFloat(args.dtype, send + static_cast<size_t>(shards[q].begin + j * piece) * esize, n, scale, tmp_.data());
+      const char* from = send + static_cast<size_t>(shards[q].begin + j * piece) * esize;
+      const float* values = reinterpret_cast<const float*>(from);  // fp32 sums: the input itself
+      if (args.dtype != DataType::kFloat32 || scale != 1.0f) {
+        ToFloat(args.dtype, from, n, scale, tmp_.data());
+        values = tmp_.data();
+      }
       b.out[q].resize(static_cast<size_t>(kernels::WireBytes(w, n)));
-      kernels::WireEncode(w, tmp_.data(), n, b.out[q].data());
+      kernels::WireEncode(w, values, n, b.out[q].data());
     }
   };
+  // Exchange j in N - 1 steps: at step s this rank sends to rank + s and
+  // receives from rank - s (round j - 1's all-gather first, then round j's
+  // reduce-scatter), so each rank has one flow out and one in at a time, as
+  // on a ring, instead of N - 1 flows sharing its link; both ends of a pair
+  // post their messages in the same order, so they match in order.
   auto exchange_ops = [&](int64_t j) {
-    ops_.clear();
-    for (int q = 0; q < nranks_; ++q) {
-      if (q == rank_) continue;
-      // Round j - 1's all-gather first, then round j's reduce-scatter: the
-      // same order on every rank, so the pairs' messages match in order.
+    steps_.resize(static_cast<size_t>(nranks_ - 1));
+    for (int s = 1; s < nranks_; ++s) {
+      std::vector<P2pOp>& ops = steps_[s - 1];
+      ops.clear();
+      const int to = (rank_ + s) % nranks_, from = (rank_ + nranks_ - s) % nranks_;
       if (all_reduce && j >= 1) {
         Buffers& g = sets_[(j - 1) % 3];
-        if (len_of(rank_, j - 1) > 0) ops_.push_back({true, q, g.result.data(), nullptr, g.result.size()});
-        const int64_t n = len_of(q, j - 1);
+        if (len_of(rank_, j - 1) > 0) ops.push_back({true, to, g.result.data(), nullptr, g.result.size()});
+        const int64_t n = len_of(from, j - 1);
         if (n > 0) {
-          g.gathered[q].resize(static_cast<size_t>(kernels::WireBytes(wire, n)));
-          ops_.push_back({false, q, nullptr, g.gathered[q].data(), g.gathered[q].size()});
+          g.gathered[from].resize(static_cast<size_t>(kernels::WireBytes(wire, n)));
+          ops.push_back({false, from, nullptr, g.gathered[from].data(), g.gathered[from].size()});
         }
       }
       if (j < rounds) {
         Buffers& b = sets_[j % 3];
-        const Wire w = net_[q] ? wire : Wire::kNone;
-        if (len_of(q, j) > 0) ops_.push_back({true, q, b.out[q].data(), nullptr, b.out[q].size()});
+        if (len_of(to, j) > 0) ops.push_back({true, to, b.out[to].data(), nullptr, b.out[to].size()});
         const int64_t n_mine = len_of(rank_, j);
         if (n_mine > 0) {
-          b.in[q].resize(static_cast<size_t>(kernels::WireBytes(w, n_mine)));
-          ops_.push_back({false, q, nullptr, b.in[q].data(), b.in[q].size()});
+          const Wire w = net_[from] ? wire : Wire::kNone;
+          b.in[from].resize(static_cast<size_t>(kernels::WireBytes(w, n_mine)));
+          ops.push_back({false, from, nullptr, b.in[from].data(), b.in[from].size()});
         }
       }
     }
@@ -284,16 +297,33 @@ Status WireEngine::Run(Call& call) {
 
   // Exchange j runs on the exchanger while this thread encodes round j + 1
   // and spreads round j - 2 (gathered by exchange j - 1). In place is safe:
-  // round j - 2's output is written after every read of its input.
+  // round j - 2's output is written after every read of its input. One
+  // round has nothing to overlap: its exchanges run on this thread.
   spread_.resize(static_cast<size_t>(piece));
+  const bool overlap = rounds > 1;
+  if (overlap && exchanger_ == nullptr) exchanger_ = std::make_unique<Exchanger>(p2p_);
+  if (overlap) {
+    // An exchange of rounds this size lasts milliseconds: its waits sleep
+    // at once rather than spin on a core the encoding needs.
+    p2p_call.wait.spin_count = 0;
+    p2p_call.wait.yield_count = 0;
+  }
   if (rounds > 0) encode(0);
   const int64_t last = all_reduce ? rounds : rounds - 1;  // the last exchange: round rounds - 1's all-gather
   for (int64_t j = 0; j <= last; ++j) {
     exchange_ops(j);
-    exchanger_->Start(&ops_, &p2p_call);
-    if (j + 1 < rounds) encode(j + 1);
-    if (all_reduce && j >= 2) spread(j - 2, spread_.data());
-    Status st = exchanger_->Wait();
+    Status st;
+    if (overlap) {
+      exchanger_->Start(&steps_, &p2p_call);
+      if (j + 1 < rounds) encode(j + 1);
+      if (all_reduce && j >= 2) spread(j - 2, spread_.data());
+      st = exchanger_->Wait();
+    } else {
+      for (const std::vector<P2pOp>& ops : steps_) {
+        if (!ops.empty()) st = p2p_->Run(ops, p2p_call);
+        if (!st.ok()) break;
+      }
+    }
     if (!st.ok()) {
       call.fatal = true;
       return st;

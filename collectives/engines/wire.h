@@ -19,7 +19,8 @@
 // So each contribution is rounded at most once on its way, and the result
 // once more: the error is bounded by two roundings of the wire format (plus
 // fp32 summation) whatever N is. Data moved per rank is the ring's:
-// (N-1)/N of the buffer out in each phase. The engine runs over the
+// (N-1)/N of the buffer out in each phase, in N - 1 steps of one peer each
+// way (rank + s, rank - s), as a ring's links carry it. The engine runs over the
 // communicator's point-to-point engine, in rounds of a bounded piece of each
 // shard, so its scratch memory does not grow with the buffer; each round's
 // exchange (its reduce-scatter and the previous round's all-gather, in one
@@ -80,7 +81,8 @@ class WireEngine : public Engine {
    public:
     explicit Exchanger(PointToPoint* p2p);
     ~Exchanger();
-    void Start(const std::vector<P2pOp>* ops, P2pCall* call);
+    // Runs `batches` in order (until one fails).
+    void Start(const std::vector<std::vector<P2pOp>>* batches, P2pCall* call);
     base::Status Wait();
 
    private:
@@ -88,7 +90,7 @@ class WireEngine : public Engine {
     PointToPoint* const p2p_;
     std::mutex mu_;
     std::condition_variable cv_;
-    const std::vector<P2pOp>* ops_ = nullptr;  // GUARDED_BY(mu_)
+    const std::vector<std::vector<P2pOp>>* batches_ = nullptr;  // GUARDED_BY(mu_)
     P2pCall* call_ = nullptr;                  // GUARDED_BY(mu_)
     bool busy_ = false;                        // GUARDED_BY(mu_)
     bool stop_ = false;                        // GUARDED_BY(mu_)
@@ -113,7 +115,7 @@ class WireEngine : public Engine {
   // Scratch, kept between calls.
   Buffers sets_[3];
   std::vector<float> acc_, tmp_, spread_;
-  std::vector<P2pOp> ops_;
+  std::vector<std::vector<P2pOp>> steps_;  // one exchange's batches, by step
 };
 
 }  // namespace ringo::collectives

@@ -61,6 +61,13 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("group"), py::arg("tensor"), py::arg("average") = false, py::call_guard<py::gil_scoped_release>(),
       "This rank's contribution to an all-reduce as the wire sends it (ProcessGroupRingo::WireRound).");
+  m.def(
+      "allreduce_feedback",
+      [](const c10::intrusive_ptr<ProcessGroupRingo>& group, at::Tensor tensor, at::Tensor residual) {
+        return group->AllReduceWithFeedback(tensor, residual);
+      },
+      py::arg("group"), py::arg("tensor"), py::arg("residual"), py::call_guard<py::gil_scoped_release>(),
+      "A sum all-reduce with error feedback (ProcessGroupRingo::AllReduceWithFeedback); returns the Work.");
   m.def("ringo_version", &RingoVersion,
         "Ringo's version code (MAJOR * 10000 + MINOR * 100 + PATCH).");
 }

@@ -89,6 +89,29 @@ at::Tensor ProcessGroupRingo::WireRound(const at::Tensor& input, const c10d::Red
   return out;
 }
 
+WorkPtr ProcessGroupRingo::AllReduceWithFeedback(at::Tensor tensor, at::Tensor residual) {
+  TORCH_CHECK(tensor.device().is_cpu() && tensor.is_contiguous(),
+              "ringo_torch: an all-reduce with error feedback takes a contiguous CPU tensor");
+  TORCH_CHECK(residual.sizes() == tensor.sizes() && residual.scalar_type() == tensor.scalar_type() &&
+                  residual.is_contiguous(),
+              "ringo_torch: the residual must match the tensor");
+  const Reduction r = ReductionFor(tensor, c10d::ReduceOp::SUM);
+  Body body = [tensor, residual, r](const RunContext& ctx) {
+    if (tensor.numel() == 0) return;
+    at::Tensor t = tensor;
+    t.add_(residual);
+    at::Tensor sent = at::empty_like(t);
+    ctx.comm->Check(ringoCommWireRound(t.data_ptr(), sent.data_ptr(), t.numel(), r.dtype, r.op, ctx.comm->get()),
+                    "wire_round");
+    at::sub_out(const_cast<at::Tensor&>(residual), t, sent);
+    ctx.comm->Check(ringoAllReduce(t.data_ptr(), t.data_ptr(), t.numel(), r.dtype, r.op, ctx.comm->get(), ctx.stream),
+                    "allreduce");
+  };
+  std::vector<at::Tensor> tensors{tensor};
+  return Launch(c10d::OpType::ALLREDUCE, "ringo:all_reduce_feedback", tensors, tensors, std::move(body),
+                tensor.device());
+}
+
 c10::intrusive_ptr<ProcessGroupRingo> ProcessGroupRingo::Shrink() {
   struct Child {
     ringoComm_t comm = nullptr;

@@ -61,6 +61,11 @@ class ProcessGroupRingo : public GroupBase {
   // (ringoCommWireRound): input - result is what the wire loses of it, for
   // error feedback. Blocking.
   at::Tensor WireRound(const at::Tensor& input, const c10d::ReduceOp& op);
+  // A sum all-reduce of `tensor` (CPU, contiguous) with error feedback, in
+  // order with the group's other operations: adds `residual` to it, keeps
+  // in `residual` what the wire will lose of it (ringoCommWireRound), then
+  // all-reduces it. For a DDP communication hook: nothing blocks the caller.
+  WorkPtr AllReduceWithFeedback(at::Tensor tensor, at::Tensor residual);
   ~ProcessGroupRingo() override;
 
   const std::string getBackendName() const override { return "ringo"; }

@@ -164,12 +164,15 @@ def wire_hook(state, bucket):
     world = dist.get_world_size(pg)
     grad = bucket.buffer()
     if state.error_feedback:
+        # Queued with the group's other work, so the backward pass goes on:
+        # the residual is added, the new one kept, then the all-reduce.
         key = bucket.index()
         residual = state.residuals.get(key)
-        if residual is not None and residual.shape == grad.shape:
-            grad.add_(residual)
-        state.residuals[key] = grad - wire_round(grad, state.group)
-    fut = dist.all_reduce(grad, group=pg, async_op=True).get_future()
+        if residual is None or residual.shape != grad.shape:
+            residual = state.residuals[key] = torch.zeros_like(grad)
+        fut = _C.allreduce_feedback(_ringo_group(state.group), grad, residual).get_future()
+    else:
+        fut = dist.all_reduce(grad, group=pg, async_op=True).get_future()
     return fut.then(lambda f: f.value()[0].div_(world))
 
 
