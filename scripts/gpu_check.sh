@@ -309,6 +309,13 @@ step_net_gpu() {
     fi
     DETAIL+="$coll ok; "
   done
+  # Speed and a killed rank only once every collective was verified on the
+  # GPU: else they would time host rings (minutes where none ran there).
+  if [[ $rc -ne 0 ]]; then
+    DETAIL+="speed and the killed rank not measured (the collectives failed); "
+    [[ $m -eq 0 ]] && mps_stop
+    return 1
+  fi
   # Speed: the GPU ring against the host ring over the same connection.
   net_pair speed_gpu cuda allreduce -b 8 -e 256M -f 2 -n 10 -w 3 -c 0
   net_pair speed_host host allreduce -b 8 -e 256M -f 2 -n 10 -w 3 -c 0
