@@ -21,9 +21,9 @@ using kernels::Wire;
 
 namespace {
 
-// Scratch for one round's shard piece of every rank: at most 4 MiB of fp32
+// Scratch for one round's shard piece of every rank: at most 2 MiB of fp32
 // values over all shards, at least 4096 values (and whole blocks) a shard.
-constexpr int64_t kRoundBytes = int64_t{4} << 20;
+constexpr int64_t kRoundBytes = int64_t{2} << 20;
 
 // `n` values of `dtype` at `src` into fp32, times `scale` (avg's 1/N).
 void ToFloat(DataType dtype, const void* src, int64_t n, float scale, float* dst) {
