@@ -61,7 +61,7 @@ const std::vector<EnvVarInfo>& Table() {
        "(or fp8) or e5m2 (8-bit with a power-of-two scale per 32 values). fp32, bf16 and fp16 sum and "
        "avg all-reduce and reduce-scatter on host communicators whose ranks span hosts then cross the "
        "network in it, each contribution rounded once and the result once, whatever the rank count; "
-       "within a host nothing is compressed. For communicators made without a config's wire field, "
+       "contributions within a host travel uncompressed. For communicators made without a config's wire field, "
        "programs that cannot set it (the NCCL shim) included."},
       {"RINGO_NET", "enum", "auto",
        "The network transport between hosts: socket (TCP), ib (InfiniBand verbs), auto (verbs "

@@ -125,8 +125,9 @@ typedef enum {
  * bf16 and fp16 sum and avg all-reduce and reduce-scatter on a host
  * communicator whose ranks span hosts cross the network in the format, each
  * rank's contribution rounded to it once and each result once, whatever the
- * rank count; every addition is in fp32 and within a host nothing is
- * compressed. The 8-bit formats carry a power-of-two scale per 32 values. */
+ * rank count; every addition is in fp32, and contributions within a host
+ * travel uncompressed. The 8-bit formats carry a power-of-two scale per 32
+ * values. */
 typedef enum {
   ringoWireNone = 0,    /* the buffer's own datatype: exact */
   ringoWireBf16 = 1,    /* 2 bytes a value */
