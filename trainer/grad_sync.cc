@@ -9,6 +9,29 @@
 
 namespace ringo::train {
 
+namespace {
+constexpr std::pair<const char*, int> kWireNames[] = {{"none", ringoWireNone},    {"bf16", ringoWireBf16},
+                                                      {"fp16", ringoWireFp16},    {"e4m3", ringoWireFp8e4m3},
+                                                      {"e5m2", ringoWireFp8e5m2}, {"fp8", ringoWireFp8e4m3}};
+}  // namespace
+
+const char* WireName(int wire) {
+  for (const auto& [name, value] : kWireNames) {
+    if (value == wire) return name;
+  }
+  return "?";
+}
+
+bool ParseWireName(const std::string& name, int* wire) {
+  for (const auto& [n, value] : kWireNames) {
+    if (name == n) {
+      *wire = value;
+      return true;
+    }
+  }
+  return false;
+}
+
 const char* GradDtypeName(GradDtype dtype) {
   switch (dtype) {
     case GradDtype::kBf16:

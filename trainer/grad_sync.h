@@ -30,6 +30,10 @@ enum class GradDtype { kFp32, kBf16, kFp16 };
 const char* GradDtypeName(GradDtype dtype);
 size_t GradDtypeBytes(GradDtype dtype);
 ringoDataType_t GradDtypeRingo(GradDtype dtype);
+// --wire's names, by ringoWire_t value ("?" for another value), and back
+// ("fp8" is e4m3 too); false for an unknown name.
+const char* WireName(int wire);
+bool ParseWireName(const std::string& name, int* wire);
 
 struct Bucket {
   size_t offset = 0;  // floats into the flat gradient

@@ -251,18 +251,8 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
   } else {
     return InvalidArgument("--grad-dtype is fp32, bf16 or fp16, not '" + grad_dtype + "'");
   }
-  {
-    static const std::pair<const char*, int> kWires[] = {{"none", ringoWireNone}, {"bf16", ringoWireBf16},
-                                                         {"fp16", ringoWireFp16}, {"e4m3", ringoWireFp8e4m3},
-                                                         {"fp8", ringoWireFp8e4m3}, {"e5m2", ringoWireFp8e5m2}};
-    bool known = false;
-    for (const auto& [name, value] : kWires) {
-      if (wire == name) {
-        o.wire = value;
-        known = true;
-      }
-    }
-    if (!known) return InvalidArgument("--wire is none, bf16, fp16, e4m3 (fp8) or e5m2, not '" + wire + "'");
+  if (!ParseWireName(wire, &o.wire)) {
+    return InvalidArgument("--wire is none, bf16, fp16, e4m3 (fp8) or e5m2, not '" + wire + "'");
   }
   if (o.error_feedback && o.wire == ringoWireNone) return InvalidArgument("--error-feedback needs --wire");
   if (o.error_feedback && o.grad_dtype != GradDtype::kFp32) {

@@ -8,9 +8,8 @@ namespace {
 
 // --wire, as the report says it.
 std::string WireText(int wire, bool error_feedback) {
-  static const char* const kNames[] = {"none", "bf16", "fp16", "e4m3", "e5m2"};
-  if (wire <= 0 || wire > 4) return "";
-  return std::string(", ") + kNames[wire] + " between hosts (summed in fp32" +
+  if (wire == ringoWireNone) return "";
+  return std::string(", ") + WireName(wire) + " between hosts (summed in fp32" +
          (error_feedback ? ", error feedback" : "") + ")";
 }
 

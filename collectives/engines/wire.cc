@@ -51,6 +51,14 @@ void ToFloat(DataType dtype, const void* src, int64_t n, float scale, float* dst
   }
 }
 
+// `n` values of `dtype` at `src` as fp32 times `scale`: `src` itself where
+// they are fp32 already and the scale is 1, else converted into `scratch`.
+const float* AsFloat(DataType dtype, const void* src, int64_t n, float scale, float* scratch) {
+  if (dtype == DataType::kFloat32 && scale == 1.0f) return static_cast<const float*>(src);
+  ToFloat(dtype, src, n, scale, scratch);
+  return scratch;
+}
+
 // fp32 values into `dtype` at `dst`, rounded to nearest even.
 void FromFloat(DataType dtype, const float* src, int64_t n, void* dst) {
   switch (dtype) {
@@ -66,12 +74,7 @@ void FromFloat(DataType dtype, const float* src, int64_t n, void* dst) {
   }
 }
 
-// Shard q of a call: the elements [begin, begin + len) of the input that
-// rank q sums (and, for reduce-scatter, receives).
-struct Shard {
-  int64_t begin = 0;
-  int64_t len = 0;
-};
+using Shard = WireShard;
 
 Shard ShardOf(const kernels::CollArgs& args, int q, int nranks) {
   if (args.coll == Coll::kReduceScatter) return {q * args.count, args.count};
@@ -178,7 +181,8 @@ Status WireEngine::Run(Call& call) {
   const char* send = static_cast<const char*>(args.send);
   char* recv = static_cast<char*>(args.recv);
   const int64_t piece = PieceElems(nranks_);
-  std::vector<Shard> shards(static_cast<size_t>(nranks_));
+  std::vector<WireShard>& shards = shards_;
+  shards.resize(static_cast<size_t>(nranks_));
   int64_t longest = 0;
   for (int q = 0; q < nranks_; ++q) {
     shards[q] = ShardOf(args, q, nranks_);
@@ -214,12 +218,8 @@ Status WireEngine::Run(Call& call) {
       const int64_t n = len_of(q, j);
       if (q == rank_ || n == 0) continue;
       const Wire w = net_[q] ? wire : Wire::kNone;
-      const char* from = send + static_cast<size_t>(shards[q].begin + j * piece) * esize;
-      const float* values = reinterpret_cast<const float*>(from);  // fp32 sums: the input itself
-      if (args.dtype != DataType::kFloat32 || scale != 1.0f) {
-        ToFloat(args.dtype, from, n, scale, tmp_.data());
-        values = tmp_.data();
-      }
+      const float* values =
+          AsFloat(args.dtype, send + static_cast<size_t>(shards[q].begin + j * piece) * esize, n, scale, tmp_.data());
       b.out[q].resize(static_cast<size_t>(kernels::WireBytes(w, n)));
       kernels::WireEncode(w, values, n, b.out[q].data());
     }
@@ -260,21 +260,17 @@ Status WireEngine::Run(Call& call) {
     Buffers& b = sets_[j % 3];
     const int64_t n_mine = len_of(rank_, j);
     if (n_mine == 0) return;
+    // This rank's own contribution enters as fp32 bytes (the wire none).
+    const float* own =
+        AsFloat(args.dtype, send + static_cast<size_t>(mine.begin + j * piece) * esize, n_mine, scale, tmp_.data());
     for (int r = 0; r < nranks_; ++r) {
-      if (r == rank_) {
-        ToFloat(args.dtype, send + static_cast<size_t>(mine.begin + j * piece) * esize, n_mine, scale, tmp_.data());
-        if (r == 0) {
-          std::memcpy(acc_.data(), tmp_.data(), static_cast<size_t>(n_mine) * 4);
-        } else {
-          for (int64_t i = 0; i < n_mine; ++i) acc_[i] += tmp_[i];
-        }
-        continue;
-      }
-      const Wire w = net_[r] ? wire : Wire::kNone;
+      const bool self = r == rank_;
+      const Wire w = !self && net_[r] ? wire : Wire::kNone;
+      const uint8_t* bytes = self ? reinterpret_cast<const uint8_t*>(own) : b.in[r].data();
       if (r == 0) {
-        kernels::WireDecode(w, b.in[r].data(), n_mine, acc_.data());
+        kernels::WireDecode(w, bytes, n_mine, acc_.data());
       } else {
-        kernels::WireDecodeAdd(w, b.in[r].data(), n_mine, acc_.data());
+        kernels::WireDecodeAdd(w, bytes, n_mine, acc_.data());
       }
     }
     if (!all_reduce) {
@@ -348,7 +344,7 @@ void WireEngine::RoundContribution(const kernels::CollArgs& args, int wire, void
       continue;
     }
     buf.resize(static_cast<size_t>(s.len));
-    ToFloat(args.dtype, in + at, s.len, scale, buf.data());
+    ToFloat(args.dtype, in + at, s.len, scale, buf.data());  // rounded in place below
     kernels::WireRound(static_cast<Wire>(wire), buf.data(), s.len);
     if (scale != 1.0f) {
       for (float& v : buf) v *= static_cast<float>(nranks_);

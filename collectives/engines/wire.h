@@ -46,6 +46,13 @@
 
 namespace ringo::collectives {
 
+// Shard q of a call: the elements [begin, begin + len) of the input that
+// rank q sums (and, for reduce-scatter, receives).
+struct WireShard {
+  int64_t begin = 0;
+  int64_t len = 0;
+};
+
 // Whether the wire applies to a call of this shape.
 bool WireApplies(const kernels::CollArgs& args);
 
@@ -114,6 +121,7 @@ class WireEngine : public Engine {
   std::unique_ptr<Exchanger> exchanger_;  // made at the first call
   // Scratch, kept between calls.
   Buffers sets_[3];
+  std::vector<WireShard> shards_;  // the call's shards, by rank
   std::vector<float> acc_, tmp_, spread_;
   std::vector<std::vector<P2pOp>> steps_;  // one exchange's batches, by step
 };

@@ -21,12 +21,6 @@ using base::RedOp;
 using base::Status;
 using base::StatusOr;
 
-// --wire (Options::wire holds a ringoWire_t: 1 bf16, 2 fp16, 3 e4m3, 4 e5m2).
-const char* WireName(int wire) {
-  static const char* const kNames[] = {"none", "bf16", "fp16", "e4m3", "e5m2"};
-  return wire >= 0 && wire <= 4 ? kNames[wire] : "?";
-}
-
 // Whether a run crosses hosts in the wire format where they are crossed.
 bool WireApplies(const Options& o, DataType type, RedOp op) {
   const bool coll = o.collective == Collective::kAllReduce || o.collective == Collective::kReduceScatter;

@@ -3,11 +3,16 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 #include <limits>
 #include <utility>
 
 namespace ringo::perf {
 namespace {
+
+// --wire's names and their ringoWire_t values; "fp8" is e4m3 too.
+constexpr std::pair<const char*, int> kWireNames[] = {{"none", 0}, {"bf16", 1}, {"fp16", 2},
+                                                      {"e4m3", 3}, {"e5m2", 4}, {"fp8", 3}};
 
 using base::DataType;
 using base::InvalidArgument;
@@ -212,10 +217,7 @@ const Flag kFlags[] = {
      }},
     {nullptr, "--wire", true,
      [](const std::string& f, const std::string& v, Options* o) -> Status {
-       static const std::pair<const char*, int> kNames[] = {
-           {"none", 0}, {"bf16", 1}, {"fp16", 2},  // ringoWire_t's values
-           {"e4m3", 3}, {"fp8", 3}, {"e5m2", 4}};
-       for (const auto& [name, value] : kNames) {
+       for (const auto& [name, value] : kWireNames) {
          if (v == name) {
            o->wire = value;
            return Status();
@@ -298,6 +300,13 @@ Status Validate(const Options& o, bool have_collective) {
 }
 
 }  // namespace
+
+const char* WireName(int wire) {
+  for (const auto& [name, value] : kWireNames) {
+    if (value == wire) return name;
+  }
+  return "?";
+}
 
 const char* CollectiveName(Collective c) {
   switch (c) {

@@ -72,6 +72,8 @@ base::StatusOr<size_t> ParseSize(const std::string& text);
 std::vector<size_t> MessageSizes(const Options& options);
 
 const char* CollectiveName(Collective c);
+// --wire's names, by ringoWire_t value ("?" for another value).
+const char* WireName(int wire);
 // Whether the collective takes a reduction operator / a root rank / runs
 // in place (sendrecv does not: a rank would receive into what it is still
 // sending).
