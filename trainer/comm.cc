@@ -32,9 +32,9 @@ Communicator::~Communicator() {
   if (comm_ != nullptr && !aborted_) (void)ringoCommDestroy(comm_);
 }
 
-base::Status Communicator::Init(int nranks, const ringoUniqueId& id, int rank, int timeout_ms) {
+base::Status Communicator::Init(int nranks, const ringoUniqueId& id, int rank, int timeout_ms, int device_kind) {
   ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
-  config.device_kind = RINGO_DEVICE_HOST;
+  config.device_kind = device_kind;
   config.timeout_ms = timeout_ms;
   ringoComm_t comm = nullptr;
   RETURN_IF_ERROR(RingoCall(ringoCommInitRankConfig(&comm, nranks, id, rank, &config),
@@ -43,12 +43,14 @@ base::Status Communicator::Init(int nranks, const ringoUniqueId& id, int rank, i
   return base::OkStatus();
 }
 
-base::Status Communicator::SplitFrom(const Communicator& parent, int rank, int wire) {
+base::Status Communicator::SplitFrom(const Communicator& parent, int rank, int wire, bool host) {
   ringoComm_t comm = nullptr;
-  RETURN_IF_ERROR(RingoCall(ringoCommSplit(parent.get(), 0, rank, &comm, nullptr), "ringoCommSplit",
+  ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
+  config.device_kind = RINGO_DEVICE_HOST;
+  RETURN_IF_ERROR(RingoCall(ringoCommSplit(parent.get(), 0, rank, &comm, host ? &config : nullptr), "ringoCommSplit",
                             parent.get()));
   comm_ = comm;
-  RETURN_IF_ERROR(RingoCall(ringoCommSetWire(comm, wire), "ringoCommSetWire", comm));
+  if (wire != ringoWireNone) RETURN_IF_ERROR(RingoCall(ringoCommSetWire(comm, wire), "ringoCommSetWire", comm));
   return base::OkStatus();
 }
 

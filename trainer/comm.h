@@ -19,9 +19,10 @@ base::Status RingoCall(ringoResult_t result, const std::string& what, ringoComm_
 // Sums (or maxes) `count` doubles in place over the communicator. Blocking.
 base::Status AllReduceDoubles(ringoComm_t comm, double* data, size_t count, ringoRedOp_t op);
 
-// A communicator made as ringoCommInitRankConfig with host memory (the
-// trainer's gradients live in host memory), destroyed (or aborted, when
-// Abort was called) with the object.
+// A communicator made as ringoCommInitRankConfig with host memory (the CPU
+// backend's gradients, and every rank's metadata), or with GPU memory
+// (--device's gradients), destroyed (or aborted, when Abort was
+// called) with the object.
 class Communicator {
  public:
   Communicator() = default;
@@ -29,13 +30,17 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  base::Status Init(int nranks, const ringoUniqueId& id, int rank, int timeout_ms);
+  // `device_kind`: RINGO_DEVICE_HOST, or RINGO_DEVICE_CUDA (the calling
+  // thread's current GPU).
+  base::Status Init(int nranks, const ringoUniqueId& id, int rank, int timeout_ms,
+                    int device_kind = RINGO_DEVICE_HOST);
   // A second communicator over the same ranks, split from `parent` (no
   // unique id of its own, so none to collide with a launcher's
   // RINGO_COMM_ID); collective over the parent's ranks.
   // A child of `parent` with every rank, this one as `rank`, sending its
-  // sums between hosts in `wire` (a ringoWire_t).
-  base::Status SplitFrom(const Communicator& parent, int rank, int wire = ringoWireNone);
+  // sums between hosts in `wire` (a ringoWire_t); `host`: in host memory
+  // whatever the parent's (the metadata communicator of GPU ranks).
+  base::Status SplitFrom(const Communicator& parent, int rank, int wire = ringoWireNone, bool host = false);
   ringoComm_t get() const { return comm_; }
   // Marks the communicator aborted (its peers see ringoRemoteError) and
   // releases it. Any thread; once.

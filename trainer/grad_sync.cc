@@ -77,9 +77,17 @@ std::vector<Bucket> MakeBuckets(const std::vector<ParamInfo>& params, size_t cap
   return buckets;
 }
 
+namespace {
+// Events of the stream way: the step's three, then three per bucket.
+enum : size_t { kBegin, kBackwardDone, kCommDone, kPerStep };
+size_t ReadyEvent(int b) { return kPerStep + 3 * static_cast<size_t>(b); }
+size_t StartEvent(int b) { return ReadyEvent(b) + 1; }
+size_t EndEvent(int b) { return ReadyEvent(b) + 2; }
+}  // namespace
+
 GradSync::GradSync(ringoComm_t comm, float* grads, std::vector<Bucket> buckets, GradDtype dtype,
-                   bool overlap, bool error_feedback)
-    : comm_(comm), grads_(grads), buckets_(std::move(buckets)), dtype_(dtype), overlap_(overlap),
+                   bool overlap, bool error_feedback, Streams streams)
+    : streams_(streams), comm_(comm), grads_(grads), buckets_(std::move(buckets)), dtype_(dtype), overlap_(overlap),
       error_feedback_(error_feedback && dtype == GradDtype::kFp32) {
   if (error_feedback_ && !buckets_.empty()) {
     residual_.assign(buckets_.back().offset + buckets_.back().count, 0.0f);
@@ -100,9 +108,21 @@ GradSync::~GradSync() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (packed_ != nullptr) (void)ringoMemFree(packed_);
+  if (streams_.compute != nullptr) {
+    streams_.compute->Synchronize(streams_.comm);
+    for (Compute::Event e : events_) streams_.compute->FreeEvent(e);
+  }
 }
 
 base::Status GradSync::Start() {
+  if (streams_.compute != nullptr) {
+    if (dtype_ != GradDtype::kFp32 || error_feedback_) {
+      return base::InvalidUsage("gradients on streams are all-reduced in fp32, without error feedback");
+    }
+    events_.resize(ReadyEvent(static_cast<int>(buckets_.size())));
+    for (Compute::Event& e : events_) e = streams_.compute->NewEvent();
+    return base::OkStatus();
+  }
   if (dtype_ != GradDtype::kFp32 && !buckets_.empty()) {
     const Bucket& last = buckets_.back();
     const size_t bytes = (last.offset + last.count) * sizeof(uint16_t);
@@ -118,6 +138,10 @@ double GradSync::Since(Clock::time_point t) const {
 
 void GradSync::BeginStep() {
   step_start_ = Clock::now();
+  if (streams_.compute != nullptr) {
+    streams_.compute->Record(events_[kBegin], streams_.compute->stream());
+    launch_error_ = base::OkStatus();
+  }
   for (size_t b = 0; b < buckets_.size(); ++b) {
     pending_[b] = buckets_[b].last_param - buckets_[b].first_param + 1;
     timings_[b] = BucketTiming();
@@ -130,26 +154,77 @@ void GradSync::BeginStep() {
 void GradSync::ParamReady(int param) {
   const int b = bucket_of_param_[param];
   if (--pending_[b] != 0) return;
-  timings_[b].ready_ms = Since(Clock::now());
+  timings_[b].ready_ms = Since(Clock::now());  // streams: replaced by the events' time in Settle
+  if (streams_.compute != nullptr) streams_.compute->Record(events_[ReadyEvent(b)], streams_.compute->stream());
   if (overlap_) Enqueue(b);
 }
 
+void GradSync::Launch(int bucket) {
+  Compute* c = streams_.compute;
+  const Bucket& b = buckets_[bucket];
+  c->StreamWait(streams_.comm, events_[ReadyEvent(bucket)]);  // recorded by ParamReady
+  c->Record(events_[StartEvent(bucket)], streams_.comm);
+  float* data = grads_ + b.offset;
+  const ringoResult_t result = ringoAllReduce(data, data, b.count, ringoFloat32, ringoAvg, comm_, streams_.comm);
+  c->Record(events_[EndEvent(bucket)], streams_.comm);
+  if (result != ringoSuccess && launch_error_.ok()) {
+    launch_error_ = RingoCall(result, "ringoAllReduce of gradient bucket " + std::to_string(bucket), comm_);
+  }
+}
+
 void GradSync::Enqueue(int bucket) {
+  next_to_enqueue_ = bucket + 1;
+  if (streams_.compute != nullptr) {
+    Launch(bucket);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(bucket);
   }
   cv_.notify_all();
-  next_to_enqueue_ = bucket + 1;
 }
 
-base::Status GradSync::Finish(double* exposed_ms) {
+base::Status GradSync::Finish() {
   const auto wait_start = Clock::now();
+  if (streams_.compute != nullptr) {
+    Compute* c = streams_.compute;
+    c->Record(events_[kBackwardDone], c->stream());
+    for (int b = next_to_enqueue_; b < static_cast<int>(buckets_.size()); ++b) Enqueue(b);
+    c->Record(events_[kCommDone], streams_.comm);
+    c->StreamWait(c->stream(), events_[kCommDone]);
+    return launch_error_;
+  }
   for (int b = next_to_enqueue_; b < static_cast<int>(buckets_.size()); ++b) Enqueue(b);
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return done_ == static_cast<int>(buckets_.size()) || !error_.ok(); });
-  *exposed_ms = std::chrono::duration<double, std::milli>(Clock::now() - wait_start).count();
+  exposed_ms_ = std::chrono::duration<double, std::milli>(Clock::now() - wait_start).count();
   return error_;
+}
+
+base::Status GradSync::Settle(double* exposed_ms) {
+  if (streams_.compute == nullptr) {
+    *exposed_ms = exposed_ms_;
+    return base::OkStatus();
+  }
+  Compute* c = streams_.compute;
+  c->Synchronize(streams_.comm);
+  RETURN_IF_ERROR(c->Error());
+  ringoResult_t async = ringoSuccess;
+  if (ringoCommGetAsyncError(comm_, &async) == ringoSuccess && async != ringoSuccess && async != ringoInProgress) {
+    return RingoCall(async, "a gradient ringoAllReduce", comm_);
+  }
+  // Stream time: what the compute stream waited after its backward pass.
+  *exposed_ms = std::max(0.0, c->ElapsedMs(events_[kBackwardDone], events_[kCommDone]));
+  for (int b = 0; b < static_cast<int>(buckets_.size()); ++b) {
+    BucketTiming& t = timings_[b];
+    t.ready_ms = c->ElapsedMs(events_[kBegin], events_[ReadyEvent(b)]);
+    t.start_ms = c->ElapsedMs(events_[kBegin], events_[StartEvent(b)]);
+    t.allreduce_ms = c->ElapsedMs(events_[StartEvent(b)], events_[EndEvent(b)]);
+    t.wait_ms = 0;
+    t.convert_ms = 0;
+  }
+  return base::OkStatus();
 }
 
 void GradSync::Loop() {

@@ -1,12 +1,20 @@
 // Data-parallel gradient synchronisation as the frameworks do it: the flat
 // gradient (laid out in backward order) cut into buckets of about
 // --bucket-mb, each bucket averaged over the ranks (ringoAvg) as soon as the
-// backward pass has completed it, by a communication thread that owns its
-// own communicator, so that the all-reduces overlap the rest of the
-// backward pass (host collectives block the caller).
+// backward pass has completed it, on a communicator of its own, so that the
+// all-reduces overlap the rest of the backward pass. Two ways:
 //
-// Thread safety: BeginStep, ParamReady and Finish are called by one thread
-// (the training loop); the communication thread is internal.
+// - Host memory: a communication thread runs the all-reduces (host
+//   collectives block the caller).
+// - Streams (a GPU Compute): each bucket's all-reduce is queued on a
+//   communication stream behind an event of the compute stream, with no
+//   thread and no host wait; Finish makes the compute stream wait for the
+//   last one, and the times come from events once the step is over.
+//   Against the CPU backend (streams nullptr) the same bookkeeping runs with
+//   each all-reduce complete on return.
+//
+// Thread safety: BeginStep, ParamReady, Finish and Settle are called by one
+// thread (the training loop); the communication thread is internal.
 #ifndef RINGO_TRAINER_GRAD_SYNC_H_
 #define RINGO_TRAINER_GRAD_SYNC_H_
 
@@ -22,6 +30,7 @@
 
 #include "base/status.h"
 #include "ringo/ringo.h"
+#include "trainer/compute.h"
 #include "trainer/mlp.h"
 
 namespace ringo::train {
@@ -59,6 +68,13 @@ struct BucketTiming {
   double convert_ms = 0;    // compression and expansion (bf16/fp16)
 };
 
+// GradSync's stream way: the backend and the communication stream
+// (compute->NewStream()).
+struct GradStreams {
+  Compute* compute = nullptr;
+  Compute::Stream comm = nullptr;
+};
+
 class GradSync {
  public:
   // `grads`: the flat fp32 gradient (ringoMemAlloc memory, so that large
@@ -67,8 +83,11 @@ class GradSync {
   // `error_feedback`: before each bucket's all-reduce, add what the wire
   // lost of it the step before (ringoCommWireRound), and keep what it loses
   // now.
+  // `streams`: with a Compute, the stream way (fp32 gradients, no error
+  // feedback); `comm` is then used on `streams.comm` only.
+  using Streams = GradStreams;
   GradSync(ringoComm_t comm, float* grads, std::vector<Bucket> buckets, GradDtype dtype,
-           bool overlap, bool error_feedback = false);
+           bool overlap, bool error_feedback = false, Streams streams = Streams());
   ~GradSync();
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
@@ -82,10 +101,15 @@ class GradSync {
   // The backward pass completed parameter `param`'s gradient; with overlap a
   // bucket whose parameters are all complete goes to the thread at once.
   void ParamReady(int param);
-  // Hands over what is left (every bucket without overlap) and waits until
-  // every bucket is averaged; *exposed_ms is the time waited. The first
-  // error of any all-reduce (naming the peer that failed).
-  base::Status Finish(double* exposed_ms);
+  // Hands over what is left (every bucket without overlap). Host: waits
+  // until every bucket is averaged. Streams: the compute stream waits for
+  // the last all-reduce (the optimizer step queued next reads the average).
+  // The first error of any all-reduce (naming the peer that failed).
+  base::Status Finish();
+  // Once the step's compute stream is synchronised: *exposed_ms, the time
+  // the step waited for communication after its backward pass, and
+  // timings(). Streams: a failure a queued all-reduce met.
+  base::Status Settle(double* exposed_ms);
   const std::vector<BucketTiming>& timings() const { return timings_; }
 
  private:
@@ -94,7 +118,13 @@ class GradSync {
   void Enqueue(int bucket);
   void Loop();
   base::Status Run(int bucket);
+  void Launch(int bucket);  // streams
 
+
+  Streams streams_;
+  std::vector<Compute::Event> events_;  // streams: begin, backward done, comm done, then 3 per bucket
+  double exposed_ms_ = 0;               // host
+  base::Status launch_error_;           // streams
   ringoComm_t comm_;
   float* grads_;
   std::vector<Bucket> buckets_;

@@ -164,7 +164,17 @@ double RunBaseline(const Options& o, const std::string& csv) {
 
 // --predict: the what-if table.
 int PredictMain(const Options& o) {
-  auto compute = MakeCpuCompute(o.blas_threads);
+  std::unique_ptr<Compute> compute;
+  if (o.device) {
+    auto made = MakeCudaCompute(0, o.gemm);
+    if (!made.ok()) {
+      std::fprintf(stderr, "ringo-train: --predict --device: %s\n", made.status().message().c_str());
+      return 1;
+    }
+    compute = std::move(*made);
+  } else {
+    compute = MakeCpuCompute(o.blas_threads);
+  }
   const int rows = o.per_gpu_batch;
   Mlp model(compute.get(), o.model, rows);
   float* params = compute->Alloc(model.num_params());
@@ -190,28 +200,35 @@ int PredictMain(const Options& o) {
     float* d = compute->Alloc(static_cast<size_t>(rows) * o.model.classes);
     std::vector<uint8_t> labels(rows);
     for (int i = 0; i < rows; ++i) labels[i] = static_cast<uint8_t>(i % o.model.classes);
-    using Clock = std::chrono::steady_clock;
+    auto* labels_dev = static_cast<uint8_t*>(compute->AllocBytes(labels.size()));
+    compute->CopyIn(labels.data(), labels_dev, labels.size());
+    // The backend's events time the phases (the GPU's own clock there).
+    Compute::Event ev[4];
+    for (Compute::Event& e : ev) e = compute->NewEvent();
     double f = 0, b = 0, opt = 0;
     const int warm = 2, timed = 8;
     for (int it = 0; it < warm + timed; ++it) {
-      const auto t0 = Clock::now();
-      int64_t correct = 0;
+      compute->Record(ev[0], compute->stream());
       (void)model.Forward(x, rows, true, nullptr);
-      compute->SoftmaxCrossEntropy(rows, o.model.classes, model.logits(), labels.data(),
-                                   1.0f / rows, d, &correct);
-      const auto t1 = Clock::now();
+      compute->SoftmaxCrossEntropy(rows, o.model.classes, model.logits(), labels_dev, 1.0f / rows, d);
+      compute->Record(ev[1], compute->stream());
       (void)model.Backward(x, d, rows, false, nullptr, [](int) {});
-      const auto t2 = Clock::now();
+      compute->Record(ev[2], compute->stream());
       compute->SgdStep(model.num_params(), params, grads, mom, 0.0f, 0.9f, 0.0f);
-      const auto t3 = Clock::now();
+      compute->Record(ev[3], compute->stream());
+      double loss = 0;
+      int64_t correct = 0;
+      compute->TakeMetrics(&loss, &correct);  // waits for the step
       if (it < warm) continue;
-      f += std::chrono::duration<double, std::milli>(t1 - t0).count() / timed;
-      b += std::chrono::duration<double, std::milli>(t2 - t1).count() / timed;
-      opt += std::chrono::duration<double, std::milli>(t3 - t2).count() / timed;
+      f += compute->ElapsedMs(ev[0], ev[1]) / timed;
+      b += compute->ElapsedMs(ev[1], ev[2]) / timed;
+      opt += compute->ElapsedMs(ev[2], ev[3]) / timed;
     }
+    for (Compute::Event e : ev) compute->FreeEvent(e);
     in.fwd_ms_per_sample = f / rows;
     in.bwd_ms_per_sample = b / rows;
     in.opt_ms = opt;
+    compute->FreeBytes(labels_dev);
     compute->Free(x);
     compute->Free(d);
   }
@@ -273,12 +290,6 @@ int main(int argc, char** argv) {
   if (o.help) {
     std::printf("%s", Usage());
     return 0;
-  }
-  if (o.device) {
-    std::fprintf(stderr,
-                 "ringo-train: --device: the GPU compute backend (cuBLAS) is not built yet; the "
-                 "CPU backend trains in host memory (--host)\n");
-    return 2;
   }
   if (o.predict) return PredictMain(o);
   if (o.baseline_run && o.num_procs == 0) {

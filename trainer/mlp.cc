@@ -68,7 +68,9 @@ Mlp::Mlp(Compute* compute, const ModelSpec& spec, int max_rows)
   logits_ = compute_->Alloc(rows * spec.classes);
   scratch_[0] = compute_->Alloc(rows * widest);
   scratch_[1] = compute_->Alloc(rows * widest);
-  if (spec.batch_norm) bn_means_ = compute_->Alloc(2 * widest);  // whatever the batch's rows
+  if (spec.batch_norm) {
+    stats_ = static_cast<double*>(compute_->AllocBytes((2 * widest + 1) * sizeof(double)));
+  }
   if (num_buffers_) running_ = compute_->Alloc(num_buffers_);
 }
 
@@ -82,7 +84,7 @@ Mlp::~Mlp() {
   compute_->Free(logits_);
   compute_->Free(scratch_[0]);
   compute_->Free(scratch_[1]);
-  if (bn_means_) compute_->Free(bn_means_);
+  if (stats_) compute_->FreeBytes(stats_);
   if (running_) compute_->Free(running_);
 }
 
@@ -140,37 +142,15 @@ base::Status Mlp::Forward(const float* x, int rows, bool train, const StatsReduc
 
 base::Status Mlp::BatchNormForward(Block& blk, int rows, bool train, const StatsReducer* sync) {
   const int n = blk.out;
-  std::vector<float> mean(n), invstd(n);
+  float* running = running_ + blk.running;
   if (train) {
     // sum x, sum x^2, count: one reduction for SyncBatchNorm.
-    stats_.assign(2 * static_cast<size_t>(n) + 1, 0.0);
-    compute_->ColumnMoments(rows, n, blk.act, stats_.data(), stats_.data() + n);
-    stats_[2 * n] = rows;
-    if (sync) RETURN_IF_ERROR((*sync)(stats_.data(), stats_.size()));
-    const double count = stats_[2 * n];
-    host_tmp_.resize(2 * static_cast<size_t>(n));
-    compute_->Download(running_ + blk.running, host_tmp_.data(), 2 * static_cast<size_t>(n));
-    for (int c = 0; c < n; ++c) {
-      const double m = stats_[c] / count;
-      const double var = std::max(0.0, stats_[n + c] / count - m * m);
-      mean[c] = static_cast<float>(m);
-      invstd[c] = static_cast<float>(1.0 / std::sqrt(var + kBnEps));
-      const double unbiased = count > 1 ? var * count / (count - 1) : var;
-      host_tmp_[c] = static_cast<float>((1 - kBnMomentum) * host_tmp_[c] + kBnMomentum * m);
-      host_tmp_[n + c] =
-          static_cast<float>((1 - kBnMomentum) * host_tmp_[n + c] + kBnMomentum * unbiased);
-    }
-    compute_->Upload(host_tmp_.data(), running_ + blk.running, 2 * static_cast<size_t>(n));
+    compute_->ColumnMoments(rows, n, blk.act, stats_);
+    if (sync) RETURN_IF_ERROR((*sync)(stats_, 2 * static_cast<size_t>(n) + 1));
+    compute_->BatchNormStats(n, stats_, kBnMomentum, kBnEps, running, blk.mean, blk.invstd);
   } else {
-    host_tmp_.resize(2 * static_cast<size_t>(n));
-    compute_->Download(running_ + blk.running, host_tmp_.data(), 2 * static_cast<size_t>(n));
-    for (int c = 0; c < n; ++c) {
-      mean[c] = host_tmp_[c];
-      invstd[c] = static_cast<float>(1.0 / std::sqrt(host_tmp_[n + c] + kBnEps));
-    }
+    compute_->BatchNormStats(n, nullptr, kBnMomentum, kBnEps, running, blk.mean, blk.invstd);
   }
-  compute_->Upload(mean.data(), blk.mean, n);
-  compute_->Upload(invstd.data(), blk.invstd, n);
   compute_->BatchNormApply(rows, n, blk.act, blk.mean, blk.invstd, P(blk.gamma), P(blk.beta),
                            blk.xhat, blk.act);
   return base::OkStatus();
@@ -218,35 +198,12 @@ base::Status Mlp::Backward(const float* x, const float* dlogits, int rows, bool 
 base::Status Mlp::BatchNormBackward(Block& blk, int rows, bool accumulate, const StatsReducer* sync,
                                     float* d) {
   const int n = blk.out;
-  stats_.assign(2 * static_cast<size_t>(n) + 1, 0.0);
-  compute_->BatchNormGradSums(rows, n, d, blk.xhat, stats_.data(), stats_.data() + n);
-  stats_[2 * n] = rows;
+  compute_->BatchNormGradSums(rows, n, d, blk.xhat, stats_);
   // The parameters' gradients are this rank's own sums (averaged with the
   // other gradients); the input's gradient needs the whole batch's.
-  host_tmp_.resize(2 * static_cast<size_t>(n));
-  for (int c = 0; c < n; ++c) {
-    host_tmp_[c] = static_cast<float>(stats_[n + c]);  // d gamma
-    host_tmp_[n + c] = static_cast<float>(stats_[c]);  // d beta
-  }
-  if (accumulate) {
-    std::vector<float> old(2 * static_cast<size_t>(n));
-    compute_->Download(G(blk.gamma), old.data(), n);
-    compute_->Download(G(blk.beta), old.data() + n, n);
-    for (size_t k = 0; k < old.size(); ++k) host_tmp_[k] += old[k];
-  }
-  compute_->Upload(host_tmp_.data(), G(blk.gamma), n);
-  compute_->Upload(host_tmp_.data() + n, G(blk.beta), n);
-  if (sync) RETURN_IF_ERROR((*sync)(stats_.data(), stats_.size()));
-  const double count = stats_[2 * n];
-  std::vector<float> mean_dy(n), mean_dy_xhat(n);
-  for (int c = 0; c < n; ++c) {
-    mean_dy[c] = static_cast<float>(stats_[c] / count);
-    mean_dy_xhat[c] = static_cast<float>(stats_[n + c] / count);
-  }
-  float* dev = bn_means_;  // [2n] staging for the means
-  compute_->Upload(mean_dy.data(), dev, n);
-  compute_->Upload(mean_dy_xhat.data(), dev + n, n);
-  compute_->BatchNormBackward(rows, n, d, blk.xhat, P(blk.gamma), blk.invstd, dev, dev + n, d);
+  compute_->BatchNormParamGrads(n, stats_, accumulate, G(blk.gamma), G(blk.beta));
+  if (sync) RETURN_IF_ERROR((*sync)(stats_, 2 * static_cast<size_t>(n) + 1));
+  compute_->BatchNormBackward(rows, n, d, blk.xhat, P(blk.gamma), blk.invstd, stats_, d);
   return base::OkStatus();
 }
 

@@ -37,8 +37,9 @@ struct ParamInfo {
   int layer = 0;  // the block it belongs to (depth: the output layer)
 };
 
-// Sums `count` doubles in place over the ranks that share a batch (the
-// batch-norm statistics of SyncBatchNorm). Blocking.
+// Sums `count` doubles (backend memory) in place over the ranks that share
+// a batch (the batch-norm statistics of SyncBatchNorm), in the compute
+// stream's order: complete on return on the CPU, queued on the GPU.
 using StatsReducer = std::function<base::Status(double* data, size_t count)>;
 // Told the index (into params()) of each gradient as the backward pass completes it.
 using GradReadyFn = std::function<void(int param)>;
@@ -111,9 +112,7 @@ class Mlp {
   float* running_ = nullptr;                // owned
   float* logits_ = nullptr;                 // owned
   float* scratch_[2] = {nullptr, nullptr};  // owned, [rows x max width]
-  float* bn_means_ = nullptr;                // owned, [2 x max width]: batch norm's staged means
-  std::vector<float> host_tmp_;
-  std::vector<double> stats_;
+  double* stats_ = nullptr;                 // owned, [2 x max width + 1]: batch norm's sums
 };
 
 }  // namespace ringo::train

@@ -74,7 +74,12 @@ const char* Usage() {
          "Launch:\n"
          "  -np N                fork N ranks on this host\n"
          "  --host               host memory (what the CPU backend uses anyway)\n"
-         "  --device             GPU memory and compute: not built yet (refused)\n"
+         "  --device             GPU memory and compute: each rank on a GPU of its host (in\n"
+         "                       turn, so ranks may share one), gradients all-reduced by\n"
+         "                       Ringo's kernels on a stream of their own\n"
+         "  --gemm auto|cublas|own  --device's matrix products: cuBLAS loaded from the\n"
+         "                       machine, or ringo-train's own kernel (default auto: cuBLAS\n"
+         "                       where it loads)\n"
          "  --timeout-ms MS      deadline of a wait on a peer (default RINGO_TIMEOUT_MS)\n"
          "Data and model:\n"
          "  --data DIR           IDX files (default /usr/share/datasets/fashion-mnist)\n"
@@ -140,6 +145,7 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
   Options o;
   o.data_dir = kDefaultDataDir;
   std::string lr_scale = "linear", schedule = "cosine", grad_dtype = "fp32", wire = "none";
+  std::string gemm = "auto";
   using Setter = std::function<Status(const std::string&, const std::string&)>;
   const std::map<std::string, Setter> valued = {
       {"-np", Int(&o.num_procs, 1, 1024)},
@@ -164,6 +170,7 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
       {"--first-bucket-mb", Real(&o.first_bucket_mb, 0, 1 << 20)},
       {"--grad-dtype", Text(&grad_dtype)},
       {"--wire", Text(&wire)},
+      {"--gemm", Text(&gemm)},
       {"--log-every", Int(&o.log_every, 0, 1 << 30)},
       {"--eval-every", Int(&o.eval_every, 0, 1 << 30)},
       {"--csv", Text(&o.csv)},
@@ -259,6 +266,27 @@ base::StatusOr<Options> ParseOptions(int argc, char** argv) {
     return InvalidArgument("--error-feedback keeps fp32 residuals of fp32 gradients: leave --grad-dtype out");
   }
   if (o.host && o.device) return InvalidArgument("--host and --device exclude each other");
+  if (gemm == "auto") {
+    o.gemm = GemmKind::kAuto;
+  } else if (gemm == "cublas") {
+    o.gemm = GemmKind::kCublas;
+  } else if (gemm == "own") {
+    o.gemm = GemmKind::kOwn;
+  } else {
+    return InvalidArgument("--gemm is auto, cublas or own, not '" + gemm + "'");
+  }
+  if (o.device) {
+    // What the GPU path does not do yet, said rather than done differently.
+    if (o.grad_dtype != GradDtype::kFp32) {
+      return InvalidArgument("--device all-reduces fp32 gradients: leave --grad-dtype out");
+    }
+    if (o.wire != ringoWireNone) {
+      return InvalidArgument("--device: GPU communicators have no compressed wire yet: leave --wire out");
+    }
+    if (o.elastic || !o.elastic_dir.empty() || !o.join.empty()) {
+      return InvalidArgument("--device: --elastic waits for the elastic GPU test to pass on a GPU (docs/gpu.md)");
+    }
+  }
   if (o.sync_bn && !o.model.batch_norm) o.model.batch_norm = true;  // SyncBatchNorm implies BN
   if (!o.elastic_dir.empty() || !o.join.empty()) o.elastic = true;
   // A replacement is one of the job's ranks from then on: it takes part in

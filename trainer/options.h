@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "trainer/compute.h"
 #include "trainer/grad_sync.h"
 #include "trainer/mlp.h"
 
@@ -17,6 +18,7 @@ struct Options {
   int num_procs = 0;    // -np: ranks to fork on this host (0: one, or the launcher's)
   bool host = false;    // --host
   bool device = false;  // --device
+  GemmKind gemm = GemmKind::kAuto;  // --gemm (--device)
   int timeout_ms = 0;   // 0: RINGO_TIMEOUT_MS
 
   // Data and model

@@ -106,10 +106,15 @@ std::vector<CalibrationPoint> SelectFitPoints(const std::vector<CalibrationPoint
 
 base::StatusOr<std::vector<CalibrationPoint>> Calibrate(ringoComm_t comm, ringoComm_t meta_comm,
                                                         ringoDataType_t dtype, size_t dtype_bytes,
-                                                        const std::vector<size_t>& sizes) {
+                                                        const std::vector<size_t>& sizes,
+                                                        Compute* device, Compute::Stream stream) {
   const size_t largest = *std::max_element(sizes.begin(), sizes.end());
   void* buf = nullptr;
-  RETURN_IF_ERROR(RingoCall(ringoMemAlloc(&buf, largest), "ringoMemAlloc", nullptr));
+  if (device != nullptr) {
+    buf = device->AllocBytes(largest);
+  } else {
+    RETURN_IF_ERROR(RingoCall(ringoMemAlloc(&buf, largest), "ringoMemAlloc", nullptr));
+  }
   // Three sweeps, each size after a barrier; per size the median of a
   // sweep's calls, then the fastest sweep's: a rank switched out for a
   // scheduler slice (other work on a shared machine) spoils one sweep, not the fit.
@@ -126,8 +131,12 @@ base::StatusOr<std::vector<CalibrationPoint>> Calibrate(ringoComm_t comm, ringoC
       times.clear();
       for (int i = -2; i < iters && status.ok(); ++i) {
         const auto start = std::chrono::steady_clock::now();
-        status = RingoCall(ringoAllReduce(buf, buf, count, dtype, ringoAvg, comm, nullptr),
+        status = RingoCall(ringoAllReduce(buf, buf, count, dtype, ringoAvg, comm, stream),
                            "calibration ringoAllReduce", comm);
+        if (device != nullptr && status.ok()) {
+          device->Synchronize(stream);
+          status = device->Error();
+        }
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
@@ -140,7 +149,11 @@ base::StatusOr<std::vector<CalibrationPoint>> Calibrate(ringoComm_t comm, ringoC
       points[k].ms = sweep == 0 ? median : std::min(points[k].ms, median);
     }
   }
-  (void)ringoMemFree(buf);
+  if (device != nullptr) {
+    device->FreeBytes(buf);
+  } else {
+    (void)ringoMemFree(buf);
+  }
   RETURN_IF_ERROR(status);
   std::vector<double> ms(points.size());
   for (size_t i = 0; i < points.size(); ++i) ms[i] = points[i].ms;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "trainer/compute.h"
 #include "ringo/ringo.h"
 
 namespace ringo::train {
@@ -34,12 +35,15 @@ RingModel FitRingModel(const std::vector<CalibrationPoint>& points, int nranks);
 double MaxFitError(const RingModel& model, const std::vector<CalibrationPoint>& points, int nranks);
 
 // Times ringoAllReduce (avg, `dtype`) of every size in `sizes` (bytes) on
-// `comm`, on ringoMemAlloc buffers as the gradients are, with a warm-up; the
-// median per size, then the slowest rank's (a max over `meta_comm`).
-// Collective over both communicators.
+// `comm`, on ringoMemAlloc buffers as the gradients are (with `device`: on
+// its memory, each call queued on `stream` and waited for), with a warm-up;
+// the median per size, then the slowest rank's (a max over `meta_comm`, a
+// host communicator). Collective over both communicators.
 base::StatusOr<std::vector<CalibrationPoint>> Calibrate(ringoComm_t comm, ringoComm_t meta_comm,
                                                         ringoDataType_t dtype, size_t dtype_bytes,
-                                                        const std::vector<size_t>& sizes);
+                                                        const std::vector<size_t>& sizes,
+                                                        Compute* device = nullptr,
+                                                        Compute::Stream stream = nullptr);
 
 // The calibration sizes for buckets of `bucket_bytes` (on the wire): powers
 // of 4 from 256 KiB to at least 4 MiB and past the largest bucket (at most

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -30,6 +31,17 @@ double Ms(Clock::time_point from, Clock::time_point to) {
 }
 
 constexpr int kEvalRows = 500;
+
+// This process's rank among the ranks of its host, as the launchers say it
+// (torchrun, Open MPI, Slurm, MPICH); `rank` where none does (-np's ranks
+// are all on one host).
+int LocalRank(int rank) {
+  for (const char* name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return rank;
+}
 
 // Everything one rank owns while it trains. Members are destroyed in
 // reverse order: the gradient thread before the communicators.
@@ -88,7 +100,13 @@ class Rank {
   std::string Layout() const;
   StatusOr<double> Evaluate();
   Status Gather(RunInfo* info);
+  // The backend: the CPU's, or (--device) this rank's GPU.
+  Status MakeBackend();
+  // Rank 0's `count` floats (backend memory) to every rank: over the main
+  // communicator on the CPU, over the gradient one on the compute stream on a GPU.
+  Status BroadcastFloats(float* data, size_t count, int root, const std::string& what);
   void AbortAll() {
+    stats_comm_.Abort();
     grad_comm_.Abort();
     main_comm_.Abort();
   }
@@ -104,8 +122,11 @@ class Rank {
   ShardPlan plan_;
   Dataset train_, test_;
   Communicator main_comm_;  // the training loop's: broadcasts, SyncBatchNorm, metrics
-  Communicator grad_comm_;  // the gradient thread's
+  Communicator grad_comm_;  // the gradient thread's (--device: a GPU communicator, on comm_stream_)
+  Communicator stats_comm_;  // --device --sync-bn: SyncBatchNorm's, on the compute stream
   std::unique_ptr<Compute> compute_;
+  Compute::Stream comm_stream_ = nullptr;  // --device: the gradients' all-reduces
+  std::vector<Compute::Event> step_events_;  // the step's phases (host clock on the CPU)
   std::unique_ptr<Mlp> model_;
   float* params_ = nullptr;
   float* grads_ = nullptr;
@@ -116,6 +137,7 @@ class Rank {
   std::vector<float> x_;
   std::vector<uint8_t> y_;
   float* x_dev_ = nullptr;
+  uint8_t* y_dev_ = nullptr;
   float* dlogits_ = nullptr;
   std::vector<StepRecord> steps_;
   std::vector<BucketTiming> bucket_times_;
@@ -125,7 +147,10 @@ class Rank {
 Rank::~Rank() {
   sync_.reset();
   if (compute_) {
+    if (comm_stream_) compute_->FreeStream(comm_stream_);
+    for (Compute::Event e : step_events_) compute_->FreeEvent(e);
     if (x_dev_) compute_->Free(x_dev_);
+    if (y_dev_) compute_->FreeBytes(y_dev_);
     if (dlogits_) compute_->Free(dlogits_);
     if (params_) compute_->Free(params_);
     if (momentum_) compute_->Free(momentum_);
@@ -156,13 +181,25 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   if (train_.count < o_.batch) {
     return base::InvalidArgument("--batch is larger than the training set");
   }
+  // A GPU backend first: it makes the rank's GPU current, which the GPU
+  // communicators below take as theirs.
+  RETURN_IF_ERROR(MakeBackend());
   if (nranks_ > 1 && !joining) {
-    RETURN_IF_ERROR(main_comm_.Init(nranks_, id, rank_, o_.timeout_ms));
-    // The gradient thread's communicator: the same ranks, split from the first.
-    RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_, o_.wire));
+    if (o_.device) {
+      // Gradients and SyncBatchNorm's sums go between the GPUs, each on a
+      // communicator and stream of its own; metadata (metrics, records,
+      // barriers) on a host communicator split from the first.
+      RETURN_IF_ERROR(grad_comm_.Init(nranks_, id, rank_, o_.timeout_ms, RINGO_DEVICE_CUDA));
+      RETURN_IF_ERROR(main_comm_.SplitFrom(grad_comm_, rank_, ringoWireNone, /*host=*/true));
+      if (o_.sync_bn) RETURN_IF_ERROR(stats_comm_.SplitFrom(grad_comm_, rank_));
+      comm_stream_ = compute_->NewStream();
+    } else {
+      RETURN_IF_ERROR(main_comm_.Init(nranks_, id, rank_, o_.timeout_ms));
+      // The gradient thread's communicator: the same ranks, split from the first.
+      RETURN_IF_ERROR(grad_comm_.SplitFrom(main_comm_, rank_, o_.wire));
+    }
   }
   if (nranks_ > 1) MakeBnReducer();
-  compute_ = MakeCpuCompute(o_.blas_threads);
   const int micro = plan_.micro(rank_);
   // Room for the largest share a shrink could give a rank, up to the whole
   // micro-batch (an elastic job down to one rank).
@@ -171,7 +208,7 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   const size_t n = model_->num_params();
   params_ = compute_->Alloc(n);
   momentum_ = compute_->Alloc(n);
-  if (nranks_ > 1) {
+  if (nranks_ > 1 && !compute_->on_device()) {
     void* p = nullptr;
     RETURN_IF_ERROR(RingoCall(ringoMemAlloc(&p, n * sizeof(float)), "ringoMemAlloc", nullptr));
     grads_ = static_cast<float*>(p);
@@ -184,6 +221,7 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   x_.resize(static_cast<size_t>(rows_) * o_.model.inputs);
   y_.resize(rows_);
   x_dev_ = compute_->Alloc(x_.size());
+  y_dev_ = static_cast<uint8_t*>(compute_->AllocBytes(y_.size()));
   dlogits_ = compute_->Alloc(static_cast<size_t>(rows_) * o_.model.classes);
 
   info->nranks = nranks_;
@@ -209,16 +247,15 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
   }
 
   // As DDP does: every replica starts from rank 0's parameters.
-  RETURN_IF_ERROR(
-      RingoCall(ringoBroadcast(params_, params_, n, ringoFloat32, 0, main_comm_.get(), nullptr),
-                "ringoBroadcast of the parameters", main_comm_.get()));
+  RETURN_IF_ERROR(BroadcastFloats(params_, n, 0, "the parameters"));
   if (o_.calibrate && !o_.elastic) {  // elastic: the rank count the model would fit can change
     const size_t wire = GradDtypeBytes(o_.grad_dtype);
     std::vector<size_t> bucket_bytes;
     for (const Bucket& b : info->buckets) bucket_bytes.push_back(b.count * wire);
     ASSIGN_OR_RETURN(info->calibration,
                      Calibrate(grad_comm_.get(), main_comm_.get(), GradDtypeRingo(o_.grad_dtype),
-                               wire, CalibrationSizes(bucket_bytes, wire)));
+                               wire, CalibrationSizes(bucket_bytes, wire),
+                               compute_->on_device() ? compute_.get() : nullptr, comm_stream_));
     std::vector<CalibrationPoint> fit_points =
         SelectFitPoints(info->calibration, bucket_bytes, &info->fit_lo, &info->fit_hi);
     info->fit = FitRingModel(fit_points, nranks_);
@@ -234,13 +271,47 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
 }
 
 Status Rank::StartSync(RunInfo* info) {
+  GradSync::Streams streams;
+  if (compute_->on_device()) streams = GradSync::Streams{compute_.get(), comm_stream_};
   sync_ = std::make_unique<GradSync>(grad_comm_.get(), grads_, info->buckets, o_.grad_dtype,
-                                     o_.overlap, o_.error_feedback);
+                                     o_.overlap, o_.error_feedback, streams);
   return sync_->Start();
+}
+
+Status Rank::MakeBackend() {
+  if (o_.device) {
+    const int gpus = CudaDeviceCount();
+    // Ranks of a host take its GPUs in turn (several ranks may share one).
+    const int device = gpus > 0 ? LocalRank(rank_) % gpus : 0;
+    ASSIGN_OR_RETURN(compute_, MakeCudaCompute(device, o_.gemm));
+  } else {
+    compute_ = MakeCpuCompute(o_.blas_threads);
+  }
+  return base::OkStatus();
+}
+
+Status Rank::BroadcastFloats(float* data, size_t count, int root, const std::string& what) {
+  if (!compute_->on_device()) {
+    return RingoCall(ringoBroadcast(data, data, count, ringoFloat32, root, main_comm_.get(), nullptr),
+                     "ringoBroadcast of " + what, main_comm_.get());
+  }
+  RETURN_IF_ERROR(RingoCall(ringoBroadcast(data, data, count, ringoFloat32, root, grad_comm_.get(), compute_->stream()),
+                            "ringoBroadcast of " + what, grad_comm_.get()));
+  compute_->Synchronize(compute_->stream());
+  return compute_->Error();
 }
 
 void Rank::MakeBnReducer() {
   if (!o_.sync_bn) return;
+  if (compute_->on_device()) {
+    ringoComm_t comm = stats_comm_.get();
+    Compute::Stream stream = compute_->stream();
+    bn_reducer_ = [comm, stream](double* data, size_t count) {
+      return RingoCall(ringoAllReduce(data, data, count, ringoFloat64, ringoSum, comm, stream),
+                       "ringoAllReduce of the batch-norm statistics", comm);
+    };
+    return;
+  }
   ringoComm_t comm = main_comm_.get();
   bn_reducer_ = [comm](double* data, size_t count) {
     return AllReduceDoubles(comm, data, count, ringoSum);
@@ -258,17 +329,21 @@ Status Rank::TrainStep(int64_t step, const std::vector<int>& perm, int64_t step_
   const float scale = even ? 1.0f / static_cast<float>(micro * plan_.accum)
                            : static_cast<float>(nranks_) / static_cast<float>(o_.batch);
   const auto step_start = Clock::now();
-  double loss = 0;
-  int64_t correct = 0;
+  Compute* c = compute_.get();
+  Compute::Stream stream = c->stream();
+  while (step_events_.size() < 3 * static_cast<size_t>(plan_.accum) + 3) step_events_.push_back(c->NewEvent());
+  Compute::Event* ev = step_events_.data();  // ev[0] start; ev[1 + 3m ...] micro-batch m; then the optimizer's two
+  c->Record(ev[0], stream);
   for (int m = 0; m < plan_.accum; ++m) {
     auto t0 = Clock::now();
     GatherBatch(train_, perm, plan_.First(step_in_epoch, m, rank_), micro, x_.data(), y_.data());
-    compute_->Upload(x_.data(), x_dev_, static_cast<size_t>(micro) * o_.model.inputs);
-    auto t1 = Clock::now();
+    c->Upload(x_.data(), x_dev_, static_cast<size_t>(micro) * o_.model.inputs);
+    c->CopyIn(y_.data(), y_dev_, static_cast<size_t>(micro));
+    rec->data_ms += Ms(t0, Clock::now());
+    c->Record(ev[1 + 3 * m], stream);
     RETURN_IF_ERROR(model_->Forward(x_dev_, micro, true, reducer));
-    loss += compute_->SoftmaxCrossEntropy(micro, o_.model.classes, model_->logits(), y_.data(),
-                                          scale, dlogits_, &correct);
-    auto t2 = Clock::now();
+    c->SoftmaxCrossEntropy(micro, o_.model.classes, model_->logits(), y_dev_, scale, dlogits_);
+    c->Record(ev[2 + 3 * m], stream);
     if (original_[rank_] == o_.kill_rank && step == o_.kill_step && m + 1 == plan_.accum) {
       std::fprintf(stderr, "ringo-train: rank %d: --kill-rank: killing itself at step %lld\n",
                    original_[rank_], static_cast<long long>(step));
@@ -281,21 +356,29 @@ Status Rank::TrainStep(int64_t step, const std::vector<int>& perm, int64_t step_
       if (last && sync_) sync_->ParamReady(param);
     };
     RETURN_IF_ERROR(model_->Backward(x_dev_, dlogits_, micro, m > 0, reducer, ready));
-    auto t3 = Clock::now();
-    rec->data_ms += Ms(t0, t1);
-    rec->fwd_ms += Ms(t1, t2);
-    rec->bwd_ms += Ms(t2, t3);
+    c->Record(ev[3 + 3 * m], stream);
   }
+  if (sync_) RETURN_IF_ERROR(sync_->Finish());
+  Compute::Event* opt = ev + 1 + 3 * plan_.accum;
+  c->Record(opt[0], stream);
+  c->SgdStep(model_->num_params(), params_, grads_, momentum_, static_cast<float>(rec->lr),
+             static_cast<float>(o_.momentum), static_cast<float>(o_.weight_decay));
+  c->Record(opt[1], stream);
+  // The step's one wait for the GPU: its loss and correct count.
+  double loss = 0;
+  int64_t correct = 0;
+  c->TakeMetrics(&loss, &correct);
+  RETURN_IF_ERROR(c->Error());
   if (sync_) {
-    RETURN_IF_ERROR(sync_->Finish(&rec->exposed_ms));
+    RETURN_IF_ERROR(sync_->Settle(&rec->exposed_ms));
     bucket_times_.insert(bucket_times_.end(), sync_->timings().begin(), sync_->timings().end());
   }
-  const auto t4 = Clock::now();
-  compute_->SgdStep(model_->num_params(), params_, grads_, momentum_, static_cast<float>(rec->lr),
-                    static_cast<float>(o_.momentum), static_cast<float>(o_.weight_decay));
-  const auto t5 = Clock::now();
-  rec->opt_ms = Ms(t4, t5);
-  rec->step_ms = Ms(step_start, t5);
+  for (int m = 0; m < plan_.accum; ++m) {
+    rec->fwd_ms += c->ElapsedMs(ev[1 + 3 * m], ev[2 + 3 * m]);
+    rec->bwd_ms += c->ElapsedMs(ev[2 + 3 * m], ev[3 + 3 * m]);
+  }
+  rec->opt_ms = c->ElapsedMs(opt[0], opt[1]);
+  rec->step_ms = Ms(step_start, Clock::now());
   const double samples = static_cast<double>(micro) * plan_.accum;
   rec->loss = loss / samples;
   rec->acc = correct / samples;
@@ -308,10 +391,7 @@ Status Rank::TrainStep(int64_t step, const std::vector<int>& perm, int64_t step_
 StatusOr<double> Rank::Evaluate() {
   if (o_.model.batch_norm && !o_.sync_bn && nranks_ > 1) {
     // Replicas' running statistics differ without SyncBatchNorm: use rank 0's.
-    RETURN_IF_ERROR(
-        RingoCall(ringoBroadcast(model_->buffer_data(), model_->buffer_data(),
-                                 model_->num_buffers(), ringoFloat32, 0, main_comm_.get(), nullptr),
-                  "ringoBroadcast of the batch-norm statistics", main_comm_.get()));
+    RETURN_IF_ERROR(BroadcastFloats(model_->buffer_data(), model_->num_buffers(), 0, "the batch-norm statistics"));
   }
   const int first = static_cast<int>(static_cast<int64_t>(test_.count) * rank_ / nranks_);
   const int last = static_cast<int>(static_cast<int64_t>(test_.count) * (rank_ + 1) / nranks_);
@@ -320,9 +400,15 @@ StatusOr<double> Rank::Evaluate() {
     const int rows = std::min(kEvalRows, last - i);
     GatherRange(test_, i, rows, x_.data(), y_.data());
     compute_->Upload(x_.data(), x_dev_, static_cast<size_t>(rows) * o_.model.inputs);
+    compute_->CopyIn(y_.data(), y_dev_, static_cast<size_t>(rows));
     RETURN_IF_ERROR(model_->Forward(x_dev_, rows, false, nullptr));
-    counts[0] += compute_->CountCorrect(rows, o_.model.classes, model_->logits(), y_.data());
+    compute_->CountCorrect(rows, o_.model.classes, model_->logits(), y_dev_);
   }
+  double unused_loss = 0;
+  int64_t correct = 0;
+  compute_->TakeMetrics(&unused_loss, &correct);
+  RETURN_IF_ERROR(compute_->Error());
+  counts[0] = static_cast<double>(correct);
   if (nranks_ > 1) RETURN_IF_ERROR(AllReduceDoubles(main_comm_.get(), counts, 2, ringoSum));
   return counts[0] / counts[1];
 }

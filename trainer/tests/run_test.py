@@ -100,10 +100,19 @@ def predict():
     assert "rule of thumb" in out and "assumptions" in out, out
 
 
-@case("refusals: --device, a batch that does not split, a missing data set")
+@case("refusals: what --device does not do yet, a batch that does not split, a missing data set")
 def refusals():
-    rc, out = run(["--device"])
-    assert rc == 2 and "not built" in out, out
+    rc, out = run(["--device", "--grad-dtype", "bf16"])
+    assert rc == 2 and "fp32 gradients" in out, out
+    rc, out = run(["--device", "--wire", "bf16"])
+    assert rc == 2 and "compressed wire" in out, out
+    rc, out = run(["--device", "--elastic"])
+    assert rc == 2 and "elastic GPU test" in out, out
+    rc, out = run(["--device", "--gemm", "fast"])
+    assert rc == 2 and "--gemm is auto, cublas or own" in out, out
+    # Without a GPU --device says so and fails; with one it trains a step.
+    rc, out = run(["--device", "--steps", "1", "--width", "32", "--depth", "1", "--batch", "32"])
+    assert (rc != 0 and "no usable GPU" in out) or (rc == 0 and "cuda (" in out), out
     rc, out = run(["-np", "2", "--batch", "7", "--steps", "1"])
     assert rc != 0 and "not a multiple" in out, out
     rc, out = run(["--data", "/nonexistent", "--steps", "1"])
