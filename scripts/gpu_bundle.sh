@@ -42,6 +42,8 @@ targets=(
   //bench/peers:nccl-perf
   //:libringo.so
   //:libnccl.so.2
+  //trainer:ringo-train
+  //trainer:cuda_compute_test
 )
 source scripts/bazel_flags.sh
 if ! [[ -x /usr/local/cuda/bin/nvcc || -n "${CUDA_PATH:-}" ]]; then
@@ -98,6 +100,31 @@ chmod u+w "$b"/lib/*.so* "$b"/lib/compat/* 2>/dev/null || true
 
 cp scripts/gpu_check.sh scripts/gpu_sanitize.sh "$b/"
 chmod +x "$b/gpu_check.sh" "$b/gpu_sanitize.sh"
+mkdir -p "$b/scripts"
+cp trainer/tests/gpu_test.py "$b/scripts/train_gpu_test.py"
+
+# ringo-train's data: Fashion-MNIST's first $train_images training images
+# (the whole set would not fit the archive beside the binaries) and its whole
+# test set, gzipped IDX files as ringo-train reads them.
+train_images=15000
+fmnist=/usr/share/datasets/fashion-mnist
+if [[ ! -f $fmnist/train-images-idx3-ubyte.gz ]]; then
+  echo "gpu_bundle.sh: no Fashion-MNIST in $fmnist (scripts/setup.sh installs dataset-fashion-mnist)" >&2
+  exit 1
+fi
+mkdir -p "$b/data/fashion-mnist"
+cp "$fmnist"/t10k-*-idx*-ubyte.gz "$b/data/fashion-mnist/"
+python3 - "$fmnist" "$b/data/fashion-mnist" "$train_images" <<'PY'
+import gzip, struct, sys
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for name, item in (("train-images-idx3-ubyte.gz", 28 * 28), ("train-labels-idx1-ubyte.gz", 1)):
+    data = gzip.open(src + "/" + name).read()
+    dims = data[3]
+    header = bytearray(data[:4 + 4 * dims])
+    struct.pack_into(">I", header, 4, n)  # the item count, the first dimension
+    with gzip.open(dst + "/" + name, "wb", compresslevel=9) as f:
+        f.write(bytes(header) + data[4 + 4 * dims:4 + 4 * dims + n * item])
+PY
 {
   echo "Ringo GPU bundle $name"
   echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) with --config=gpubundle (sm_90, no line info, --compress-mode=size, stripped)"

@@ -8,13 +8,14 @@
 # memory) and ringo-perf runs also RINGO_DEVICE=cuda; a run whose header says
 # host memory fails.
 #
-# Usage: gpu_check.sh [--call 1|2 | --steps LIST | --group check|perf|all]
+# Usage: gpu_check.sh [--call 1|2|3 | --steps LIST | --group check|perf|train|all]
 #                     [--out DIR] [--budget SECONDS] [ARCHIVE.tar.gz | BUNDLE_DIR]
 #   without ARCHIVE/BUNDLE_DIR: the bundle this script sits in
 #   --call N      the steps of prepared call N, assigned in advance, most
 #                 uncertain first (a GPU window holds about two calls):
 #                 1 = bundle,facts,graph,trace,elastic,latency;
-#                 2 = bundle,facts,torch_build,torch_ops,torch_ddp,net_gpu
+#                 2 = bundle,facts,torch_build,torch_ops,torch_ddp,net_gpu;
+#                 3 = bundle,facts,train (after the first two)
 #   --steps LIST  the named steps (comma-separated), in the order given
 #   --out DIR     write gpu_check_summary.txt and gpu_check_logs.tar.gz there
 #                 (without it the logs stay in the work folder it names)
@@ -29,7 +30,9 @@
 #   --list        list the steps and their time limits
 # Groups: check = the correctness steps, perf = the performance steps,
 # clients = PyTorch on CUDA (ringo_torch, and backend "nccl" over Ringo's
-# libnccl.so.2) and CuPy's NCCL communicator; all = every step (the default;
+# libnccl.so.2) and CuPy's NCCL communicator; train = ringo-train --device
+# (its backend against the CPU's, then the default model for 2 epochs on 2
+# and 4 ranks of the GPU beside the CPU and PyTorch); all = every step (the default;
 # the budget cuts the tail: the steps run in the order listed).
 # Exit status: 0 every step passed; 4 only performance targets missed (or
 # MPS-only steps skipped for want of nvidia-cuda-mps-control); 1 otherwise,
@@ -48,6 +51,7 @@ STEPS=(
   "torch_ops 100 clients"
   "torch_ddp 140 clients"
   "cupy 90 clients"
+  "train 420 train"
   "p2p_test 150 check"
   "elastic 120 check"
   "trace 60 check"
@@ -80,7 +84,8 @@ while [[ $# -gt 0 ]]; do
       case "$2" in
         1) only=bundle,facts,graph,trace,elastic,latency ;;
         2) only=bundle,facts,torch_build,torch_ops,torch_ddp,net_gpu ;;
-        *) echo "gpu_check.sh: --call takes 1 or 2" >&2; exit 2 ;;
+        3) only=bundle,facts,train ;;
+        *) echo "gpu_check.sh: --call takes 1, 2 or 3" >&2; exit 2 ;;
       esac
       shift 2 ;;
     --steps) only=$2; shift 2 ;;
@@ -784,6 +789,64 @@ step_cupy() {
   DETAIL="$(grep -m1 '^RESULT' "$log" | cut -c1-300) (exit $rc)"
   [[ $rc -eq 0 ]] && return 0
   return 1
+}
+
+# ringo-train --device: the CUDA backend against the CPU one per operation,
+# 200 steps against the CPU run and the replay (trainer/tests/gpu_test.py),
+# then the default model for 2 epochs on 2 and 4 ranks of the one GPU beside
+# the CPU run of the same epochs, seed and ranks, and PyTorch's step time
+# for the same model and global batch (one process, and DDP over Ringo's
+# libnccl.so.2).
+step_train() {
+  DETAIL=""
+  local rc=0 bin="$B/bin/ringo-train" data="$B/data/fashion-mnist"
+  [[ -x $bin ]] || { DETAIL="no ringo-train in the bundle"; return 1; }
+  [[ -f $data/train-images-idx3-ubyte.gz ]] || { DETAIL="no Fashion-MNIST in the bundle"; return 1; }
+  run_gtest cuda_compute_test "$B/bin/cuda_compute_test" || rc=1
+  if python3 -c 'import numpy' 2>/dev/null; then
+    echo "+ train_gpu_test.py $bin $data"
+    rb timeout -k 5 150 python3 "$B/scripts/train_gpu_test.py" "$bin" "$data" >"$W/logs/$STEP.gpu_test.log" 2>&1 || rc=1
+    tail -8 "$W/logs/$STEP.gpu_test.log"
+    DETAIL+="gpu_test: $(tail -1 "$W/logs/$STEP.gpu_test.log"); "
+  else
+    DETAIL+="gpu_test: no numpy here; "
+  fi
+  local cores table n be
+  cores=$(nproc)
+  table="ranks | backend | test acc % | step ms | comm wait % | all-reduce measured / model ms"
+  for n in 2 4; do
+    for be in gpu cpu; do
+      local log="$W/logs/$STEP.$be.$n.log"
+      local args=(-np "$n" --epochs 2 --data "$data" --log-every 0 --csv "$W/train_${be}_$n.csv")
+      if [[ $be == gpu ]]; then args+=(--device); else args+=(--blas-threads $((cores / n > 0 ? cores / n : 1))); fi
+      echo "+ ringo-train ${args[*]}"
+      rb timeout -k 5 100 "$bin" "${args[@]}" >"$log" 2>&1 || rc=1
+      local acc ovh step_ms ar
+      acc=$(grep -o 'test accuracy: [0-9.]*' "$log" | tail -1 | grep -o '[0-9.]*$')
+      ovh=$(grep -o 'communication overhead: [0-9.]*' "$log" | grep -o '[0-9.]*$')
+      step_ms=$(grep -o 'mean step [0-9.]* ms' "$log" | grep -o '[0-9.]* ms' | cut -d' ' -f1)
+      ar=$(grep -o 'measured [0-9.]* ms, ring model [0-9.]* ms' "$log" | awk '{print $2 " / " $6}')
+      table+=$'\n'"$n | $be | ${acc:-?} | ${step_ms:-?} | ${ovh:-?} | ${ar:-?}"
+      [[ $be == gpu ]] && grep -m1 '^== ringo-train' "$log"
+    done
+  done
+  echo "$table" | column -t -s '|' 2>/dev/null || echo "$table"
+  local torch_line="PyTorch: "
+  if [[ -n $SRC && -f $SRC/trainer/tests/torch_reference.py ]]; then
+    local m
+    for m in "single" "ddp --ranks 2" "ddp --ranks 4"; do
+      local tlog="$W/logs/$STEP.torch.${m// /_}.log"
+      # shellcheck disable=SC2086
+      client timeout -k 5 60 env LD_PRELOAD="$B/lib/libnccl.so.2" python3 trainer/tests/torch_reference.py --mode $m \
+        >"$tlog" 2>&1
+      torch_line+="$m: $(grep -m1 -oE 'step_ms=[0-9.]+ median_ms=[0-9.]+|^SKIP.*' "$tlog" || tail -1 "$tlog"); "
+    done
+  else
+    torch_line+="no source checkout (--src); "
+  fi
+  echo "$torch_line"
+  DETAIL+="$(echo "$table" | tail -4 | tr '\n' ';') $torch_line"
+  return $rc
 }
 
 # ---- run ----

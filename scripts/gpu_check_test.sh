@@ -81,8 +81,11 @@ order=$(grep -E '^(PASS|FAIL|NOTRUN|SKIP|MISS) ' "$out" | awk '{print $2}' | tr 
 order=$(grep -E '^(PASS|FAIL|NOTRUN|SKIP|MISS) ' "$out" | awk '{print $2}' | tr '\n' ' ')
 [[ $order == "bundle facts torch_build torch_ops torch_ddp net_gpu " ]] ||
   { cat "$out"; echo "FAIL: --call 2 ran '$order'"; fail=1; }
-"$check" --call 3 "$b" >/dev/null 2>&1
-[[ $? -eq 2 ]] || { echo "FAIL: --call 3 is not a usage error"; fail=1; }
+"$check" --call 3 "$b" >"$out" 2>&1
+order=$(grep -E '^(PASS|FAIL|NOTRUN|SKIP|MISS) ' "$out" | awk '{print $2}' | tr '\n' ' ')
+[[ $order == "bundle facts train " ]] || { cat "$out"; echo "FAIL: --call 3 ran '$order'"; fail=1; }
+"$check" --call 4 "$b" >/dev/null 2>&1
+[[ $? -eq 2 ]] || { echo "FAIL: --call 4 is not a usage error"; fail=1; }
 # A machine that claims a GPU it cannot use: nothing past the facts passes.
 mkdir -p "$work/fake"
 cat >"$work/fake/nvidia-smi" <<'SMI'
@@ -100,7 +103,7 @@ sed -n '/gpu_check summary/,$p' "$out"
 [[ $rc -eq 1 ]] || { echo "FAIL: exit status $rc with a GPU that cannot be used"; fail=1; }
 passed=$(grep -E '^PASS ' "$out" | awk '{print $2}' | tr '\n' ' ')
 [[ $passed == "bundle facts " ]] || { echo "FAIL: steps passed without a usable GPU: $passed"; fail=1; }
-grep -qE '^(PASS|MISS) (kernel_tests|conformance|perf|process|sanitize|nccl|graph|latency|torch|cupy|p2p|elastic)' "$out" &&
+grep -qE '^(PASS|MISS) (kernel_tests|conformance|perf|process|sanitize|nccl|graph|latency|torch|cupy|p2p|elastic|train)' "$out" &&
   { echo "FAIL: a GPU step passed or measured"; fail=1; }
 [[ $fail -eq 0 ]] && echo "PASS"
 exit $fail
