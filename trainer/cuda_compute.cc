@@ -113,7 +113,9 @@ class CudaCompute final : public Compute {
       std::fprintf(stderr, "ringo-train: cudaMalloc of %zu bytes failed: %s\n", rounded, error_.message().c_str());
       std::abort();
     }
+    // Zeroed before any stream (the communication stream too) may use it.
     Note(cudaMemsetAsync(p, 0, rounded, stream_), "cudaMemsetAsync");
+    Note(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     return p;
   }
   void FreeBytes(void* p) override {
