@@ -51,7 +51,7 @@ STEPS=(
   "torch_ops 100 clients"
   "torch_ddp 140 clients"
   "cupy 90 clients"
-  "train 420 train"
+  "train 480 train"
   "p2p_test 150 check"
   "elastic 120 check"
   "trace 60 check"
@@ -799,13 +799,18 @@ step_cupy() {
 # libnccl.so.2).
 step_train() {
   DETAIL=""
-  local rc=0 bin="$B/bin/ringo-train" data="$B/data/fashion-mnist"
+  local rc=0 bin="$B/train/bin/ringo-train" data="$B/data/fashion-mnist"
   [[ -x $bin ]] || { DETAIL="no ringo-train in the bundle"; return 1; }
   [[ -f $data/train-images-idx3-ubyte.gz ]] || { DETAIL="no Fashion-MNIST in the bundle"; return 1; }
-  run_gtest cuda_compute_test "$B/bin/cuda_compute_test" || rc=1
+  # ringo-train's own libraries (OpenBLAS) beside the bundle's.
+  local LIBPATH="$B/train/lib:$LIBPATH"
+  local missing
+  missing=$(rb ldd "$bin" 2>&1 | grep "not found")
+  [[ -z $missing ]] || { DETAIL="ringo-train: $missing"; return 1; }
+  run_gtest cuda_compute_test "$B/train/bin/cuda_compute_test" || rc=1
   if python3 -c 'import numpy' 2>/dev/null; then
     echo "+ train_gpu_test.py $bin $data"
-    rb timeout -k 5 150 python3 "$B/scripts/train_gpu_test.py" "$bin" "$data" >"$W/logs/$STEP.gpu_test.log" 2>&1 || rc=1
+    rb timeout -k 5 200 python3 "$B/scripts/train_gpu_test.py" "$bin" "$data" >"$W/logs/$STEP.gpu_test.log" 2>&1 || rc=1
     tail -8 "$W/logs/$STEP.gpu_test.log"
     DETAIL+="gpu_test: $(tail -1 "$W/logs/$STEP.gpu_test.log"); "
   else

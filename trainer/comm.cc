@@ -43,10 +43,11 @@ base::Status Communicator::Init(int nranks, const ringoUniqueId& id, int rank, i
   return base::OkStatus();
 }
 
-base::Status Communicator::SplitFrom(const Communicator& parent, int rank, int wire, bool host) {
+base::Status Communicator::SplitFrom(const Communicator& parent, int rank, int wire, bool host, int timeout_ms) {
   ringoComm_t comm = nullptr;
   ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
   config.device_kind = RINGO_DEVICE_HOST;
+  config.timeout_ms = timeout_ms;
   RETURN_IF_ERROR(RingoCall(ringoCommSplit(parent.get(), 0, rank, &comm, host ? &config : nullptr), "ringoCommSplit",
                             parent.get()));
   comm_ = comm;

@@ -39,8 +39,10 @@ class Communicator {
   // RINGO_COMM_ID); collective over the parent's ranks.
   // A child of `parent` with every rank, this one as `rank`, sending its
   // sums between hosts in `wire` (a ringoWire_t); `host`: in host memory
-  // whatever the parent's (the metadata communicator of GPU ranks).
-  base::Status SplitFrom(const Communicator& parent, int rank, int wire = ringoWireNone, bool host = false);
+  // whatever the parent's (the metadata communicator of GPU ranks), with
+  // `timeout_ms` (0: RINGO_TIMEOUT_MS).
+  base::Status SplitFrom(const Communicator& parent, int rank, int wire = ringoWireNone, bool host = false,
+                         int timeout_ms = 0);
   ringoComm_t get() const { return comm_; }
   // Marks the communicator aborted (its peers see ringoRemoteError) and
   // releases it. Any thread; once.

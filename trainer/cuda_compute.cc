@@ -34,13 +34,10 @@ struct Cublas {
   static constexpr int kAtomicsNotAllowed = 0;     // cublasAtomicsMode_t
   void* lib = nullptr;
 
-  // Empty on success, else why not.
-  std::string Load() {
-    for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}) {
-      lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (lib != nullptr) break;
-    }
-    if (lib == nullptr) return "libcublas.so (13, 12 or 11) does not load: " + std::string(dlerror());
+  // Opens `name` and finds the entry points: empty on success, else why not.
+  std::string Load(const char* name) {
+    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) return std::string(name) + " does not load: " + dlerror();
     const std::pair<const char*, void**> symbols[] = {
         {"cublasCreate_v2", reinterpret_cast<void**>(&create)},
         {"cublasDestroy_v2", reinterpret_cast<void**>(&destroy)},
@@ -52,9 +49,23 @@ struct Cublas {
     };
     for (const auto& [symbol, slot] : symbols) {
       *slot = dlsym(lib, symbol);
-      if (*slot == nullptr) return std::string("libcublas lacks ") + symbol;
+      if (*slot == nullptr) return std::string(name) + " lacks " + symbol;
     }
     return "";
+  }
+  // A handle on `stream` with fp32 math (no TF32) and no atomics, and
+  // cuBLAS's version; 0 on success, else the cublasStatus_t.
+  int Setup(cudaStream_t stream, Handle* handle, int* version) {
+    int rc = create(handle);
+    if (rc == 0) rc = set_stream(*handle, stream);
+    if (rc == 0) rc = set_math_mode(*handle, kDefaultMath);
+    if (rc == 0) rc = set_atomics_mode(*handle, kAtomicsNotAllowed);
+    if (rc == 0) rc = get_version(*handle, version);
+    if (rc != 0 && *handle != nullptr) {
+      destroy(*handle);
+      *handle = nullptr;
+    }
+    return rc;
   }
 };
 
@@ -75,26 +86,30 @@ class CudaCompute final : public Compute {
     // The library stays loaded: cuBLAS's own teardown runs at exit.
   }
 
-  // Loads cuBLAS (kCublas, or kAuto where it loads) and the metrics.
+  // Loads cuBLAS (kCublas, or kAuto where one of the libraries loads and
+  // sets up) and the metrics.
   base::Status Init(GemmKind gemm) {
-    if (gemm != GemmKind::kOwn) {
-      const std::string why = cublas_.Load();
-      if (why.empty()) {
-        int rc = cublas_.create(&handle_);
-        if (rc == 0) rc = cublas_.set_stream(handle_, stream_);
-        if (rc == 0) rc = cublas_.set_math_mode(handle_, Cublas::kDefaultMath);
-        if (rc == 0) rc = cublas_.set_atomics_mode(handle_, Cublas::kAtomicsNotAllowed);
-        int version = 0;
-        if (rc == 0) rc = cublas_.get_version(handle_, &version);
-        if (rc != 0) return base::Internal("cuBLAS setup failed (cublasStatus " + std::to_string(rc) + ")");
-        name_ += ", cuBLAS " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100);
-      } else if (gemm == GemmKind::kCublas) {
-        return base::SystemError("--gemm cublas: " + why);
-      } else {
-        name_ += ", own GEMM (" + why + ")";
+    std::string why;
+    for (const char* lib : {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}) {
+      if (gemm == GemmKind::kOwn || handle_ != nullptr) break;
+      Cublas candidate;
+      std::string failed = candidate.Load(lib);
+      int version = 0;
+      if (failed.empty()) {
+        const int rc = candidate.Setup(stream_, &handle_, &version);
+        if (rc != 0) failed = std::string(lib) + ": setup failed (cublasStatus " + std::to_string(rc) + ")";
       }
-    } else {
-      name_ += ", own GEMM";
+      if (failed.empty()) {
+        cublas_ = candidate;
+        name_ += ", cuBLAS " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100);
+      } else {
+        why += (why.empty() ? "" : "; ") + failed;
+        if (candidate.lib != nullptr) dlclose(candidate.lib);
+      }
+    }
+    if (handle_ == nullptr) {
+      if (gemm == GemmKind::kCublas) return base::SystemError("--gemm cublas: no cuBLAS: " + why);
+      name_ += gemm == GemmKind::kOwn ? ", own GEMM" : ", own GEMM (no cuBLAS: " + why + ")";
     }
     name_ += ")";
     RETURN_IF_ERROR(Check(cudaMalloc(&metrics_, 2 * sizeof(double)), "cudaMalloc"));

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -229,9 +230,18 @@ TEST_F(CudaComputeTest, GemmWithinTwiceGammaK) {
   auto own = MakeCudaCompute(0, GemmKind::kOwn);
   ASSERT_TRUE(own.ok()) << own.status().message();
   gpus.push_back(std::move(*own));
-  const int m = 67, n = 129, k = 784;
-  const double u = std::ldexp(1.0, -24), gamma = k * u / (1 - k * u);
+  auto cublas = MakeCudaCompute(0, GemmKind::kCublas);
+  if (cublas.ok()) {
+    gpus.push_back(std::move(*cublas));
+  } else {  // a machine without libcublas: the own GEMM only, said
+    std::printf("cuBLAS not tested here: %s\n", cublas.status().message().c_str());
+  }
+  const double u = std::ldexp(1.0, -24);
+  // k = 784 (whole 16-deep tiles, the first layer's inputs), 37 (a partial tile: a weight gradient over a micro-batch).
+  for (const int k : {784, 37})
   for (auto& gpu : gpus) {
+    const int m = 67, n = 129;
+    const double gamma = k * u / (1 - k * u);
     for (int t = 0; t < 4; ++t) {
       const bool ta = t & 1, tb = t & 2;
       const int lda = ta ? m : k, ldb = tb ? k : n;
@@ -256,7 +266,7 @@ TEST_F(CudaComputeTest, GemmWithinTwiceGammaK) {
           }
           const size_t o = static_cast<size_t>(i) * n + j;
           ASSERT_LE(std::fabs(static_cast<double>(c[o]) - g[o]), 2 * gamma * mag + 1e-30)
-              << gpu->Name() << " trans " << ta << tb << " at " << i << "," << j;
+              << gpu->Name() << " k " << k << " trans " << ta << tb << " at " << i << "," << j;
         }
       }
     }
@@ -276,7 +286,12 @@ TEST_F(CudaComputeTest, EventsOrderStreamsAndTime) {
   for (int i = 0; i < 20; ++i) c->Scale(n, 2.0f, x);
   c->Record(b, c->stream());
   c->StreamWait(other, b);  // the other stream's work after the scaling
-  c->Synchronize(other);
+  Compute::Event e = c->NewEvent();
+  c->Record(e, other);
+  c->Synchronize(other);  // only the other stream: b is complete only if the wait held
+  EXPECT_GE(c->ElapsedMs(b, e), 0.0);
+  EXPECT_TRUE(c->Error().ok()) << "b not complete after the other stream's wait: " << c->Error().message();
+  c->FreeEvent(e);
   c->Synchronize(c->stream());
   EXPECT_GT(c->ElapsedMs(a, b), 0.0);
   float first = 0;

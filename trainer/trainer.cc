@@ -190,7 +190,7 @@ Status Rank::Setup(const ringoUniqueId& id, RunInfo* info) {
       // communicator and stream of its own; metadata (metrics, records,
       // barriers) on a host communicator split from the first.
       RETURN_IF_ERROR(grad_comm_.Init(nranks_, id, rank_, o_.timeout_ms, RINGO_DEVICE_CUDA));
-      RETURN_IF_ERROR(main_comm_.SplitFrom(grad_comm_, rank_, ringoWireNone, /*host=*/true));
+      RETURN_IF_ERROR(main_comm_.SplitFrom(grad_comm_, rank_, ringoWireNone, /*host=*/true, o_.timeout_ms));
       if (o_.sync_bn) RETURN_IF_ERROR(stats_comm_.SplitFrom(grad_comm_, rank_));
       comm_stream_ = compute_->NewStream();
     } else {
@@ -281,8 +281,10 @@ Status Rank::StartSync(RunInfo* info) {
 Status Rank::MakeBackend() {
   if (o_.device) {
     const int gpus = CudaDeviceCount();
-    // Ranks of a host take its GPUs in turn (several ranks may share one).
-    const int device = gpus > 0 ? LocalRank(rank_) % gpus : 0;
+    // Ranks of a host take its GPUs in turn (several ranks may share one);
+    // -np's ranks are all this host's (whatever a launcher's shell says).
+    const int local = o_.num_procs > 0 ? rank_ : LocalRank(rank_);
+    const int device = gpus > 0 ? local % gpus : 0;
     ASSIGN_OR_RETURN(compute_, MakeCudaCompute(device, o_.gemm));
   } else {
     compute_ = MakeCpuCompute(o_.blas_threads);
