@@ -55,7 +55,10 @@ const std::vector<EnvVarInfo>& Table() {
        "one-shot board (64 KiB per rank) run as one exchange among the ranks of a host; "
        "direct: every collective (of any size) among the ranks of one host runs straight on "
        "every rank's buffers where the buffers it needs are reachable (threads of one process, "
-       "or buffers from ringoMemAlloc), the ring otherwise; unset: the planner chooses by size."},
+       "or buffers from ringoMemAlloc), the ring otherwise; doubling: every all-reduce up to 256 KiB on "
+       "a host communicator whose ranks span hosts runs by recursive doubling (ceil(log2 N) exchanges), "
+       "except integer avg; unset: the planner chooses by size (recursive doubling across hosts where "
+       "the cost model says it is faster than the ring, never under RINGO_DETERMINISTIC)."},
       {"RINGO_WIRE", "enum", "none",
        "The wire format of floating-point sums between hosts (docs/wire.md): none, bf16, fp16, e4m3 "
        "(or fp8) or e5m2 (8-bit with a power-of-two scale per 32 values). fp32, bf16 and fp16 sum and "
@@ -330,7 +333,7 @@ Config* Load() {
     errors += std::string(errors.empty() ? "" : "; ") + name + "='" + *out + "' is not one of " + listed;
     out->clear();
   };
-  enum_var("RINGO_ALGO", &config->algo, {"ring", "oneshot", "direct"});
+  enum_var("RINGO_ALGO", &config->algo, {"ring", "oneshot", "direct", "doubling"});
   enum_var("RINGO_WIRE", &config->wire, {"none", "bf16", "fp16", "e4m3", "fp8", "e5m2"});
   enum_var("RINGO_NET", &config->net, {"socket", "ib", "auto"});
   enum_var("RINGO_SOCKET_FAMILY", &config->socket_family, {"ipv4", "ipv6", "auto"});

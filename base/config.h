@@ -41,7 +41,7 @@ struct Config {
   int64_t spin_count = -1;               // RINGO_SPIN_COUNT (-1: chosen at init)
   int64_t yield_count = -1;              // RINGO_YIELD_COUNT (-1: chosen at init)
   int64_t crowded_wait = -1;             // RINGO_CROWDED_WAIT (-1: when ranks outnumber cores)
-  std::string algo;                      // RINGO_ALGO: "", "ring", "oneshot" or "direct"
+  std::string algo;                      // RINGO_ALGO: "", "ring", "oneshot", "direct" or "doubling"
   std::string wire;                      // RINGO_WIRE: "", "none", "bf16", "fp16", "e4m3", "fp8", "e5m2"
   bool check = true;                     // RINGO_CHECK
   bool deterministic = false;            // RINGO_DETERMINISTIC

@@ -271,7 +271,7 @@ TEST_F(ConfigTest, YieldCount) {
 }
 
 TEST_F(ConfigTest, Algorithm) {
-  ExpectEnum("RINGO_ALGO", &Config::algo, {"ring", "oneshot", "direct"}, {"tree", "RING", "one-shot"});
+  ExpectEnum("RINGO_ALGO", &Config::algo, {"ring", "oneshot", "direct", "doubling"}, {"tree", "RING", "one-shot"});
 }
 
 TEST_F(ConfigTest, Protocol) { ExpectEnum("RINGO_PROTO", &Config::proto, {"simple", "ll"}, {"LL", "ll128", "fast"}); }

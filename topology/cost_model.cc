@@ -14,6 +14,27 @@ CostModel CostModel::Default() {
   return m;
 }
 
+Prediction PredictDoublingAllReduce(int nranks, double bytes, double alpha_us, double beta_gbps) {
+  Prediction p;
+  p.nranks = nranks;
+  p.bytes = bytes;
+  p.alpha_us = alpha_us;
+  p.beta_gbps = beta_gbps;
+  if (nranks <= 1 || beta_gbps <= 0) return p;
+  int pow2 = 1, rounds = 0;
+  while (pow2 * 2 <= nranks) {
+    pow2 *= 2;
+    ++rounds;
+  }
+  const double steps = rounds + (pow2 != nranks ? 2 : 0);
+  p.time_us = steps * (alpha_us + bytes / (beta_gbps * 1e3));
+  if (p.time_us > 0) {
+    p.algbw_gbps = bytes / (p.time_us * 1e3);
+    p.busbw_gbps = p.algbw_gbps * 2.0 * (nranks - 1) / nranks;
+  }
+  return p;
+}
+
 double DefaultBetaGbps(PathType type) {
   return CostModel::Default().beta_gbps[static_cast<int>(type)];
 }

@@ -55,6 +55,12 @@ struct Prediction {
 
 // t = 2(N-1) * (alpha + S / (N * beta)); N = 1 takes no time.
 Prediction PredictRingAllReduce(int nranks, double bytes, double alpha_us, double beta_gbps);
+// Recursive doubling (collectives/engines/doubling.h): with p the largest
+// power of two not above N, log2(p) exchanges of the whole S, and where N !=
+// p two more (the extra ranks' inputs in, the results out):
+// t = (log2 p + 2 [N != p]) * (alpha + S / beta). busbw as nccl-tests counts
+// it for any all-reduce (algbw * 2(N-1)/N).
+Prediction PredictDoublingAllReduce(int nranks, double bytes, double alpha_us, double beta_gbps);
 
 // For a host's GPU rings (one rank per GPU of the ring): alpha of the
 // farthest edge type, beta the channels' total bandwidth.

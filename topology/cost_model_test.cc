@@ -31,6 +31,28 @@ TEST(CostModel, Limits) {
   EXPECT_EQ(one.busbw_gbps, 0.0);
 }
 
+TEST(CostModel, DoublingAllReduceFormulaAndTheCrossover) {
+  // 8 ranks: 3 exchanges of the whole message. 6 ranks: 2 exchanges, and
+  // the 2 of the extra ranks' inputs in and results out.
+  Prediction p8 = PredictDoublingAllReduce(8, 8, 5.0, 12.5);
+  EXPECT_DOUBLE_EQ(p8.time_us, 3 * (5.0 + 8 / 12.5e3));
+  EXPECT_DOUBLE_EQ(PredictDoublingAllReduce(6, 8, 5.0, 12.5).time_us, 4 * (5.0 + 8 / 12.5e3));
+  EXPECT_DOUBLE_EQ(PredictDoublingAllReduce(2, 1e6, 1.0, 10.0).time_us, 1.0 + 1e6 / 10e3);
+  EXPECT_EQ(PredictDoublingAllReduce(1, 8, 5.0, 12.5).time_us, 0.0);
+  // 8 B over 16 ranks: 4 alphas against the ring's 30 (the 8-host case: 3 against 14).
+  EXPECT_NEAR(PredictRingAllReduce(16, 8, 5.0, 12.5).time_us / PredictDoublingAllReduce(16, 8, 5.0, 12.5).time_us,
+              30.0 / 4.0, 0.01);
+  // Large messages: the ring moves 2(N-1)/N S per rank, doubling log2(N) S.
+  EXPECT_LT(PredictRingAllReduce(8, 256 * kMiB, 5.0, 12.5).time_us,
+            PredictDoublingAllReduce(8, 256 * kMiB, 5.0, 12.5).time_us);
+  // 8 ranks: doubling is faster while 11 alpha > 1.25 S / beta, below 8.8 alpha beta.
+  const double crossover = 8.8 * 5.0 * 12.5e3;
+  EXPECT_LT(PredictDoublingAllReduce(8, 0.9 * crossover, 5.0, 12.5).time_us,
+            PredictRingAllReduce(8, 0.9 * crossover, 5.0, 12.5).time_us);
+  EXPECT_GT(PredictDoublingAllReduce(8, 1.1 * crossover, 5.0, 12.5).time_us,
+            PredictRingAllReduce(8, 1.1 * crossover, 5.0, 12.5).time_us);
+}
+
 TEST(CostModel, PredictedBandwidthOfFixtures) {
   CostModel model = CostModel::Default();
   struct Case {

@@ -101,6 +101,10 @@ struct P2pCall {
   unsigned long long capture_id = 0;
   transport::WaitContext wait;   // as Call's
   bool fatal = false;            // as Call's
+  // The exchanges of a collective (the wire's, recursive doubling's): waits
+  // and the hang diagnosis name the collective and its number (wait.coll,
+  // wait.seq), not ringoSend/ringoRecv.
+  bool collective = false;
 };
 
 // Sends and receives: one ringoSend/ringoRecv, or every one a group queued

@@ -311,8 +311,10 @@ Status HostP2p::Advance(Progress& p, bool* moved) {
 
 Status HostP2p::WaitOn(Progress& p, const transport::WaitContext& base_ctx) {
   transport::WaitContext ctx = base_ctx;
-  ctx.coll = OpName(*p.op);
-  ctx.seq = p.msg;
+  if (!collective_) {
+    ctx.coll = OpName(*p.op);
+    ctx.seq = p.msg;
+  }
   if (p.op->send && p.posted) return send_[p.op->peer]->WaitReleased(p.ticket, ctx, 0);
   if (p.op->send) return send_[p.op->peer]->Acquire(ctx, p.slots).status();
   size_t bytes = 0;
@@ -321,6 +323,7 @@ Status HostP2p::WaitOn(Progress& p, const transport::WaitContext& base_ctx) {
 
 Status HostP2p::Run(const std::vector<P2pOp>& ops, P2pCall& call) {
   call.fatal = true;
+  collective_ = call.collective;
   const transport::WaitContext& wait = call.wait;
   RunSelf(ops);
   RETURN_IF_ERROR(Connect(ops, wait.local_abort));
@@ -412,15 +415,18 @@ Status HostP2p::Run(const std::vector<P2pOp>& ops, P2pCall& call) {
     const int64_t now_ms = NowMs();
     // The hang diagnosis, once this rank has made no progress for long.
     transport::WaitContext stalled = wait;
-    stalled.coll = OpName(op);
-    stalled.seq = p.msg;
+    if (!collective_) {
+      stalled.coll = OpName(op);
+      stalled.seq = p.msg;
+    }
     const transport::PeerRef peer{nullptr, op.peer, transport::ProcessId{}, op.send ? "sending to" : "receiving from",
                                   0, nullptr};
     if (stall.started_ms != last_progress_ms) stall = transport::WaitTracker{{}, 0, last_progress_ms};
     RETURN_IF_ERROR(transport::CheckStall(peer, stalled, stall, now_ms));
     if (now_ms - last_progress_ms >= wait.timeout_ms) {
       std::string msg = "rank " + std::to_string(rank_) + " " + (op.send ? "sending to" : "receiving from") +
-                        " peer rank " + std::to_string(op.peer) + " (" + OpName(op) + " #" + std::to_string(p.msg) +
+                        " peer rank " + std::to_string(op.peer) + " (" + (collective_ && wait.coll != nullptr ? std::string(wait.coll) + " #" + std::to_string(wait.seq) + "'s exchange"
+                                                                  : std::string(OpName(op)) + " #" + std::to_string(p.msg)) +
                         ", " + std::to_string(op.bytes) + " bytes, " + std::to_string(active.size()) +
                         " operations pending): no progress for " + std::to_string(wait.timeout_ms) + " ms";
       if (!stall.diagnosis.empty()) msg += "\n" + stall.diagnosis;

@@ -74,6 +74,7 @@ class HostP2p : public PointToPoint {
 
   const int rank_;
   const int nranks_;
+  bool collective_ = false;  // the running call's P2pCall::collective
   transport::Connector* const connector_;
   const transport::FifoGeometry geometry_;
   std::mutex ends_mu_;  // ends appear under it (Abort reads them from any thread)

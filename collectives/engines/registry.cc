@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectives/engines/direct.h"
+#include "collectives/engines/doubling.h"
 #include "collectives/engines/gpu_p2p.h"
 #include "collectives/engines/gpu_ring.h"
 #include "collectives/engines/host_p2p.h"
@@ -171,11 +172,13 @@ StatusOr<EngineSet> BuildEngines(const EngineSetup& setup, std::unique_ptr<Resid
     if (set.p2p != nullptr) break;
   }
   if (set.p2p == nullptr) return base::Internal("no point-to-point engine applies");
-  // Compressed sums between hosts, over the point-to-point engine: asked
-  // first, where some pair crosses the network (host memory).
+  // Over the point-to-point engine, where some pair crosses the network
+  // (host memory): small all-reduces by recursive doubling, and before them
+  // compressed sums between hosts.
   if (!OnGpu(setup) && setup.nranks > 1 && setup.connector != nullptr) {
     const std::vector<bool>& net = setup.connector->spec().net;
     if (std::find(net.begin(), net.end(), true) != net.end()) {
+      set.engines.insert(set.engines.begin(), std::make_unique<Doubling>(setup, set.p2p.get()));
       set.engines.insert(set.engines.begin(), std::make_unique<WireEngine>(setup, set.p2p.get()));
     }
   }

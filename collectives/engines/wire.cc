@@ -205,6 +205,7 @@ Status WireEngine::Run(Call& call) {
   }
   P2pCall p2p_call;
   p2p_call.wait = call.wait;
+  p2p_call.collective = true;
 
   // Round j's stages, on buffer set j % 3 (three rounds are in flight: one
   // encoded, one exchanging, one decoded):

@@ -8,6 +8,7 @@ Algorithm ParseAlgorithm(const std::string& name) {
   if (name == "ring") return Algorithm::kRing;
   if (name == "oneshot") return Algorithm::kOneShot;
   if (name == "direct") return Algorithm::kDirect;
+  if (name == "doubling") return Algorithm::kDoubling;
   return Algorithm::kAuto;
 }
 

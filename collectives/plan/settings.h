@@ -17,7 +17,9 @@ namespace ringo::collectives {
 // kDirect: a collective run straight on every rank's buffers
 // (kernels/direct_executor.h), where every rank can address the ones it needs;
 // the ranks agree per call over the board and fall back to the ring otherwise.
-enum class Algorithm : int32_t { kAuto = 0, kRing = 1, kOneShot = 2, kDirect = 3 };
+// kDoubling: all-reduces up to 256 KiB across hosts by recursive doubling
+// (engines/doubling.h).
+enum class Algorithm : int32_t { kAuto = 0, kRing = 1, kOneShot = 2, kDirect = 3, kDoubling = 4 };
 // GPU communicators' protocol.
 enum class ProtoChoice : int32_t { kAuto = 0, kSimple = 1, kLL = 2 };
 

@@ -1,0 +1,143 @@
+#include "collectives/engines/doubling.h"
+
+#include <cstring>
+#include <string>
+
+#include "base/device/dtype.h"
+#include "base/logging.h"
+#include "kernels/coll_signature.h"
+#include "kernels/internal/host_loops_table.h"
+#include "topology/cost_model.h"
+
+namespace ringo::collectives {
+
+using base::DataType;
+using base::RedOp;
+using base::Status;
+using kernels::Coll;
+
+namespace {
+
+constexpr size_t kSigBytes = sizeof(transport::CallSignature);
+
+// Ops whose Pre changes a rank's input (float avg: x / N; premul-sum: x *
+// scalar): the input goes through it once, and the partial results are then
+// summed. Integer avg divides the sum at the end instead: not taken.
+bool Floating(DataType dtype) { return static_cast<int>(dtype) >= static_cast<int>(DataType::kFloat16); }
+
+bool HasPre(DataType dtype, RedOp op) {
+  const bool floating = Floating(dtype);
+  return (op == RedOp::kAvg && floating) || op == RedOp::kPreMulSum;
+}
+
+}  // namespace
+
+Doubling::Doubling(const EngineSetup& setup, PointToPoint* p2p)
+    : rank_(setup.rank),
+      nranks_(setup.nranks),
+      forced_(setup.settings.shared.algorithm == Algorithm::kDoubling),
+      enabled_(setup.settings.shared.deterministic == 0 &&
+               (setup.settings.shared.algorithm == Algorithm::kAuto ||
+                setup.settings.shared.algorithm == Algorithm::kDoubling)),
+      p2p_(p2p) {
+  const topology::CostModel model = topology::CostModel::Default();
+  alpha_us_ = model.alpha_us[static_cast<int>(topology::PathType::kNet)];
+  beta_gbps_ = model.beta_gbps[static_cast<int>(topology::PathType::kNet)];
+}
+
+bool Doubling::Prefers(int nranks, double bytes, double alpha_us, double beta_gbps) {
+  if (nranks < 2 || bytes > static_cast<double>(kMaxBytes)) return false;
+  return topology::PredictDoublingAllReduce(nranks, bytes, alpha_us, beta_gbps).time_us <
+         topology::PredictRingAllReduce(nranks, bytes, alpha_us, beta_gbps).time_us;
+}
+
+bool Doubling::Takes(Call& call) {
+  const kernels::CollArgs& a = call.args;
+  if (!enabled_ || nranks_ < 2 || a.coll != Coll::kAllReduce || a.count <= 0) return false;
+  if (a.op == RedOp::kAvg && !Floating(a.dtype)) return false;
+  const double bytes = static_cast<double>(a.count) * static_cast<double>(base::DataTypeSize(a.dtype));
+  if (bytes > static_cast<double>(kMaxBytes)) return false;
+  return forced_ || Prefers(nranks_, bytes, alpha_us_, beta_gbps_);
+}
+
+Status Doubling::Swap(Call& call, int peer, bool send, bool recv, const void* mine, size_t bytes) {
+  std::vector<P2pOp> ops;
+  if (send) {
+    out_.resize(kSigBytes + bytes);
+    std::memcpy(out_.data(), &call.sig, kSigBytes);
+    std::memcpy(out_.data() + kSigBytes, mine, bytes);
+    ops.push_back({true, peer, out_.data(), nullptr, out_.size()});
+  }
+  if (recv) {
+    theirs_.resize(kSigBytes + bytes);
+    ops.push_back({false, peer, nullptr, theirs_.data(), theirs_.size()});
+  }
+  P2pCall p2p_call;
+  p2p_call.wait = call.wait;
+  p2p_call.collective = true;
+  call.fatal = true;  // the peer may now wait for this rank
+  RETURN_IF_ERROR(p2p_->Run(ops, p2p_call));
+  if (recv && call.sig.seq != 0) {
+    transport::CallSignature theirs;
+    std::memcpy(&theirs, theirs_.data(), kSigBytes);
+    if (theirs != call.sig) return kernels::SignatureMismatch(rank_, call.sig, peer, theirs);
+  }
+  return Status();
+}
+
+Status Doubling::Run(Call& call) {
+  const kernels::CollArgs& a = call.args;
+  if (!logged_) {
+    logged_ = true;
+    int rounds = 0;
+    while ((2 << rounds) <= nranks_) ++rounds;
+    RINGO_LOG(INFO) << "rank " << rank_ << ": all-reduces up to " << kMaxBytes / 1024 << " KiB across hosts by recursive doubling ("
+                    << rounds << " exchanges" << ((1 << rounds) != nranks_ ? " and 2 to fold " + std::to_string(nranks_ - (1 << rounds)) + " extra ranks in" : std::string())
+                    << (forced_ ? ", every one: RINGO_ALGO=doubling" : ", where the cost model prefers it to the ring") << ")";
+  }
+  const size_t bytes = static_cast<size_t>(a.count) * base::DataTypeSize(a.dtype);
+  char* acc = static_cast<char*>(a.recv);
+  const kernels::OpParams params(nranks_, a.scalar);
+  // This rank's contribution, through Pre where the op has one.
+  if (HasPre(a.dtype, a.op)) {
+    kernels::internal::GetHostLoops(a.dtype, a.op).send(a.send, acc, a.count, params, false);
+  } else if (a.send != a.recv) {
+    std::memcpy(acc, a.send, bytes);
+  }
+  const RedOp combine_op = HasPre(a.dtype, a.op) ? RedOp::kSum : a.op;
+  const kernels::internal::HostLoops& loops = kernels::internal::GetHostLoops(a.dtype, combine_op);
+  // acc = (lower rank's partial) (+) (higher rank's): the same expression, so
+  // the same bits, on both ranks of a pair.
+  auto combine = [&](int peer) {
+    const char* theirs = theirs_.data() + kSigBytes;
+    const void* low = peer < rank_ ? static_cast<const void*>(theirs) : acc;
+    const void* high = peer < rank_ ? static_cast<const void*>(acc) : theirs;
+    loops.reduce_final(low, high, acc, nullptr, a.count, params, false, false);
+  };
+
+  int p = 1;
+  while (p * 2 <= nranks_) p *= 2;
+  const int extra = nranks_ - p;  // ranks 0 .. 2 extra - 1 pair up first
+  int vrank = rank_ - extra;
+  if (rank_ < 2 * extra) {
+    if (rank_ % 2 == 0) {  // hands its input to rank + 1, then takes the result
+      RETURN_IF_ERROR(Swap(call, rank_ + 1, true, false, acc, bytes));
+      RETURN_IF_ERROR(Swap(call, rank_ + 1, false, true, acc, bytes));
+      std::memcpy(acc, theirs_.data() + kSigBytes, bytes);
+      return Status();
+    }
+    RETURN_IF_ERROR(Swap(call, rank_ - 1, false, true, acc, bytes));
+    combine(rank_ - 1);
+    vrank = rank_ / 2;
+  }
+  for (int mask = 1; mask < p; mask <<= 1) {
+    const int vpeer = vrank ^ mask;
+    const int peer = vpeer < extra ? 2 * vpeer + 1 : vpeer + extra;
+    RETURN_IF_ERROR(Swap(call, peer, true, true, acc, bytes));
+    combine(peer);
+  }
+  if (rank_ < 2 * extra) RETURN_IF_ERROR(Swap(call, rank_ - 1, true, false, acc, bytes));
+  return Status();
+}
+
+}  // namespace ringo::collectives

@@ -1,0 +1,67 @@
+// The recursive-doubling engine: small all-reduces across hosts in
+// ceil(log2 N) exchanges instead of the ring's 2(N - 1) steps, over the
+// communicator's point-to-point engine.
+//
+// With p the largest power of two not above N, the first 2(N - p) ranks
+// pair up (even to odd) so that p ranks remain; in round k each remaining
+// rank swaps its whole partial result with the rank whose index differs in
+// bit k and combines the two, lower rank's first, so both hold the same
+// bits; the odd ranks of the pairs hand the result back to their partners.
+// t = (log2 p + 2 [N != p]) (alpha + S / beta) against the ring's
+// 2(N - 1)(alpha + S / (N beta)): asked before the host engines where some
+// pair of ranks crosses the network, it takes an all-reduce whose size the
+// cost model (topology/cost_model.h) says runs faster this way, up to
+// kMaxBytes, 256 KiB (RINGO_ALGO=doubling: every all-reduce up to kMaxBytes;
+// ring, oneshot, direct: none; RINGO_DETERMINISTIC: none, whose results
+// keep the ring's rank order).
+//
+// Each message carries the call's signature before its data, so ranks that
+// called different collectives fail naming both calls.
+#ifndef RINGO_COLLECTIVES_ENGINES_DOUBLING_H_
+#define RINGO_COLLECTIVES_ENGINES_DOUBLING_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "collectives/engines/engine.h"
+#include "collectives/engines/setup.h"
+
+namespace ringo::collectives {
+
+class Doubling : public Engine {
+ public:
+  // The largest all-reduce it takes, in bytes.
+  static constexpr int64_t kMaxBytes = int64_t{256} << 10;
+
+  // `p2p`: the communicator's point-to-point engine, which carries the
+  // exchanges. Built only for host communicators where some pair of ranks
+  // crosses the network.
+  Doubling(const EngineSetup& setup, PointToPoint* p2p);
+
+  const char* name() const override { return "recursive doubling"; }
+  bool Takes(Call& call) override;
+  base::Status Run(Call& call) override;
+  void Abort(const base::Status&, uint64_t) override {}  // the point-to-point engine wakes its waits
+
+  // Whether the model prefers recursive doubling for `bytes` over `nranks`
+  // ranks with network steps of `alpha_us` and `beta_gbps` (pure: tests).
+  static bool Prefers(int nranks, double bytes, double alpha_us, double beta_gbps);
+
+ private:
+  // Swaps `bytes` of `mine` with `peer` (or only sends, or only receives)
+  // behind the call's signature; the peer's data in `theirs_`.
+  base::Status Swap(Call& call, int peer, bool send, bool recv, const void* mine, size_t bytes);
+
+  const int rank_;
+  const int nranks_;
+  const bool forced_;   // RINGO_ALGO=doubling
+  const bool enabled_;  // not RINGO_DETERMINISTIC, no other RINGO_ALGO
+  bool logged_ = false;
+  double alpha_us_ = 0, beta_gbps_ = 0;  // a network step
+  PointToPoint* p2p_;
+  std::vector<char> out_, theirs_;  // a message out and in: signature, then data
+};
+
+}  // namespace ringo::collectives
+
+#endif  // RINGO_COLLECTIVES_ENGINES_DOUBLING_H_
