@@ -65,13 +65,18 @@ void PrintPrediction(const PredictInput& in, const std::vector<int>& gpus, FILE*
                "the slowest edge sets alpha and beta; the backward pass produces gradient bytes at "
                "an even rate; one communication thread; no contention between compute and "
                "communication\n");
-  std::fprintf(out, "  %6s %5s %12s %12s %12s %9s %10s %9s\n", "GPUs", "hosts", "allreduce ms",
-               "exposed ms", "step ms", "overhead", "efficiency", "speedup");
+  std::fprintf(out,
+               "  an 8 B all-reduce (a metric, a barrier): the ring's 2(N-1) steps beside recursive "
+               "doubling's log2 N (Ringo's choice for small all-reduces of host communicators "
+               "across hosts, from the same model; GPU communicators run the ring)\n");
+  std::fprintf(out, "  %6s %5s %12s %12s %12s %9s %10s %9s %11s %11s\n", "GPUs", "hosts", "allreduce ms",
+               "exposed ms", "step ms", "overhead", "efficiency", "speedup", "8B ring us", "8B dbl us");
   for (int n : gpus) {
     const PredictRow r = PredictStep(in, n);
-    std::fprintf(out, "  %6d %5d %12.3f %12.3f %12.3f %8.1f%% %9.1f%% %8.1fx\n", r.gpus, r.hosts,
+    const RingModel& link = r.hosts > 1 ? in.inter : in.intra;
+    std::fprintf(out, "  %6d %5d %12.3f %12.3f %12.3f %8.1f%% %9.1f%% %8.1fx %11.1f %11.1f\n", r.gpus, r.hosts,
                  r.comm_ms, r.exposed_ms, r.step_ms, 100 * r.overhead, 100 * r.efficiency,
-                 r.speedup);
+                 r.speedup, 1e3 * link.PredictMs(8, n), 1e3 * link.PredictDoublingMs(8, n));
   }
 }
 

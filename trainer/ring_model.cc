@@ -14,6 +14,17 @@ double RingModel::PredictMs(double bytes, int nranks) const {
   return steps * (alpha_us * 1e-3 + bytes / (nranks * beta_gbs * 1e9) * 1e3);
 }
 
+double RingModel::PredictDoublingMs(double bytes, int nranks) const {
+  if (nranks <= 1 || !valid) return 0;
+  int pow2 = 1, rounds = 0;
+  while (pow2 * 2 <= nranks) {
+    pow2 *= 2;
+    ++rounds;
+  }
+  const double steps = rounds + (pow2 != nranks ? 2 : 0);
+  return steps * (alpha_us * 1e-3 + bytes / (beta_gbs * 1e9) * 1e3);
+}
+
 RingModel FitRingModel(const std::vector<CalibrationPoint>& points, int nranks) {
   RingModel m;
   if (points.size() < 2 || nranks < 2) return m;

@@ -20,6 +20,10 @@ struct RingModel {
   bool valid = false;
   // Predicted all-reduce time of `bytes` over `nranks` ranks, in ms (0 for one rank).
   double PredictMs(double bytes, int nranks) const;
+  // The same on the same links by recursive doubling (Ringo's small
+  // all-reduces across hosts, docs/network.md): with p the largest power of
+  // two not above N, (log2 p + 2 [N != p]) (alpha + S / beta).
+  double PredictDoublingMs(double bytes, int nranks) const;
 };
 
 struct CalibrationPoint {

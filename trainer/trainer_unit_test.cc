@@ -166,6 +166,12 @@ TEST(RingModel, FitRecoversAlphaAndBeta) {
   // t = 2(N-1)(alpha + S/(N beta)): 2 ranks, 1 MB at 1 GB/s, alpha 0: 1 ms.
   EXPECT_NEAR((RingModel{0, 1, true}).PredictMs(1e6, 2), 1.0, 1e-12);
   EXPECT_EQ((RingModel{0, 1, true}).PredictMs(1e6, 1), 0.0);
+  // Recursive doubling: 8 ranks, 3 steps of alpha + S / beta; 6 ranks, 2 + 2;
+  // 8 B over 16 ranks, 4 alphas against the ring's 30.
+  EXPECT_NEAR((RingModel{10, 1, true}).PredictDoublingMs(1e6, 8), 3 * (0.01 + 1.0), 1e-12);
+  EXPECT_NEAR((RingModel{10, 1, true}).PredictDoublingMs(1e6, 6), 4 * (0.01 + 1.0), 1e-12);
+  EXPECT_NEAR((RingModel{5, 12.5, true}).PredictMs(8, 16) / (RingModel{5, 12.5, true}).PredictDoublingMs(8, 16), 7.5,
+              0.01);
   EXPECT_FALSE(FitRingModel({{1e6, 1.0}}, 2).valid);
   const auto sizes = CalibrationSizes({size_t{30} << 20, 7000000, 4, 100}, 4);
   EXPECT_EQ(sizes,

@@ -3,7 +3,8 @@
 // call, runs the first engine that takes it (engines/registry.h's order):
 //
 //   host memory   wire (compressed sums between hosts, where a wire is
-//                 set), direct (wraps one-shot and ring as its fallback),
+//                 set), recursive doubling (small all-reduces across
+//                 hosts), direct (wraps one-shot and ring as its fallback),
 //                 one-shot board, host ring (wrapped by the deterministic
 //                 ordering under RINGO_DETERMINISTIC)
 //   GPU memory    GPU ring

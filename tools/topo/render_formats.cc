@@ -106,8 +106,13 @@ void RenderJson(const Report& r, std::ostream& out) {
         << "\"bytes\": " << static_cast<long long>(p.bytes) << ", \"nranks\": " << p.nranks
         << ", \"hosts\": " << r.hosts << ", \"alpha_us\": " << Num(p.alpha_us)
         << ", \"beta_gbps\": " << Num(p.beta_gbps) << ", \"time_us\": " << Num(p.time_us)
-        << ", \"algbw_gbps\": " << Num(p.algbw_gbps) << ", \"busbw_gbps\": " << Num(p.busbw_gbps)
-        << "}";
+        << ", \"algbw_gbps\": " << Num(p.algbw_gbps) << ", \"busbw_gbps\": " << Num(p.busbw_gbps);
+    if (r.hosts > 1) {  // recursive doubling, what a host communicator across the hosts may run instead
+      const topology::Prediction d = topology::PredictDoublingAllReduce(p.nranks, p.bytes, p.alpha_us, p.beta_gbps);
+      out << ", \"doubling_time_us\": " << Num(d.time_us) << ", \"host_choice\": \""
+          << (d.time_us < p.time_us && p.bytes <= 256 * 1024 ? "doubling" : "ring") << "\"";
+    }
+    out << "}";
   }
   out << "\n}\n";
 }

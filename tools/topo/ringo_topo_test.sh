@@ -49,14 +49,21 @@ expect_has "$TMP/two_socket_2gpu.out" "SYS" "channel 0: 0 1 -> 0" "2 ranks"
 run_fixture dgx_h100 --hosts 4
 expect_has "$TMP/dgx_h100.out" "channel 0: NIC0 -> 0 1 2 3 4 5 6 7 -> NIC7" "32 ranks on 4 hosts"
 expect_has "$TMP/dgx_h100.out" "network, pinned host memory over TCP or verbs (GPUDirect RDMA off)"
-staged=$(grep -o "busbw [0-9.]* GB/s" "$TMP/dgx_h100.out")
+staged=$(grep -m1 -o "busbw [0-9.]* GB/s" "$TMP/dgx_h100.out")
 # GPUDirect asked for: the edges between hosts say so, and the prediction
 # drops the staging copy (a higher busbw).
 RINGO_NET_GPUDIRECT=1 run_fixture dgx_h100 --hosts 4
 expect_has "$TMP/dgx_h100.out" "network, GPU memory over verbs (GPUDirect RDMA, RINGO_NET_GPUDIRECT=1)"
-direct=$(grep -o "busbw [0-9.]* GB/s" "$TMP/dgx_h100.out")
+direct=$(grep -m1 -o "busbw [0-9.]* GB/s" "$TMP/dgx_h100.out")
 awk -v a="${staged//[^0-9.]/}" -v b="${direct//[^0-9.]/}" 'BEGIN { exit !(b > a) }' ||
   fail "GPUDirect's prediction ($direct) is not above the staged one ($staged)"
+# Across hosts the model also predicts recursive doubling, and says what a
+# host communicator would run: doubling at 8 B, the ring at 1 GiB.
+run_fixture dgx_h100 --hosts 4 --size 8
+expect_has "$TMP/dgx_h100.out" "recursive doubling: t = (log2 p + 2 [N != p]) * (alpha + S/beta), 5 steps" \
+  "a host communicator across these hosts runs recursive doubling at this size"
+run_fixture dgx_h100 --hosts 4 --size 1G
+expect_has "$TMP/dgx_h100.out" "a host communicator across these hosts runs the ring at this size"
 
 # This machine.
 "$BIN" >"$TMP/machine.out" 2>"$TMP/machine.err" || fail "this machine: exit $?: $(cat "$TMP/machine.err")"

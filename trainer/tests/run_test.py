@@ -98,6 +98,10 @@ def predict():
     lines = [l for l in out.splitlines() if l.strip().split(" ")[0].isdigit()]
     assert len(lines) == 11, out
     assert "rule of thumb" in out and "assumptions" in out, out
+    # The last two columns: an 8 B all-reduce by the ring and by recursive
+    # doubling; at 1024 GPUs doubling's 10 steps beat the ring's 2046.
+    ring_us, dbl_us = (float(v) for v in lines[-1].split()[-2:])
+    assert "8B dbl us" in out and dbl_us * 100 < ring_us, lines[-1]
 
 
 @case("refusals: what --device does not do yet, a batch that does not split, a missing data set")
