@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <sstream>
 
 namespace ringo::tests {
@@ -37,7 +38,27 @@ uint64_t Hash(uint32_t seed, int rank, size_t i) {
 // Bits of a float type with `mant_bits` explicit mantissa bits and exponent
 // bias `bias`, from double, round-to-nearest-even (std::nearbyint in the
 // default rounding mode).
+// The general conversion (rounding to nearest even, subnormals, overflow).
+uint16_t DoubleToSmallFloatRounded(double v, int mant_bits, int bias, int exp_bits);
+
 uint16_t DoubleToSmallFloat(double v, int mant_bits, int bias, int exp_bits) {
+  // The usual case first, straight from the bits: a normal value the format
+  // holds exactly (the inputs are small multiples of powers of two), or zero.
+  uint64_t d;
+  std::memcpy(&d, &v, sizeof(d));
+  const uint16_t sign = static_cast<uint16_t>((d >> 63) << 15);
+  const int dexp = static_cast<int>((d >> 52) & 0x7ff);
+  const uint64_t dmant = d & ((uint64_t{1} << 52) - 1);
+  if (dexp == 0 && dmant == 0) return sign;
+  const int e = dexp - 1023 + bias;
+  if (dexp != 0 && dexp != 0x7ff && e >= 1 && e < (1 << exp_bits) - 1 &&
+      (dmant & ((uint64_t{1} << (52 - mant_bits)) - 1)) == 0) {
+    return sign | static_cast<uint16_t>((e << mant_bits) | static_cast<unsigned>(dmant >> (52 - mant_bits)));
+  }
+  return DoubleToSmallFloatRounded(v, mant_bits, bias, exp_bits);
+}
+
+uint16_t DoubleToSmallFloatRounded(double v, int mant_bits, int bias, int exp_bits) {
   const uint16_t sign = std::signbit(v) ? static_cast<uint16_t>(1u << 15) : 0;
   const uint16_t exp_all_ones = static_cast<uint16_t>(((1u << exp_bits) - 1) << mant_bits);
   if (std::isnan(v)) return static_cast<uint16_t>(exp_all_ones | (1u << (mant_bits - 1)));
@@ -68,6 +89,12 @@ double SmallFloatToDouble(uint16_t bits, int mant_bits, int bias, int exp_bits) 
   const int e = (bits >> mant_bits) & ((1 << exp_bits) - 1);
   const unsigned m = bits & ((1u << mant_bits) - 1);
   double v;
+  if (e != 0 && e != (1 << exp_bits) - 1) {  // normal: the double's bits directly
+    const uint64_t d = (static_cast<uint64_t>(neg) << 63) | (static_cast<uint64_t>(e - bias + 1023) << 52) |
+                       (static_cast<uint64_t>(m) << (52 - mant_bits));
+    std::memcpy(&v, &d, sizeof(v));
+    return v;
+  }
   if (e == 0) {
     v = std::ldexp(static_cast<double>(m), 1 - bias - mant_bits);
   } else if (e == (1 << exp_bits) - 1) {
@@ -370,10 +397,11 @@ ReducedReference ReduceInputs(ringoDataType_t dt, ringoRedOp_t op, uint32_t seed
   ref.bytes.resize(nelems * size);
   // Generate each rank's input once, in the type, so the reference reduces
   // exactly the values Ringo sees.
-  std::vector<std::vector<unsigned char>> inputs(nranks);
+  // (Not value-initialised: FillInput writes every byte.)
+  std::vector<std::unique_ptr<unsigned char[]>> inputs(nranks);
   for (int r = 0; r < nranks; ++r) {
-    inputs[r].resize(nelems * size);
-    FillInput(dt, op, seed, r, inputs[r].data(), nelems);
+    inputs[r].reset(new unsigned char[nelems * size]);
+    FillInput(dt, op, seed, r, inputs[r].get(), nelems);
   }
   const bool float_avg = IsFloatType(dt) && op == ringoAvg;
   if (float_avg) {
@@ -383,14 +411,14 @@ ReducedReference ReduceInputs(ringoDataType_t dt, ringoRedOp_t op, uint32_t seed
   std::vector<uint64_t> ints(nranks);
   for (size_t i = 0; i < nelems; ++i) {
     if (!IsFloatType(dt)) {
-      for (int r = 0; r < nranks; ++r) ints[r] = ReadInt(dt, inputs[r].data(), i);
+      for (int r = 0; r < nranks; ++r) ints[r] = ReadInt(dt, inputs[r].get(), i);
       WriteInt(dt, ref.bytes.data(), i, ReduceInts(dt, op, ints.data(), nranks));
       continue;
     }
-    double acc = ReadFloat(dt, inputs[0].data(), i);
+    double acc = ReadFloat(dt, inputs[0].get(), i);
     double abs_sum = std::fabs(acc);
     for (int r = 1; r < nranks; ++r) {
-      double x = ReadFloat(dt, inputs[r].data(), i);
+      double x = ReadFloat(dt, inputs[r].get(), i);
       abs_sum += std::fabs(x);
       switch (op) {
         case ringoSum:
