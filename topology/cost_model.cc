@@ -14,25 +14,43 @@ CostModel CostModel::Default() {
   return m;
 }
 
-Prediction PredictDoublingAllReduce(int nranks, double bytes, double alpha_us, double beta_gbps) {
+namespace {
+
+// A prediction of `time_us`, with nccl-tests' bandwidths: algbw = bytes /
+// time, busbw = algbw * 2(N-1)/N (any all-reduce).
+Prediction Predicted(int nranks, double bytes, double alpha_us, double beta_gbps, double time_us) {
   Prediction p;
   p.nranks = nranks;
   p.bytes = bytes;
   p.alpha_us = alpha_us;
   p.beta_gbps = beta_gbps;
-  if (nranks <= 1 || beta_gbps <= 0) return p;
-  int pow2 = 1, rounds = 0;
-  while (pow2 * 2 <= nranks) {
-    pow2 *= 2;
-    ++rounds;
-  }
-  const double steps = rounds + (pow2 != nranks ? 2 : 0);
-  p.time_us = steps * (alpha_us + bytes / (beta_gbps * 1e3));
-  if (p.time_us > 0) {
-    p.algbw_gbps = bytes / (p.time_us * 1e3);
-    p.busbw_gbps = p.algbw_gbps * 2.0 * (nranks - 1) / nranks;
+  p.time_us = time_us;
+  if (time_us > 0) {
+    p.algbw_gbps = bytes / (time_us * 1e3);
+    p.busbw_gbps = p.algbw_gbps * (2.0 * (nranks - 1)) / nranks;
   }
   return p;
+}
+
+}  // namespace
+
+int DoublingRounds(int nranks) {
+  int rounds = 0;
+  while ((2 << rounds) <= nranks) ++rounds;
+  return rounds;
+}
+
+Prediction PredictDoublingAllReduce(int nranks, double bytes, double alpha_us, double beta_gbps) {
+  if (nranks <= 1 || beta_gbps <= 0) return Predicted(nranks, bytes, alpha_us, beta_gbps, 0);
+  const int rounds = DoublingRounds(nranks);
+  const double steps = rounds + ((1 << rounds) != nranks ? 2 : 0);
+  return Predicted(nranks, bytes, alpha_us, beta_gbps, steps * (alpha_us + bytes / (beta_gbps * 1e3)));
+}
+
+bool PrefersDoubling(int nranks, double bytes, double alpha_us, double beta_gbps) {
+  if (nranks < 2 || bytes > kDoublingMaxBytes) return false;
+  return PredictDoublingAllReduce(nranks, bytes, alpha_us, beta_gbps).time_us <
+         PredictRingAllReduce(nranks, bytes, alpha_us, beta_gbps).time_us;
 }
 
 double DefaultBetaGbps(PathType type) {
@@ -40,20 +58,10 @@ double DefaultBetaGbps(PathType type) {
 }
 
 Prediction PredictRingAllReduce(int nranks, double bytes, double alpha_us, double beta_gbps) {
-  Prediction p;
-  p.nranks = nranks;
-  p.bytes = bytes;
-  p.alpha_us = alpha_us;
-  p.beta_gbps = beta_gbps;
-  if (nranks <= 1 || beta_gbps <= 0) return p;
+  if (nranks <= 1 || beta_gbps <= 0) return Predicted(nranks, bytes, alpha_us, beta_gbps, 0);
   const double steps = 2.0 * (nranks - 1);
   // beta in GB/s = 1e3 bytes per microsecond.
-  p.time_us = steps * (alpha_us + bytes / (nranks * beta_gbps * 1e3));
-  if (p.time_us > 0) {
-    p.algbw_gbps = bytes / (p.time_us * 1e3);
-    p.busbw_gbps = p.algbw_gbps * steps / nranks;
-  }
-  return p;
+  return Predicted(nranks, bytes, alpha_us, beta_gbps, steps * (alpha_us + bytes / (nranks * beta_gbps * 1e3)));
 }
 
 Prediction PredictAllReduce(const CostModel& model, const PathMatrix& paths,

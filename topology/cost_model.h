@@ -61,6 +61,13 @@ Prediction PredictRingAllReduce(int nranks, double bytes, double alpha_us, doubl
 // t = (log2 p + 2 [N != p]) * (alpha + S / beta). busbw as nccl-tests counts
 // it for any all-reduce (algbw * 2(N-1)/N).
 Prediction PredictDoublingAllReduce(int nranks, double bytes, double alpha_us, double beta_gbps);
+// log2 p, p the largest power of two not above nranks (0 for one rank).
+int DoublingRounds(int nranks);
+// The largest all-reduce a host communicator runs by recursive doubling.
+inline constexpr double kDoublingMaxBytes = 256.0 * 1024;
+// The choice a host communicator across hosts makes per all-reduce: recursive
+// doubling where it is predicted faster than the ring, up to kDoublingMaxBytes.
+bool PrefersDoubling(int nranks, double bytes, double alpha_us, double beta_gbps);
 
 // For a host's GPU rings (one rank per GPU of the ring): alpha of the
 // farthest edge type, beta the channels' total bandwidth.

@@ -45,19 +45,13 @@ Doubling::Doubling(const EngineSetup& setup, PointToPoint* p2p)
   beta_gbps_ = model.beta_gbps[static_cast<int>(topology::PathType::kNet)];
 }
 
-bool Doubling::Prefers(int nranks, double bytes, double alpha_us, double beta_gbps) {
-  if (nranks < 2 || bytes > static_cast<double>(kMaxBytes)) return false;
-  return topology::PredictDoublingAllReduce(nranks, bytes, alpha_us, beta_gbps).time_us <
-         topology::PredictRingAllReduce(nranks, bytes, alpha_us, beta_gbps).time_us;
-}
-
 bool Doubling::Takes(Call& call) {
   const kernels::CollArgs& a = call.args;
   if (!enabled_ || nranks_ < 2 || a.coll != Coll::kAllReduce || a.count <= 0) return false;
   if (a.op == RedOp::kAvg && !Floating(a.dtype)) return false;
   const double bytes = static_cast<double>(a.count) * static_cast<double>(base::DataTypeSize(a.dtype));
   if (bytes > static_cast<double>(kMaxBytes)) return false;
-  return forced_ || Prefers(nranks_, bytes, alpha_us_, beta_gbps_);
+  return forced_ || topology::PrefersDoubling(nranks_, bytes, alpha_us_, beta_gbps_);
 }
 
 Status Doubling::Swap(Call& call, int peer, bool send, bool recv, const void* mine, size_t bytes) {
@@ -89,8 +83,7 @@ Status Doubling::Run(Call& call) {
   const kernels::CollArgs& a = call.args;
   if (!logged_) {
     logged_ = true;
-    int rounds = 0;
-    while ((2 << rounds) <= nranks_) ++rounds;
+    const int rounds = topology::DoublingRounds(nranks_);
     RINGO_LOG(INFO) << "rank " << rank_ << ": all-reduces up to " << kMaxBytes / 1024 << " KiB across hosts by recursive doubling ("
                     << rounds << " exchanges" << ((1 << rounds) != nranks_ ? " and 2 to fold " + std::to_string(nranks_ - (1 << rounds)) + " extra ranks in" : std::string())
                     << (forced_ ? ", every one: RINGO_ALGO=doubling" : ", where the cost model prefers it to the ring") << ")";
@@ -115,8 +108,7 @@ Status Doubling::Run(Call& call) {
     loops.reduce_final(low, high, acc, nullptr, a.count, params, false, false);
   };
 
-  int p = 1;
-  while (p * 2 <= nranks_) p *= 2;
+  const int p = 1 << topology::DoublingRounds(nranks_);
   const int extra = nranks_ - p;  // ranks 0 .. 2 extra - 1 pair up first
   int vrank = rank_ - extra;
   if (rank_ < 2 * extra) {

@@ -25,13 +25,14 @@
 
 #include "collectives/engines/engine.h"
 #include "collectives/engines/setup.h"
+#include "topology/cost_model.h"
 
 namespace ringo::collectives {
 
 class Doubling : public Engine {
  public:
-  // The largest all-reduce it takes, in bytes.
-  static constexpr int64_t kMaxBytes = int64_t{256} << 10;
+  // The largest all-reduce it takes, in bytes (the model's limit).
+  static constexpr int64_t kMaxBytes = static_cast<int64_t>(topology::kDoublingMaxBytes);
 
   // `p2p`: the communicator's point-to-point engine, which carries the
   // exchanges. Built only for host communicators where some pair of ranks
@@ -42,10 +43,6 @@ class Doubling : public Engine {
   bool Takes(Call& call) override;
   base::Status Run(Call& call) override;
   void Abort(const base::Status&, uint64_t) override {}  // the point-to-point engine wakes its waits
-
-  // Whether the model prefers recursive doubling for `bytes` over `nranks`
-  // ranks with network steps of `alpha_us` and `beta_gbps` (pure: tests).
-  static bool Prefers(int nranks, double bytes, double alpha_us, double beta_gbps);
 
  private:
   // Swaps `bytes` of `mine` with `peer` (or only sends, or only receives)

@@ -110,7 +110,7 @@ void RenderJson(const Report& r, std::ostream& out) {
     if (r.hosts > 1) {  // recursive doubling, what a host communicator across the hosts may run instead
       const topology::Prediction d = topology::PredictDoublingAllReduce(p.nranks, p.bytes, p.alpha_us, p.beta_gbps);
       out << ", \"doubling_time_us\": " << Num(d.time_us) << ", \"host_choice\": \""
-          << (d.time_us < p.time_us && p.bytes <= 256 * 1024 ? "doubling" : "ring") << "\"";
+          << (topology::PrefersDoubling(p.nranks, p.bytes, p.alpha_us, p.beta_gbps) ? "doubling" : "ring") << "\"";
     }
     out << "}";
   }

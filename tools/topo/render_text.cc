@@ -219,14 +219,13 @@ void RenderText(const Report& r, std::ostream& out) {
     // What a host communicator across these hosts would choose between
     // (collectives/engines/doubling.h): the same model, the same alpha and beta.
     const topology::Prediction d = topology::PredictDoublingAllReduce(p.nranks, p.bytes, p.alpha_us, p.beta_gbps);
-    int rounds = 0;
-    while ((2 << rounds) <= p.nranks) ++rounds;
+    const int rounds = topology::DoublingRounds(p.nranks);
     out << "recursive doubling: t = (log2 p + 2 [N != p]) * (alpha + S/beta), " << rounds
         << ((1 << rounds) != p.nranks ? " + 2" : "") << " steps\n";
     out << "time " << Fmt("%.1f", d.time_us) << " us   algbw " << Fmt("%.2f", d.algbw_gbps) << " GB/s   busbw "
         << Fmt("%.2f", d.busbw_gbps) << " GB/s\n";
     out << "a host communicator across these hosts runs "
-        << (d.time_us < p.time_us && p.bytes <= 256 * 1024 ? "recursive doubling" : "the ring")
+        << (topology::PrefersDoubling(p.nranks, p.bytes, p.alpha_us, p.beta_gbps) ? "recursive doubling" : "the ring")
         << " at this size (recursive doubling where the model prefers it, up to 256 KiB; GPU communicators "
            "run the ring)\n";
   }
