@@ -107,6 +107,12 @@ const std::vector<EnvVarInfo>& Table() {
        "the NIC reads and writes itself (GPUDirect RDMA through dma-buf or nvidia_peermem), "
        "where both ends have every piece (said at INFO); 0: such edges stage through pinned "
        "host memory."},
+      {"RINGO_NET_BALANCE", "bool", "1",
+       "1: where a communicator's ring channels across hosts spread over more than one network "
+       "device, each collective of at least 256 KiB per channel is split over the channels in "
+       "proportion to their rates, measured from the transfers themselves and agreed by the "
+       "ranks every half second of traffic (said at INFO); 0: equal parts. Rank 0's setting "
+       "applies to all; RINGO_DETERMINISTIC keeps equal parts."},
       {"RINGO_NET_STREAMS", "int", "2",
        "TCP streams per network connection; messages of 64 KiB and more are split across "
        "them."},
@@ -312,6 +318,7 @@ Config* Load() {
   int_var("RINGO_CONTROL_TIMEOUT_MS", &config->control_timeout_ms, 1);
   bool_var("RINGO_IB_DISABLE", &config->ib_disable);
   bool_var("RINGO_NET_GPUDIRECT", &config->net_gpudirect);
+  bool_var("RINGO_NET_BALANCE", &config->net_balance);
   bool_var("RINGO_GPU_ACROSS_HOSTS", &config->gpu_across_hosts);
   bool_var("RINGO_GPU_ELASTIC", &config->gpu_elastic);
   bool_var("RINGO_GPU_TRACK_REPLAYS", &config->gpu_track_replays);

@@ -52,6 +52,7 @@ struct Config {
   int64_t net_streams = 2;               // RINGO_NET_STREAMS
   bool ib_disable = false;               // RINGO_IB_DISABLE
   bool net_gpudirect = false;            // RINGO_NET_GPUDIRECT
+  bool net_balance = true;               // RINGO_NET_BALANCE
   bool gpu_across_hosts = false;         // RINGO_GPU_ACROSS_HOSTS
   bool gpu_elastic = false;              // RINGO_GPU_ELASTIC
   bool gpu_track_replays = false;        // RINGO_GPU_TRACK_REPLAYS

@@ -193,7 +193,8 @@ class Communicator {
   //    engine (engines/registry.h), then how this rank's calls wait.
   base::Status Connect(transport::Exchange& exchange, const Agreement& agreed, EngineSetup* setup);
   base::StatusOr<transport::ConnectorSpec> ConnectorSpecFor(transport::Exchange& exchange, const Agreement& agreed,
-                                                            const EngineSetup& setup) const;
+                                                            const EngineSetup& setup,
+                                                            int* net_devices) const;
   void ConfigureWait(const EngineSetup& setup);
   // 4. what explains this rank from then on (observer.h) and the failure
   //    agreement.

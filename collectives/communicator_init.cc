@@ -311,7 +311,17 @@ int Communicator::ChannelsEveryRankAllows(const std::vector<transport::PeerInfo>
 }
 
 Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agreed, EngineSetup* setup) {
-  ASSIGN_OR_RETURN(transport::ConnectorSpec spec, ConnectorSpecFor(exchange, agreed, *setup));
+  int net_devices = 0;
+  ASSIGN_OR_RETURN(transport::ConnectorSpec spec, ConnectorSpecFor(exchange, agreed, *setup, &net_devices));
+  // Across hosts: a channel per network device at least, so that every NIC
+  // carries one, and where they are several, splits by measured rate.
+  if (net_devices > 0) {
+    setup->host.net_devices = net_devices;
+    if (!setup->host.fixed_channels && nranks_ > 1) {
+      setup->host.nchannels = ChannelsForNetDevices(setup->host.nchannels, net_devices);
+    }
+    setup->host.balance = net_devices > 1 && agreed.settings.shared.net_balance != 0 && !setup->host.deterministic;
+  }
   connector_ = std::make_unique<transport::Connector>(exchange_.get(), std::move(spec), config_);
   setup->exchange = &exchange;
   setup->connector = connector_.get();
@@ -338,7 +348,8 @@ Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agr
 // every rank's record, so both ends of an edge decide alike.
 StatusOr<transport::ConnectorSpec> Communicator::ConnectorSpecFor(transport::Exchange& exchange,
                                                                   const Agreement& agreed,
-                                                                  const EngineSetup& setup) const {
+                                                                  const EngineSetup& setup,
+                                                                  int* net_devices) const {
   std::vector<topology::RankInfo> places(nranks_);
   for (int r = 0; r < nranks_; ++r) places[r].host = agreed.domains[r];
   ASSIGN_OR_RETURN(const topology::TransportPolicy policy, TransportPolicyFor(config_));
@@ -365,8 +376,14 @@ StatusOr<transport::ConnectorSpec> Communicator::ConnectorSpecFor(transport::Exc
   struct NetRecord {
     uint64_t fabric;
     uint64_t gpudirect;
+    uint64_t devices;  // the network devices its ring channels spread over
   };
-  NetRecord mine{transport::net::VerbsFabric(config_, spec.numa), 0};
+  NetRecord mine{transport::net::VerbsFabric(config_, spec.numa), 0, 0};
+  {
+    auto net = transport::net::ProcessNet(
+        config_, mine.fabric != 0 ? transport::net::NetKind::kIb : transport::net::NetKind::kSocket, spec.numa);
+    mine.devices = net.ok() ? static_cast<uint64_t>((*net)->DeviceCount()) : 0;
+  }
   if (agreed.gpu_hosts) {
     const transport::net::GpuDirectVerdict verdict = transport::net::JudgeGpuDirect(
         transport::net::ProbeGpuDirect(agreed.device, mine.fabric != 0), config_.net_gpudirect);
@@ -380,6 +397,7 @@ StatusOr<transport::ConnectorSpec> Communicator::ConnectorSpecFor(transport::Exc
   for (int r = 0; r < nranks_; ++r) {
     spec.fabrics[r] = records[r].fabric;
     spec.gpudirect[r] = records[r].gpudirect != 0 ? 1 : 0;
+    *net_devices = std::max<int>(*net_devices, static_cast<int>(std::min<uint64_t>(records[r].devices, 64)));
   }
   return spec;
 }

@@ -33,7 +33,7 @@ class HostPrims {
     const int n = a.nranks;
     prev_rank_ = n > 1 ? RankAt(a, (a.pos + n - 1) % n) : a.rank;
     if (e.sig.seq != 0 && n > 1 && channel == 0) {
-      const Range range = ChannelRange(a.call.count, a.nchannels, channel, ChunkAlignElems(sizeof(T)));
+      const Range range = RingChannelRange(a, channel, ChunkAlignElems(sizeof(T)));
       const bool any = NumLoops(a.call.coll, n, range, a.slice_bytes / static_cast<int64_t>(sizeof(T))) > 0;
       receives_ = any && RankReceives(a.call.coll, n, a.pos, a.root_pos);
       owe_verdict_ = !(any && RankReceives(a.call.coll, n, (a.pos + 1) % n, a.root_pos));

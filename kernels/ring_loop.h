@@ -51,7 +51,17 @@ struct RingArgs {
   int64_t slice_bytes = 0;  // a chunk's largest size: at most what one FIFO slot carries
   int order[kMaxInlineRanks] = {};  // ring position -> rank, when nranks <= kMaxInlineRanks
   const int* order_beyond = nullptr;  // the whole order otherwise (host memory)
+  // The channels' cumulative weights (nchannels + 1 entries, host memory:
+  // host rings whose channels cross links of unequal speed), or null for
+  // equal parts.
+  const uint32_t* split = nullptr;
 };
+
+// Channel `channel`'s part of the call's elements.
+RINGO_HD_INLINE Range RingChannelRange(const RingArgs& a, int channel, int64_t align) {
+  return a.split != nullptr ? WeightedChannelRange(a.call.count, a.split, a.nchannels, channel, align)
+                            : ChannelRange(a.call.count, a.nchannels, channel, align);
+}
 
 RINGO_HD_INLINE int RankAt(const RingArgs& a, int pos) {
   return a.nranks <= kMaxInlineRanks ? a.order[pos] : a.order_beyond[pos];
@@ -99,7 +109,7 @@ RINGO_DEVICE_FN void RunRingChannel(const RingArgs& a, int channel, Prims& prims
   const int64_t slice = a.slice_bytes / static_cast<int64_t>(sizeof(T));
   const bool by_rank = coll == Coll::kReduceScatter || coll == Coll::kAllGather;
   const int64_t block_count = by_rank ? a.call.count : 0;
-  const Range range = ChannelRange(a.call.count, a.nchannels, channel, align);
+  const Range range = RingChannelRange(a, channel, align);
   const int steps = NumSteps(coll, a.nranks);
   const int64_t loops = NumLoops(coll, a.nranks, range, slice);
   const T* send = static_cast<const T*>(a.call.send);

@@ -168,6 +168,26 @@ RINGO_HD constexpr Range ChannelRange(int64_t count, int nchannels, int c, int64
   return {lo, Min64(lo + part, count)};
 }
 
+// Where the channels carry unequal parts (links of unequal speed): `cum`
+// holds nchannels + 1 cumulative weights, cum[0] == 0 and cum[nchannels] the
+// total (nonzero); channel c takes about count * (cum[c+1] - cum[c]) / total
+// elements, its start a multiple of `align`. Contiguous and covering [0,
+// count) whatever the weights, as ChannelRange is.
+RINGO_HD constexpr int64_t WeightedEdge(int64_t count, const uint32_t* cum, int nchannels, int k, int64_t align) {
+  if (k <= 0) return 0;
+  if (k >= nchannels) return count;
+  const int64_t total = cum[nchannels];
+  // count * cum[k] / total without overflow for any count below 2^62.
+  const int64_t at = (count / total) * cum[k] + (count % total) * cum[k] / total;
+  return Min64(AlignUp(at, align), count);
+}
+RINGO_HD constexpr Range WeightedChannelRange(int64_t count, const uint32_t* cum, int nchannels, int c,
+                                              int64_t align) {
+  const int64_t lo = WeightedEdge(count, cum, nchannels, c, align);
+  const int64_t hi = WeightedEdge(count, cum, nchannels, c + 1, align);
+  return {lo, hi > lo ? hi : lo};
+}
+
 // Loops a channel runs over `range` with chunks of at most `slice` elements.
 RINGO_HD constexpr int64_t NumLoops(Coll coll, int nranks, Range range, int64_t slice) {
   const int64_t n = range.hi - range.lo;

@@ -75,6 +75,7 @@ struct Case {
   std::vector<int> order;  // ring position -> rank
   int slots = kFifoSlots;
   bool in_place = false;  // check the read-after-write hazards of in-place buffers
+  std::vector<uint32_t> split;  // cumulative channel weights (nchannels + 1), or empty: equal parts
 
   std::string Describe() const {
     std::ostringstream s;
@@ -84,6 +85,10 @@ struct Case {
     s << " order=";
     for (int r : order) s << r;
     s << " slots=" << slots;
+    if (!split.empty()) {
+      s << " split=";
+      for (uint32_t w : split) s << w << ",";
+    }
     return s.str();
   }
 };
@@ -131,11 +136,16 @@ class Simulator {
     std::vector<Val> data;
   };
 
+  Range Channel(int c) const {
+    return k_.split.empty() ? ChannelRange(k_.count, k_.nchannels, c, k_.align)
+                            : WeightedChannelRange(k_.count, k_.split.data(), k_.nchannels, c, k_.align);
+  }
+
   // The channels split [0, count) into contiguous parts with aligned starts.
   std::string CheckChannelRanges() {
     int64_t next = 0;
     for (int c = 0; c < k_.nchannels; ++c) {
-      const Range r = ChannelRange(k_.count, k_.nchannels, c, k_.align);
+      const Range r = Channel(c);
       if (r.lo != next) return "channel " + std::to_string(c) + " starts at " + std::to_string(r.lo) +
                                  ", the previous one ended at " + std::to_string(next);
       if (r.hi < r.lo) return "channel " + std::to_string(c) + " has a negative range";
@@ -150,7 +160,7 @@ class Simulator {
   }
 
   std::string RunChannel(int channel) {
-    range_ = ChannelRange(k_.count, k_.nchannels, channel, k_.align);
+    range_ = Channel(channel);
     steps_ = NumSteps(k_.coll, n_);
     loops_ = NumLoops(k_.coll, n_, range_, k_.slice);
     const int64_t size = range_.hi - range_.lo;

@@ -5,6 +5,8 @@
 // alignments, 1..3 channels, and ring orders that are not the identity.
 #include "kernels/schedule.h"
 
+#include <cmath>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -207,6 +209,35 @@ TEST_P(ScheduleSweep, EveryDatatypeSize) {
   }
 }
 
+// Channels of unequal parts (links of unequal speed): every collective
+// still delivers every element once, whatever the weights, including a
+// channel with nothing to carry.
+TEST_P(ScheduleSweep, UnequalChannelParts) {
+  const int n = GetParam();
+  const std::vector<std::vector<uint32_t>> splits = {{0, 3276, 4096}, {0, 820, 4096}, {0, 1, 2, 4096},
+                                                     {0, 2000, 2000, 4096}};
+  for (Coll coll : kAllColls) {
+    for (int root : Roots(coll, n, false)) {
+      for (const auto& split : splits) {
+        for (int64_t count : {0, 1, 17, 64, 257, 1000}) {
+          Case c;
+          c.coll = coll;
+          c.nranks = n;
+          c.count = count;
+          c.nchannels = static_cast<int>(split.size()) - 1;
+          c.split = split;
+          c.align = 4;
+          c.slice = 16;
+          c.root = root;
+          c.order = Orders(n, false)[0];
+          c.in_place = true;
+          ASSERT_TRUE(Simulate(c));
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, ScheduleSweep, ::testing::Range(1, 9),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "N" + std::to_string(info.param);
@@ -384,6 +415,35 @@ TEST(ScheduleTest, ChannelRangesPartitionEveryCount) {
       }
     }
   }
+}
+
+TEST(ScheduleTest, WeightedChannelRangesPartitionInProportion) {
+  const std::vector<std::vector<uint32_t>> splits = {{0, 1, 2}, {0, 3277, 4096}, {0, 100, 4000, 4096},
+                                                     {0, 0, 4096}, {0, 1024, 2048, 3072, 4096}};
+  for (const auto& cum : splits) {
+    const int nch = static_cast<int>(cum.size()) - 1;
+    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{63}, int64_t{4096}, int64_t{1000003},
+                          (int64_t{1} << 40) + 5}) {
+      for (int64_t align : {1, 16, 64}) {
+        int64_t next = 0;
+        for (int c = 0; c < nch; ++c) {
+          const Range r = WeightedChannelRange(count, cum.data(), nch, c, align);
+          ASSERT_EQ(r.lo, next) << count << " channel " << c;
+          ASSERT_LE(r.lo, r.hi);
+          if (r.hi > r.lo) ASSERT_EQ(r.lo % align, 0);
+          // Each part within one alignment step of its weight's share.
+          const double want = static_cast<double>(count) * (cum[c + 1] - cum[c]) / cum[nch];
+          ASSERT_LE(std::abs(static_cast<double>(r.hi - r.lo) - want), 2.0 * align + 1e-6 * want)
+              << count << " channel " << c;
+          next = r.hi;
+        }
+        ASSERT_EQ(next, count);
+      }
+    }
+  }
+  // 80% / 20%: a fast link's channel takes four times the slow one's.
+  const uint32_t cum[] = {0, 3277, 4096};
+  EXPECT_EQ(WeightedChannelRange(4096 * 64, cum, 2, 0, 64).hi, 3277 * 64);
 }
 
 // The functions are usable in constant expressions (and so on the device).

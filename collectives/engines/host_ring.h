@@ -9,6 +9,7 @@
 #ifndef RINGO_COLLECTIVES_ENGINES_HOST_RING_H_
 #define RINGO_COLLECTIVES_ENGINES_HOST_RING_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -18,6 +19,7 @@
 
 #include "collectives/engines/engine.h"
 #include "collectives/engines/board_state.h"
+#include "collectives/engines/channel_balance.h"
 #include "collectives/engines/setup.h"
 #include "kernels/ring_executor.h"
 #include "transport/fifo/fifo.h"
@@ -56,6 +58,10 @@ class HostRing : public Engine {
   HostRing(const EngineSetup& setup, std::shared_ptr<BoardState> board);
   base::Status RunChannel(int channel, const kernels::CollArgs& args, const CollPlan& plan, const Call& call);
   void WorkerLoop(int channel);
+  static int64_t ChannelBytes(const kernels::RingArgs& ring, int channel);
+  // After a call that measured its channels: at an agreed point, the ranks
+  // pool their measurements (an all-reduce on channel 0) and adopt a new split.
+  base::Status Rebalance(int64_t bytes, Call& call);
 
   const int rank_;
   const int nranks_;
@@ -65,6 +71,15 @@ class HostRing : public Engine {
   std::shared_ptr<BoardState> board_;
   const std::function<void(const base::Status&)> on_fault_;
   std::vector<Channel> channels_;
+  // Where channels cross links of unequal speed (CommGeometry::balance): the
+  // split of calls over every channel, and their measurement.
+  std::unique_ptr<ChannelBalance> balance_;
+  // The call in flight: its split (null: equal parts), whether its channels
+  // are timed, and when it started. Set before the workers wake.
+  const uint32_t* call_split_ = nullptr;
+  bool call_measured_ = false;
+  std::chrono::steady_clock::time_point call_start_;
+  uint32_t logged_first_part_ = 0;  // the split last said at INFO
 
   // Worker threads (channels 1..n-1): a job generation and its results.
   std::mutex job_mu_;

@@ -17,6 +17,8 @@ constexpr int64_t kSmallSliceBytes = 128 * 1024;
 constexpr int64_t kP2pSlotBytes = 128 * 1024;
 constexpr int64_t kWholeSlotFrom = 16 << 20;
 constexpr int kMaxChannels = 4;
+// Across hosts, one channel per network device, up to this many.
+constexpr int kMaxNetChannels = 16;
 // Below this much data per channel, another channel costs more (a thread
 // handoff) than it gains.
 constexpr int64_t kMinBytesPerChannel = 512 * 1024;
@@ -58,6 +60,10 @@ int64_t CollectiveBytes(const kernels::CollArgs& args, int nranks) {
 
 int ChannelsForCores(int cores, int ranks_on_machine) {
   return std::clamp(cores / std::max(1, ranks_on_machine), 1, kMaxChannels);
+}
+
+int ChannelsForNetDevices(int channels, int net_devices) {
+  return std::max(channels, std::min(net_devices, kMaxNetChannels));
 }
 
 CommGeometry ChooseGeometry(const CommSettings& settings, int nranks, int local_ranks, int cores, int machine_ranks,

@@ -34,7 +34,18 @@ struct CommGeometry {
   // board), and the smallest tried direct; 0: never.
   std::array<int64_t, 5> oneshot_auto_bytes{};
   std::array<int64_t, 5> direct_auto_bytes{};
+  // Across hosts: the most network devices (NICs, ports) any rank's channels
+  // spread over, and whether ring channels take parts of each collective in
+  // proportion to their measured rates (engines/channel_balance.h) instead
+  // of equal parts: where channels cross more than one device and results
+  // need not be reproducible (not RINGO_DETERMINISTIC).
+  int net_devices = 0;
+  bool balance = false;
 };
+
+// Channels across hosts: at least one per network device (so every NIC
+// carries a channel), at most 16, unless RINGO_NCHANNELS fixed them.
+int ChannelsForNetDevices(int channels, int net_devices);
 
 // The channels a rank runs when `ranks_on_machine` share `cores` (one
 // thread each).

@@ -27,6 +27,7 @@ CommSettings SettingsFrom(const base::Config& config) {
   s.shared.deterministic = config.deterministic ? 1 : 0;
   s.shared.gpu_across_hosts = config.gpu_across_hosts ? 1 : 0;
   s.shared.slot_bytes = config.slot_bytes;
+  s.shared.net_balance = config.net_balance ? 1 : 0;
   s.local.spin_count = config.spin_count;
   s.local.yield_count = config.yield_count;
   s.local.crowded_wait = config.crowded_wait;
@@ -50,7 +51,7 @@ base::Status ValidateShared(const std::vector<SharedSettings>& all) {
     const auto proto = static_cast<int32_t>(s.proto);
     if (algo < 0 || algo > 3 || proto < 0 || proto > 2) return bad("an unknown algorithm or protocol");
     if ((s.check != 0 && s.check != 1) || (s.deterministic != 0 && s.deterministic != 1) ||
-        (s.gpu_across_hosts != 0 && s.gpu_across_hosts != 1)) {
+        (s.gpu_across_hosts != 0 && s.gpu_across_hosts != 1) || (s.net_balance != 0 && s.net_balance != 1)) {
       return bad("a setting that is neither 0 nor 1");
     }
   }

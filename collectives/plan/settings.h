@@ -36,8 +36,10 @@ struct SharedSettings {
   int32_t deterministic = 0;               // RINGO_DETERMINISTIC
   int32_t gpu_across_hosts = 0;            // RINGO_GPU_ACROSS_HOSTS
   int64_t slot_bytes = 0;                  // RINGO_SLOT_BYTES (0: chosen)
+  int32_t net_balance = 1;                 // RINGO_NET_BALANCE
+  int32_t reserved = 0;
 };
-static_assert(sizeof(SharedSettings) == 32, "fixed layout: sent raw at init");
+static_assert(sizeof(SharedSettings) == 40, "fixed layout: sent raw at init");
 
 struct LocalSettings {
   int64_t spin_count = -1;    // RINGO_SPIN_COUNT (-1: chosen at init)

@@ -12,10 +12,17 @@
 #   host_addr I           host I's IPv4 address
 #   host_ifname I         host I's interface name (inside its namespace)
 #   host_shape I RATE     limit host I's egress to RATE (tc tbf, e.g. 1gbit)
+#   cluster_second_link   a second link for every host: its own bridge, its
+#                         own subnet (10.232.X.1.., interface host_ifname2 I)
+#   host_shape2 I RATE    limit host I's egress on the second link
 #   cluster_down          remove everything (idempotent)
 #
 # Run as a command it keeps a cluster across calls (bench/ scripts):
 #   cluster.sh up N ID | run ID I CMD... | shape ID I RATE | addr ID I | down ID
+#   cluster.sh link2 ID | shape2 ID I RATE | addr2 ID I
+
+# tc lives in sbin, which a test's PATH may lack.
+case ":$PATH:" in *:/usr/sbin:*) ;; *) PATH="$PATH:/usr/sbin:/sbin" ;; esac
 
 CLUSTER_ID=${CLUSTER_ID:-$(( ($$ % 200) + 20 ))}
 CLUSTER_PREFIX="rg${CLUSTER_ID}"
@@ -36,6 +43,8 @@ cluster_require() {
 host_ns() { echo "${CLUSTER_PREFIX}h$1"; }
 host_ifname() { echo "${CLUSTER_PREFIX}e$1"; }
 host_addr() { echo "10.231.${CLUSTER_ID}.$(( $1 + 1 ))"; }
+host_ifname2() { echo "${CLUSTER_PREFIX}f$1"; }
+host_addr2() { echo "10.232.${CLUSTER_ID}.$(( $1 + 1 ))"; }
 host_addr6() { echo "fd31:${CLUSTER_ID}::$(( $1 + 1 ))"; }
 host_pid() { cat "$CLUSTER_DIR/host$1.pid"; }
 
@@ -98,6 +107,24 @@ host_shape() {
   ip netns exec "$(host_ns "$i")" tc qdisc replace dev "$(host_ifname "$i")" root tbf rate "$rate" burst 256kb latency 10ms
 }
 
+cluster_second_link() {
+  local i
+  ip -n "${CLUSTER_PREFIX}sw" link add br1 type bridge || return 1
+  ip -n "${CLUSTER_PREFIX}sw" link set br1 up
+  for ((i = 0; i < CLUSTER_N; i++)); do
+    local ns; ns=$(host_ns "$i")
+    ip link add "$(host_ifname2 "$i")" netns "$ns" type veth peer name "q$i" netns "${CLUSTER_PREFIX}sw" || return 1
+    ip -n "${CLUSTER_PREFIX}sw" link set "q$i" master br1 up
+    ip -n "$ns" addr add "$(host_addr2 "$i")/24" dev "$(host_ifname2 "$i")"
+    ip -n "$ns" link set "$(host_ifname2 "$i")" up
+  done
+}
+
+host_shape2() {
+  local i=$1 rate=$2
+  ip netns exec "$(host_ns "$i")" tc qdisc replace dev "$(host_ifname2 "$i")" root tbf rate "$rate" burst 256kb latency 10ms
+}
+
 cluster_down() {
   local i
   [ -n "$CLUSTER_DIR" ] || return 0
@@ -113,7 +140,7 @@ cluster_down() {
 
 # The command form.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-  usage() { echo "usage: $0 up N ID | run ID I CMD... | shape ID I RATE | addr ID I | down ID" >&2; exit 2; }
+  usage() { echo "usage: $0 up N ID | run ID I CMD... | shape ID I RATE | addr ID I | link2 ID | shape2 ID I RATE | addr2 ID I | down ID" >&2; exit 2; }
   cmd=${1:-}
   if [ "$cmd" = up ]; then n=${2:-}; CLUSTER_ID=${3:-}; else CLUSTER_ID=${2:-}; fi
   shift 2 2>/dev/null || usage
@@ -128,6 +155,9 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     run) i=$1; shift; host_run "$i" "$@" ;;
     shape) host_shape "$1" "$2" ;;
     addr) host_addr "$1" ;;
+    link2) cluster_second_link ;;
+    shape2) host_shape2 "$1" "$2" ;;
+    addr2) host_addr2 "$1" ;;
     down) cluster_down ;;
     *) echo "unknown command $cmd" >&2; exit 2 ;;
   esac

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/check.h"
 #include "base/cuda.h"
@@ -146,10 +147,11 @@ class NetMedium : public FifoMedium {
 
   Status Create(const PairContext& pair, Made* made, OfferBlob* offer) override {
     net::NetKind kind;
-    ASSIGN_OR_RETURN(net::Net * network, PairNet(pair, "from", &kind));
+    int net_device = 0;
+    ASSIGN_OR_RETURN(net::Net * network, PairNet(pair, "from", &kind, &net_device));
     NetOffer o{};
     net::ConnectOptions opts{pair.spec->rank, pair.peer, pair.spec->tag};
-    ASSIGN_OR_RETURN(made->listener, network->Listen(Device(network, pair), opts, &o.handle));
+    ASSIGN_OR_RETURN(made->listener, network->Listen(net_device, opts, &o.handle));
     std::memcpy(offer->bytes, &o, sizeof(o));
     ASSIGN_OR_RETURN(made->device, EdgeDevice(pair));
     ASSIGN_OR_RETURN(EdgeFifo fifo, AllocateEdgeFifo(pair.geometry.slot_bytes, pair.spec->rank, made->device,
@@ -174,9 +176,10 @@ class NetMedium : public FifoMedium {
     NetOffer o;
     std::memcpy(&o, offer.bytes, sizeof(o));
     net::NetKind kind;
-    ASSIGN_OR_RETURN(net::Net * network, PairNet(pair, "to", &kind));
+    int net_device = 0;
+    ASSIGN_OR_RETURN(net::Net * network, PairNet(pair, "to", &kind, &net_device));
     net::ConnectOptions opts{pair.spec->rank, pair.peer, pair.spec->tag};
-    auto conn = network->Connect(Device(network, pair), o.handle, opts, pair.deadline);
+    auto conn = network->Connect(net_device, o.handle, opts, pair.deadline);
     if (!conn.ok()) return conn.status().WithContext(pair.where);
     ASSIGN_OR_RETURN(const int device, EdgeDevice(pair));
     ASSIGN_OR_RETURN(EdgeFifo fifo,
@@ -202,7 +205,7 @@ class NetMedium : public FifoMedium {
   // The transport both ends pick for the pair: verbs where both have a port
   // on one fabric, sockets otherwise.
   // `way`: "from" on the receiving end, "to" on the sending one (the log).
-  StatusOr<net::Net*> PairNet(const PairContext& pair, const char* way, net::NetKind* chosen) const {
+  StatusOr<net::Net*> PairNet(const PairContext& pair, const char* way, net::NetKind* chosen, int* device) const {
     const ConnectorSpec& s = *pair.spec;
     net::NetKind kind = net::NetKind::kSocket;
     const bool known = static_cast<int>(s.fabrics.size()) == s.nranks;
@@ -214,13 +217,17 @@ class NetMedium : public FifoMedium {
                       : s.fabrics[pair.peer] == 0            ? " (no verbs port there)"
                                                              : " (verbs ports on different fabrics)";
     *chosen = kind;
+    ASSIGN_OR_RETURN(net::Net * network, net::ProcessNet(config_, kind, s.numa));
+    *device = Device(network, pair);
+    auto props = network->Properties(*device);
     RINGO_LOG(INFO) << "rank " << s.rank << ": the edge " << way << " rank " << pair.peer << " ("
                     << (pair.lane == kP2pLane ? std::string("point-to-point") : "channel " + std::to_string(pair.lane))
                     << ") takes " << net::NetKindName(kind) << why
+                    << (props.ok() ? ", device " + props->name : std::string())
                     << (!pair.gpu                  ? ""
                         : SlotsApart(pair, kind) ? ", slots in GPU memory (GPUDirect RDMA)"
                                                  : ", slots in pinned host memory");
-    return net::ProcessNet(config_, kind, s.numa);
+    return network;
   }
 
   // Whether the pair's slots are kept apart from its header: GPUDirect,
@@ -232,10 +239,12 @@ class NetMedium : public FifoMedium {
                                s.gpudirect_host_stand_in);
   }
 
-  // Ring channels spread over the transport's devices (NICs, ports).
+  // Ring channels spread over the transport's devices (NICs, ports), those
+  // near this rank's NUMA node first.
   static int Device(net::Net* network, const PairContext& pair) {
     const int lane = pair.lane == kP2pLane ? 0 : pair.lane;
-    return lane % network->DeviceCount();
+    const std::vector<int> order = net::DevicesNearFirst(*network, pair.spec->numa);
+    return order[static_cast<size_t>(lane) % order.size()];
   }
 
   static FifoLink Link(const PairContext& pair, bool sending, EdgeFifo fifo, int device) {

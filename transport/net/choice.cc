@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -81,6 +83,28 @@ base::StatusOr<NetKind> ChooseNet(const base::Config& config, uint64_t mine, uin
                               std::to_string(peer_rank) + " cannot use verbs: " + why);
   }
   return NetKind::kSocket;
+}
+
+std::vector<int> DevicesNearFirst(const Net& net, int numa,
+                                  const std::function<int(const std::string& pci_path)>& node_of) {
+  const int n = std::max(1, net.DeviceCount());
+  std::vector<int> order(n);
+  std::vector<int> rank(n, 1);
+  for (int d = 0; d < n; ++d) {
+    order[d] = d;
+    auto props = net.Properties(d);
+    if (!props.ok() || props->pci_path.empty() || numa < 0) continue;
+    int node = -1;
+    if (node_of) {
+      node = node_of(props->pci_path);
+    } else if (std::FILE* f = std::fopen((props->pci_path + "/numa_node").c_str(), "r")) {
+      if (std::fscanf(f, "%d", &node) != 1) node = -1;
+      std::fclose(f);
+    }
+    if (node >= 0) rank[d] = node == numa ? 0 : 2;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return rank[a] < rank[b]; });
+  return order;
 }
 
 }  // namespace ringo::transport::net

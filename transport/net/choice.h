@@ -7,6 +7,9 @@
 #define RINGO_TRANSPORT_NET_CHOICE_H_
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "base/config.h"
 #include "base/status.h"
@@ -34,6 +37,14 @@ uint64_t VerbsFabric(const base::Config& config, int numa = -1);
 // join them. Both ends compute the same answer from the same records.
 base::StatusOr<NetKind> ChooseNet(const base::Config& config, uint64_t mine, uint64_t theirs, int self_rank,
                                   int peer_rank);
+
+// The order in which ring channels take `net`'s devices: those on NUMA node
+// `numa` first, then those whose node is unknown (or when `numa` is -1),
+// then the others, each group in the transport's own order. `node_of` gives
+// a device's NUMA node from its sysfs path (-1: unknown); by default it
+// reads PATH/numa_node.
+std::vector<int> DevicesNearFirst(const Net& net, int numa,
+                                  const std::function<int(const std::string& pci_path)>& node_of = nullptr);
 
 }  // namespace ringo::transport::net
 

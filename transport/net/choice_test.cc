@@ -4,6 +4,10 @@
 // it has an RDMA device) the fabric is 0, so TCP carries every edge.
 #include "transport/net/choice.h"
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace ringo::transport::net {
@@ -53,6 +57,43 @@ TEST(VerbsFabric, ZeroWhenVerbsIsOffOrUnusable) {
   auto tcp = ProcessNet(config, NetKind::kSocket);
   ASSERT_TRUE(tcp.ok()) << tcp.status().ToString();
   EXPECT_STREQ((*tcp)->name(), "socket");
+}
+
+// A Net of named devices with sysfs paths and nothing else, for the order
+// ring channels take them in.
+class PathsNet : public Net {
+ public:
+  explicit PathsNet(std::vector<std::string> paths) : paths_(std::move(paths)) {}
+  const char* name() const override { return "paths"; }
+  int DeviceCount() const override { return static_cast<int>(paths_.size()); }
+  base::StatusOr<NetProperties> Properties(int device) const override {
+    NetProperties p;
+    p.name = "dev" + std::to_string(device);
+    p.pci_path = paths_[device];
+    return p;
+  }
+  base::StatusOr<std::unique_ptr<Listener>> Listen(int, const ConnectOptions&, NetHandle*) override {
+    return base::Internal("not here");
+  }
+  base::StatusOr<std::unique_ptr<SendConnection>> Connect(int, const NetHandle&, const ConnectOptions&,
+                                                          Deadline) override {
+    return base::Internal("not here");
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
+
+TEST(DevicesNearFirst, NearDevicesFirstThenUnknownThenFar) {
+  // /n0 and /n1: NUMA nodes 0 and 1; "" a virtual device (no node).
+  PathsNet net({"/n1", "", "/n0", "/n1", "/n0"});
+  auto node = [](const std::string& path) { return path == "/n0" ? 0 : path == "/n1" ? 1 : -1; };
+  EXPECT_EQ(DevicesNearFirst(net, 0, node), (std::vector<int>{2, 4, 1, 0, 3}));
+  EXPECT_EQ(DevicesNearFirst(net, 1, node), (std::vector<int>{0, 3, 1, 2, 4}));
+  // A rank whose node is unknown keeps the transport's order.
+  EXPECT_EQ(DevicesNearFirst(net, -1, node), (std::vector<int>{0, 1, 2, 3, 4}));
+  PathsNet virtual_only({"", ""});
+  EXPECT_EQ(DevicesNearFirst(virtual_only, 0, node), (std::vector<int>{0, 1}));
 }
 
 }  // namespace
