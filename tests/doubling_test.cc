@@ -12,6 +12,9 @@
 //   aside); RINGO_ALGO=ring too.
 // - Ranks that call different all-reduces fail naming both calls; a killed
 //   rank is named within the timeout.
+// - Small all-gathers by Bruck's algorithm from 4 ranks up (2-8 ranks, in
+//   place and not, several sizes; RINGO_ALGO=doubling at 3 ranks), every
+//   block where it belongs.
 #include <sys/stat.h>
 
 #include <chrono>
@@ -171,6 +174,60 @@ TEST_F(DoublingTest, EveryRankCountOpAndDatatype) {
     ASSERT_EQ(first.size(), kCount * 4u);
     for (int r = 1; r < nranks; ++r) EXPECT_TRUE(Load(dir, r) == first) << "rank " << r << "'s float sum differs from rank 0's";
     for (int r = 0; r < nranks; ++r) EXPECT_TRUE(RanDoubling(dir, r)) << "rank " << r << " did not run recursive doubling";
+  }
+}
+
+bool RanBruck(const std::string& dir, int rank) {
+  std::ifstream in(dir + "/" + std::to_string(rank) + ".log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return log.find("by Bruck's algorithm") != std::string::npos;
+}
+
+TEST_F(DoublingTest, BruckAllGather) {
+  for (int nranks : {2, 3, 4, 5, 7, 8, -3}) {  // -3: 3 ranks with RINGO_ALGO=doubling
+    const bool forced = nranks < 0;
+    const int n_ranks = forced ? -nranks : nranks;
+    SCOPED_TRACE(std::to_string(n_ranks) + " ranks" + (forced ? ", RINGO_ALGO=doubling" : ""));
+    const std::string dir = ResultsDir();
+    auto results = RunRanks(n_ranks, RankMode::kProcesses, kDeadline, [&](int rank, int n, const ringoUniqueId& id) -> std::string {
+      if (forced) SetEnvAndReload("RINGO_ALGO", "doubling");
+      ringoComm_t comm = nullptr;
+      ringoResult_t rc = InitAsHost(&comm, rank, n, id, 1, dir);
+      if (rc != ringoSuccess) return Err("init", rc, nullptr);
+      for (int64_t count : {1, 13, 1000, 8000}) {
+        // Out of place, int32: element i of rank r's block is r * 100000 + i.
+        std::vector<int32_t> in(count), out(count * n, -1);
+        for (int64_t i = 0; i < count; ++i) in[i] = static_cast<int32_t>(rank * 100000 + i);
+        rc = ringoAllGather(in.data(), out.data(), count, ringoInt32, comm, nullptr);
+        if (rc != ringoSuccess) return Err("all-gather", rc, comm);
+        for (int r = 0; r < n; ++r) {
+          for (int64_t i = 0; i < count; ++i) {
+            if (out[r * count + i] != r * 100000 + i) {
+              return "count " + std::to_string(count) + ": block " + std::to_string(r) + " element " + std::to_string(i);
+            }
+          }
+        }
+        // In place, bytes: each rank's block already in its place in the output.
+        std::vector<uint8_t> buf(count * n, 0);
+        for (int64_t i = 0; i < count; ++i) buf[rank * count + i] = static_cast<uint8_t>(rank * 31 + i);
+        rc = ringoAllGather(buf.data() + rank * count, buf.data(), count, ringoUint8, comm, nullptr);
+        if (rc != ringoSuccess) return Err("in-place all-gather", rc, comm);
+        for (int r = 0; r < n; ++r) {
+          for (int64_t i = 0; i < count; ++i) {
+            if (buf[r * count + i] != static_cast<uint8_t>(r * 31 + i)) {
+              return "in place, count " + std::to_string(count) + ": block " + std::to_string(r);
+            }
+          }
+        }
+      }
+      rc = ringoCommDestroy(comm);
+      return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
+    });
+    EXPECT_ALL_RANKS_OK(results);
+    const bool want = forced || n_ranks >= 4;
+    for (int r = 0; r < n_ranks; ++r) {
+      EXPECT_EQ(RanBruck(dir, r), want) << "rank " << r << (want ? " did not run" : " ran") << " Bruck's all-gather";
+    }
   }
 }
 

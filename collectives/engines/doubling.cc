@@ -1,5 +1,6 @@
 #include "collectives/engines/doubling.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -47,7 +48,12 @@ Doubling::Doubling(const EngineSetup& setup, PointToPoint* p2p)
 
 bool Doubling::Takes(Call& call) {
   const kernels::CollArgs& a = call.args;
-  if (!enabled_ || nranks_ < 2 || a.coll != Coll::kAllReduce || a.count <= 0) return false;
+  if (!enabled_ || nranks_ < 2 || a.count <= 0) return false;
+  if (a.coll == Coll::kAllGather) {
+    const double out = static_cast<double>(a.count) * static_cast<double>(base::DataTypeSize(a.dtype)) * nranks_;
+    return out <= static_cast<double>(kMaxBytes) && (forced_ || nranks_ >= 4);
+  }
+  if (a.coll != Coll::kAllReduce) return false;
   if (a.op == RedOp::kAvg && !Floating(a.dtype)) return false;
   const double bytes = static_cast<double>(a.count) * static_cast<double>(base::DataTypeSize(a.dtype));
   if (bytes > static_cast<double>(kMaxBytes)) return false;
@@ -55,16 +61,22 @@ bool Doubling::Takes(Call& call) {
 }
 
 Status Doubling::Swap(Call& call, int peer, bool send, bool recv, const void* mine, size_t bytes) {
+  return Exchange(call, send ? peer : -1, mine, bytes, recv ? peer : -1, bytes);
+}
+
+Status Doubling::Exchange(Call& call, int to, const void* mine, size_t send_bytes, int from, size_t recv_bytes) {
   std::vector<P2pOp> ops;
+  const bool send = to >= 0, recv = from >= 0;
+  const int peer = from;
   if (send) {
-    out_.resize(kSigBytes + bytes);
+    out_.resize(kSigBytes + send_bytes);
     std::memcpy(out_.data(), &call.sig, kSigBytes);
-    std::memcpy(out_.data() + kSigBytes, mine, bytes);
-    ops.push_back({true, peer, out_.data(), nullptr, out_.size()});
+    std::memcpy(out_.data() + kSigBytes, mine, send_bytes);
+    ops.push_back({true, to, out_.data(), nullptr, out_.size()});
   }
   if (recv) {
-    theirs_.resize(kSigBytes + bytes);
-    ops.push_back({false, peer, nullptr, theirs_.data(), theirs_.size()});
+    theirs_.resize(kSigBytes + recv_bytes);
+    ops.push_back({false, from, nullptr, theirs_.data(), theirs_.size()});
   }
   P2pCall p2p_call;
   p2p_call.wait = call.wait;
@@ -80,6 +92,41 @@ Status Doubling::Swap(Call& call, int peer, bool send, bool recv, const void* mi
 }
 
 Status Doubling::Run(Call& call) {
+  return call.args.coll == Coll::kAllGather ? RunAllGather(call) : RunAllReduce(call);
+}
+
+Status Doubling::RunAllGather(Call& call) {
+  const kernels::CollArgs& a = call.args;
+  const int n = nranks_;
+  int steps = 0;
+  while ((1 << steps) < n) ++steps;
+  if (!logged_gather_) {
+    logged_gather_ = true;
+    RINGO_LOG(INFO) << "rank " << rank_ << ": all-gathers up to " << kMaxBytes / 1024
+                    << " KiB across hosts by Bruck's algorithm (" << steps << " steps"
+                    << (forced_ ? ", every one: RINGO_ALGO=doubling)" : ", from 4 ranks up)");
+  }
+  const size_t block = static_cast<size_t>(a.count) * base::DataTypeSize(a.dtype);
+  // blocks_[i]: the block of rank (rank + i) mod n, once received.
+  blocks_.resize(block * static_cast<size_t>(n));
+  std::memcpy(blocks_.data(), a.send, block);
+  for (int k = 0; k < steps; ++k) {
+    const int dist = 1 << k;
+    const int count = std::min(dist, n - dist);
+    const int to = (rank_ - dist + n) % n, from = (rank_ + dist) % n;
+    const size_t bytes = block * static_cast<size_t>(count);
+    RETURN_IF_ERROR(Exchange(call, to, blocks_.data(), bytes, from, bytes));
+    std::memcpy(blocks_.data() + block * static_cast<size_t>(dist), theirs_.data() + kSigBytes, bytes);
+  }
+  char* out = static_cast<char*>(a.recv);
+  for (int i = 0; i < n; ++i) {
+    std::memcpy(out + block * static_cast<size_t>((rank_ + i) % n), blocks_.data() + block * static_cast<size_t>(i),
+                block);
+  }
+  return Status();
+}
+
+Status Doubling::RunAllReduce(Call& call) {
   const kernels::CollArgs& a = call.args;
   if (!logged_) {
     logged_ = true;

@@ -15,6 +15,14 @@
 // ring, oneshot, direct: none; RINGO_DETERMINISTIC: none, whose results
 // keep the ring's rank order).
 //
+// Small all-gathers across hosts go the same way, by Bruck's algorithm:
+// ceil(log2 N) steps for any N, at step k each rank sending the min(2^k,
+// N - 2^k) blocks it holds to rank - 2^k and receiving as many from rank +
+// 2^k, then rotating them into place: every rank moves (N - 1)/N of the
+// output, as on the ring, in ceil(log2 N) steps instead of N - 1, so it is
+// taken from 4 ranks up (at 2 and 3 the step counts are equal), for outputs
+// up to kMaxBytes (RINGO_ALGO=doubling: from 2 ranks).
+//
 // Each message carries the call's signature before its data, so ranks that
 // called different collectives fail naming both calls.
 #ifndef RINGO_COLLECTIVES_ENGINES_DOUBLING_H_
@@ -48,15 +56,21 @@ class Doubling : public Engine {
   // Swaps `bytes` of `mine` with `peer` (or only sends, or only receives)
   // behind the call's signature; the peer's data in `theirs_`.
   base::Status Swap(Call& call, int peer, bool send, bool recv, const void* mine, size_t bytes);
+  // Sends `send_bytes` of `mine` to `to` and receives `recv_bytes` from
+  // `from` (-1: none) at once, each behind the call's signature.
+  base::Status Exchange(Call& call, int to, const void* mine, size_t send_bytes, int from, size_t recv_bytes);
+  base::Status RunAllReduce(Call& call);
+  base::Status RunAllGather(Call& call);
 
   const int rank_;
   const int nranks_;
   const bool forced_;   // RINGO_ALGO=doubling
   const bool enabled_;  // not RINGO_DETERMINISTIC, no other RINGO_ALGO
-  bool logged_ = false;
+  bool logged_ = false, logged_gather_ = false;
   double alpha_us_ = 0, beta_gbps_ = 0;  // a network step
   PointToPoint* p2p_;
   std::vector<char> out_, theirs_;  // a message out and in: signature, then data
+  std::vector<char> blocks_;        // an all-gather's blocks in Bruck's order
 };
 
 }  // namespace ringo::collectives

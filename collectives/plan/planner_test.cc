@@ -76,6 +76,34 @@ TEST(ChooseGeometryTest, AlgorithmFromConfig) {
   EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 4, 4, 2).algorithm, Algorithm::kOneShot);
 }
 
+// Every setting a rank of this version sends passes the check of the
+// records at init (RINGO_ALGO=doubling was once refused there), and values
+// beyond them do not.
+TEST(SharedSettingsTest, EveryValueThisVersionSendsIsValid) {
+  Config c = DefaultConfig();
+  for (const char* algo : {"", "ring", "oneshot", "direct", "doubling"}) {
+    c.algo = algo;
+    for (bool balance : {false, true}) {
+      c.net_balance = balance;
+      EXPECT_TRUE(ValidateShared({SettingsFrom(c).shared}).ok()) << "RINGO_ALGO=" << algo;
+    }
+  }
+  SharedSettings bad = SettingsFrom(DefaultConfig()).shared;
+  bad.algorithm = static_cast<Algorithm>(static_cast<int32_t>(Algorithm::kDoubling) + 1);
+  EXPECT_FALSE(ValidateShared({bad}).ok());
+  bad = SettingsFrom(DefaultConfig()).shared;
+  bad.net_balance = 2;
+  EXPECT_FALSE(ValidateShared({bad}).ok());
+}
+
+TEST(ChooseGeometryTest, ChannelsForNetDevices) {
+  EXPECT_EQ(ChannelsForNetDevices(2, 1), 2);   // the cores' count stands
+  EXPECT_EQ(ChannelsForNetDevices(1, 2), 2);   // a channel per device
+  EXPECT_EQ(ChannelsForNetDevices(4, 8), 8);
+  EXPECT_EQ(ChannelsForNetDevices(1, 40), 16);  // at most 16
+  EXPECT_EQ(ChannelsForNetDevices(3, 0), 3);
+}
+
 TEST(ChooseGeometryTest, ChannelsFollowCoresPerRank) {
   const Config c = DefaultConfig();
   EXPECT_EQ(ChooseGeometry(SettingsFrom(c), 2, 2, 2).nchannels, 1);   // CI: 2 ranks on 2 cores

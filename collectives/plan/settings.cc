@@ -49,7 +49,9 @@ base::Status ValidateShared(const std::vector<SharedSettings>& all) {
     }
     const auto algo = static_cast<int32_t>(s.algorithm);
     const auto proto = static_cast<int32_t>(s.proto);
-    if (algo < 0 || algo > 3 || proto < 0 || proto > 2) return bad("an unknown algorithm or protocol");
+    if (algo < 0 || algo > static_cast<int32_t>(Algorithm::kDoubling) || proto < 0 || proto > 2) {
+      return bad("an unknown algorithm or protocol");
+    }
     if ((s.check != 0 && s.check != 1) || (s.deterministic != 0 && s.deterministic != 1) ||
         (s.gpu_across_hosts != 0 && s.gpu_across_hosts != 1) || (s.net_balance != 0 && s.net_balance != 1)) {
       return bad("a setting that is neither 0 nor 1");

@@ -203,6 +203,29 @@ void RenderText(const Report& r, std::ostream& out) {
     }
   }
 
+  if (r.hosts > 1 && g.num_nics() > 0) {
+    // How a host communicator across hosts uses them (collectives/plan/
+    // planner.h's ChannelsForNetDevices, transport/net/choice.h's
+    // DevicesNearFirst, engines/channel_balance.h).
+    out << "\n== Network devices across hosts ==\n";
+    out << g.num_nics() << " NIC(s): host communicators across hosts run at least "
+        << std::min(g.num_nics(), 16) << " ring channel(s), one per device; each collective of 256 KiB or more "
+        << "per channel is split over them by measured rate (RINGO_NET_BALANCE)\n";
+    std::vector<int> numas;
+    for (int nic : g.nics()) {
+      if (std::find(numas.begin(), numas.end(), g.node(nic).numa) == numas.end()) numas.push_back(g.node(nic).numa);
+    }
+    std::sort(numas.begin(), numas.end());
+    for (int numa : numas) {
+      out << "ranks on NUMA " << (numa < 0 ? std::string("?") : std::to_string(numa)) << " take first:";
+      for (int i = 0; i < g.num_nics(); ++i) {
+        const auto& n = g.node(g.nics()[i]);
+        if (n.numa == numa) out << " NIC" << i << " (" << (n.netdev.empty() ? n.name : n.netdev) << ")";
+      }
+      out << "\n";
+    }
+  }
+
   out << "\n== Predicted all-reduce ==\n";
   if (!r.has_prediction) {
     out << "no GPU: nothing to predict\n";

@@ -49,6 +49,10 @@ expect_has "$TMP/two_socket_2gpu.out" "SYS" "channel 0: 0 1 -> 0" "2 ranks"
 run_fixture dgx_h100 --hosts 4
 expect_has "$TMP/dgx_h100.out" "channel 0: NIC0 -> 0 1 2 3 4 5 6 7 -> NIC7" "32 ranks on 4 hosts"
 expect_has "$TMP/dgx_h100.out" "network, pinned host memory over TCP or verbs (GPUDirect RDMA off)"
+# Host communicators across hosts: a channel per NIC, the near ones first.
+expect_has "$TMP/dgx_h100.out" "8 NIC(s): host communicators across hosts run at least 8 ring channel(s), one per device" \
+  "ranks on NUMA 0 take first: NIC0 (ibp24s0) NIC1 (ibp58s0) NIC2 (ibp75s0) NIC3 (ibp92s0)" \
+  "ranks on NUMA 1 take first: NIC4 (ibp154s0)"
 staged=$(grep -m1 -o "busbw [0-9.]* GB/s" "$TMP/dgx_h100.out")
 # GPUDirect asked for: the edges between hosts say so, and the prediction
 # drops the staging copy (a higher busbw).
