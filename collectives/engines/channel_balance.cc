@@ -23,7 +23,7 @@ void ChannelBalance::Record(int channel, int64_t bytes, double seconds) {
 }
 
 bool ChannelBalance::CallDone(int64_t bytes) {
-  if (rates_.empty()) return true;
+  if (adoptions_ < kQuickPeriods) return true;
   predicted_ += static_cast<double>(bytes) / agreed_rate_;
   return predicted_ >= kPeriodSeconds;
 }

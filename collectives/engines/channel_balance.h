@@ -10,9 +10,11 @@
 // (an all-reduce of the seconds on the ring itself, in the call that ends
 // the period) and every rank computes the same new split from the same
 // numbers: no exchange per call. The points are agreed without messages:
-// the first call that uses every channel ends the first period (the setup's
-// measurement); after that a period ends once its calls, at the rates last
-// agreed, would have taken kPeriodSeconds; every rank counts the same calls
+// the first kQuickPeriods periods are one call each (the first call that
+// uses every channel is the setup's measurement; a connection's first
+// transfers run below its rate, so the next two correct it at once); after
+// that a period ends once its calls, at the rates last agreed, would have
+// taken kPeriodSeconds; every rank counts the same calls
 // and the same bytes, so every rank reaches the same point. A link that
 // slows mid-job shows in the next period's times and gets less within a
 // period or two (its calls take longer than predicted, so a period lasts at
@@ -33,6 +35,7 @@ namespace ringo::collectives {
 class ChannelBalance {
  public:
   static constexpr double kPeriodSeconds = 0.5;
+  static constexpr int kQuickPeriods = 3;
   static constexpr uint32_t kTotal = 4096;    // the split's unit: parts of 4096
   static constexpr double kMinShare = 1.0 / 32;
   // A call counts towards the measurement when each channel moves at least
