@@ -15,6 +15,9 @@
 // - Small all-gathers by Bruck's algorithm from 4 ranks up (2-8 ranks, in
 //   place and not, several sizes; RINGO_ALGO=doubling at 3 ranks), every
 //   block where it belongs.
+// - Small reduce-scatters by recursive halving where it takes fewer steps
+//   than the ring (2-8 ranks; RINGO_ALGO=doubling at 3 and 5): exact
+//   integer sums and maxima, float avg, in place and not.
 #include <sys/stat.h>
 
 #include <chrono>
@@ -227,6 +230,63 @@ TEST_F(DoublingTest, BruckAllGather) {
     const bool want = forced || n_ranks >= 4;
     for (int r = 0; r < n_ranks; ++r) {
       EXPECT_EQ(RanBruck(dir, r), want) << "rank " << r << (want ? " did not run" : " ran") << " Bruck's all-gather";
+    }
+  }
+}
+
+bool RanHalving(const std::string& dir, int rank) {
+  std::ifstream in(dir + "/" + std::to_string(rank) + ".log");
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return log.find("by recursive halving") != std::string::npos;
+}
+
+TEST_F(DoublingTest, RecursiveHalvingReduceScatter) {
+  for (int nranks : {2, 3, 4, 5, 6, 7, 8, -3, -5}) {  // negative: RINGO_ALGO=doubling
+    const bool forced = nranks < 0;
+    const int n_ranks = forced ? -nranks : nranks;
+    SCOPED_TRACE(std::to_string(n_ranks) + " ranks" + (forced ? ", RINGO_ALGO=doubling" : ""));
+    const std::string dir = ResultsDir();
+    auto results = RunRanks(n_ranks, RankMode::kProcesses, kDeadline, [&](int rank, int n, const ringoUniqueId& id) -> std::string {
+      if (forced) SetEnvAndReload("RINGO_ALGO", "doubling");
+      ringoComm_t comm = nullptr;
+      ringoResult_t rc = InitAsHost(&comm, rank, n, id, 1, dir);
+      if (rc != ringoSuccess) return Err("init", rc, nullptr);
+      auto value = [](int r, int64_t e) { return static_cast<int32_t>((e * 7 + r * 13) % 101 - 50); };
+      for (int64_t count : {1, 17, 1000}) {
+        std::vector<int32_t> in(count * n), out(count, -7);
+        for (int64_t e = 0; e < count * n; ++e) in[e] = value(rank, e);
+        for (ringoRedOp_t op : {ringoSum, ringoMax}) {
+          rc = ringoReduceScatter(in.data(), out.data(), count, ringoInt32, op, comm, nullptr);
+          if (rc != ringoSuccess) return Err("reduce-scatter", rc, comm);
+          for (int64_t i = 0; i < count; ++i) {
+            const int64_t e = rank * count + i;
+            int64_t want = op == ringoSum ? 0 : value(0, e);
+            for (int r = 0; r < n; ++r) want = op == ringoSum ? want + value(r, e) : std::max<int64_t>(want, value(r, e));
+            if (out[i] != want) {
+              return "count " + std::to_string(count) + " op " + std::to_string(op) + " element " + std::to_string(i) +
+                     ": " + std::to_string(out[i]) + ", want " + std::to_string(want);
+            }
+          }
+        }
+        // Float avg in place: rank r gives r + 1 everywhere; each block's
+        // result is (N + 1) / 2.
+        std::vector<float> buf(count * n, static_cast<float>(rank + 1));
+        rc = ringoReduceScatter(buf.data(), buf.data() + rank * count, count, ringoFloat32, ringoAvg, comm, nullptr);
+        if (rc != ringoSuccess) return Err("in-place avg", rc, comm);
+        for (int64_t i = 0; i < count; ++i) {
+          const double want = (n + 1) / 2.0;
+          if (std::fabs(buf[rank * count + i] - want) > 4 * n * std::ldexp(1.0, -24) * want) {
+            return "avg element " + std::to_string(i) + ": " + std::to_string(buf[rank * count + i]);
+          }
+        }
+      }
+      rc = ringoCommDestroy(comm);
+      return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
+    });
+    EXPECT_ALL_RANKS_OK(results);
+    const bool want = forced || n_ranks == 4 || n_ranks >= 6;
+    for (int r = 0; r < n_ranks; ++r) {
+      EXPECT_EQ(RanHalving(dir, r), want) << "rank " << r << (want ? " did not run" : " ran") << " recursive halving";
     }
   }
 }

@@ -53,6 +53,13 @@ bool Doubling::Takes(Call& call) {
     const double out = static_cast<double>(a.count) * static_cast<double>(base::DataTypeSize(a.dtype)) * nranks_;
     return out <= static_cast<double>(kMaxBytes) && (forced_ || nranks_ >= 4);
   }
+  if (a.coll == Coll::kReduceScatter) {
+    if (a.op == RedOp::kAvg && !Floating(a.dtype)) return false;
+    const double in = static_cast<double>(a.count) * static_cast<double>(base::DataTypeSize(a.dtype)) * nranks_;
+    const int p = 1 << topology::DoublingRounds(nranks_);
+    const int steps = topology::DoublingRounds(nranks_) + (p != nranks_ ? 2 : 0);
+    return in <= static_cast<double>(kMaxBytes) && (forced_ || steps < nranks_ - 1);
+  }
   if (a.coll != Coll::kAllReduce) return false;
   if (a.op == RedOp::kAvg && !Floating(a.dtype)) return false;
   const double bytes = static_cast<double>(a.count) * static_cast<double>(base::DataTypeSize(a.dtype));
@@ -92,7 +99,82 @@ Status Doubling::Exchange(Call& call, int to, const void* mine, size_t send_byte
 }
 
 Status Doubling::Run(Call& call) {
-  return call.args.coll == Coll::kAllGather ? RunAllGather(call) : RunAllReduce(call);
+  switch (call.args.coll) {
+    case Coll::kAllGather: return RunAllGather(call);
+    case Coll::kReduceScatter: return RunReduceScatter(call);
+    default: return RunAllReduce(call);
+  }
+}
+
+Status Doubling::RunReduceScatter(Call& call) {
+  const kernels::CollArgs& a = call.args;
+  const int n = nranks_;
+  const int p = 1 << topology::DoublingRounds(n);
+  const int extra = n - p;
+  if (!logged_scatter_) {
+    logged_scatter_ = true;
+    RINGO_LOG(INFO) << "rank " << rank_ << ": reduce-scatters up to " << kMaxBytes / 1024
+                    << " KiB across hosts by recursive halving (" << topology::DoublingRounds(n) << " steps"
+                    << (extra > 0 ? " and 2 to fold " + std::to_string(extra) + " extra ranks in" : std::string())
+                    << (forced_ ? ", every one: RINGO_ALGO=doubling)" : ", where they are fewer than the ring's)");
+  }
+  const size_t esize = base::DataTypeSize(a.dtype);
+  const size_t block = static_cast<size_t>(a.count) * esize;
+  const kernels::OpParams params(n, a.scalar);
+  // blocks_: this rank's partial sums of every rank's block, its input
+  // through Pre where the op has one.
+  blocks_.resize(block * static_cast<size_t>(n));
+  if (HasPre(a.dtype, a.op)) {
+    kernels::internal::GetHostLoops(a.dtype, a.op).send(a.send, blocks_.data(), a.count * n, params, false);
+  } else {
+    std::memcpy(blocks_.data(), a.send, blocks_.size());
+  }
+  const RedOp combine_op = HasPre(a.dtype, a.op) ? RedOp::kSum : a.op;
+  const kernels::internal::HostLoops& loops = kernels::internal::GetHostLoops(a.dtype, combine_op);
+  // Blocks [first, last) arrived from `peer`: combined into blocks_, the
+  // lower rank's partial first.
+  auto combine = [&](int peer, int first, int last) {
+    char* mine = blocks_.data() + block * static_cast<size_t>(first);
+    const char* theirs = theirs_.data() + kSigBytes;
+    const void* low = peer < rank_ ? static_cast<const void*>(theirs) : mine;
+    const void* high = peer < rank_ ? static_cast<const void*>(mine) : theirs;
+    loops.reduce_final(low, high, mine, nullptr, a.count * (last - first), params, false, false);
+  };
+  char* out = static_cast<char*>(a.recv);
+  if (rank_ < 2 * extra && rank_ % 2 == 0) {  // hands everything to rank + 1, then takes its block back
+    RETURN_IF_ERROR(Exchange(call, rank_ + 1, blocks_.data(), blocks_.size(), -1, 0));
+    RETURN_IF_ERROR(Exchange(call, -1, nullptr, 0, rank_ + 1, block));
+    std::memcpy(out, theirs_.data() + kSigBytes, block);
+    return Status();
+  }
+  if (rank_ < 2 * extra) {
+    RETURN_IF_ERROR(Exchange(call, -1, nullptr, 0, rank_ - 1, blocks_.size()));
+    combine(rank_ - 1, 0, n);
+  }
+  // Virtual rank v holds the blocks of real ranks [First(v), First(v + 1)).
+  auto first = [&](int v) { return v < extra ? 2 * v : v + extra; };
+  auto real = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
+  const int vrank = rank_ < 2 * extra ? rank_ / 2 : rank_ - extra;
+  int lo = 0, hi = p;
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    const bool lower = vrank < mid;
+    const int vpeer = lower ? vrank + (mid - lo) : vrank - (mid - lo);
+    const int send_lo = lower ? mid : lo, send_hi = lower ? hi : mid;
+    const int keep_lo = lower ? lo : mid, keep_hi = lower ? mid : hi;
+    const size_t send_bytes = block * static_cast<size_t>(first(send_hi) - first(send_lo));
+    const size_t keep_bytes = block * static_cast<size_t>(first(keep_hi) - first(keep_lo));
+    RETURN_IF_ERROR(Exchange(call, real(vpeer), blocks_.data() + block * static_cast<size_t>(first(send_lo)),
+                             send_bytes, real(vpeer), keep_bytes));
+    combine(real(vpeer), first(keep_lo), first(keep_hi));
+    lo = keep_lo;
+    hi = keep_hi;
+  }
+  if (rank_ < 2 * extra) {  // the partner's block back to it
+    RETURN_IF_ERROR(Exchange(call, rank_ - 1, blocks_.data() + block * static_cast<size_t>(rank_ - 1), block, -1, 0));
+  }
+  std::memcpy(out, blocks_.data() + block * static_cast<size_t>(rank_), block);
+  return Status();
 }
 
 Status Doubling::RunAllGather(Call& call) {

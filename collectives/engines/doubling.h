@@ -23,6 +23,16 @@
 // taken from 4 ranks up (at 2 and 3 the step counts are equal), for outputs
 // up to kMaxBytes (RINGO_ALGO=doubling: from 2 ranks).
 //
+// Small reduce-scatters by recursive halving: the first 2(N - p) ranks fold
+// in as for the all-reduce (each even one hands its whole input to the odd
+// one after it, which then holds both ranks' blocks); the p remaining ranks
+// halve their range of blocks log2 p times, each step sending the half they
+// do not keep to the rank whose index differs in that bit and combining the
+// half they keep with what arrives; the odd ranks of the pairs then send
+// their partners' blocks. log2 p steps, 2 more where N is not a power of
+// two, against the ring's N - 1: taken where that is fewer (4, 6, 7, 8
+// ranks and up; RINGO_ALGO=doubling: from 2), inputs up to kMaxBytes.
+//
 // Each message carries the call's signature before its data, so ranks that
 // called different collectives fail naming both calls.
 #ifndef RINGO_COLLECTIVES_ENGINES_DOUBLING_H_
@@ -61,16 +71,17 @@ class Doubling : public Engine {
   base::Status Exchange(Call& call, int to, const void* mine, size_t send_bytes, int from, size_t recv_bytes);
   base::Status RunAllReduce(Call& call);
   base::Status RunAllGather(Call& call);
+  base::Status RunReduceScatter(Call& call);
 
   const int rank_;
   const int nranks_;
   const bool forced_;   // RINGO_ALGO=doubling
   const bool enabled_;  // not RINGO_DETERMINISTIC, no other RINGO_ALGO
-  bool logged_ = false, logged_gather_ = false;
+  bool logged_ = false, logged_gather_ = false, logged_scatter_ = false;
   double alpha_us_ = 0, beta_gbps_ = 0;  // a network step
   PointToPoint* p2p_;
   std::vector<char> out_, theirs_;  // a message out and in: signature, then data
-  std::vector<char> blocks_;        // an all-gather's blocks in Bruck's order
+  std::vector<char> blocks_;        // an all-gather's blocks in Bruck's order; a reduce-scatter's partial sums
 };
 
 }  // namespace ringo::collectives

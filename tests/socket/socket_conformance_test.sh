@@ -6,8 +6,8 @@
 # odd, chunk-1, chunk, chunk+1, several chunks, with 64-byte slots) x in
 # and out of place x roots, checked against the reference, then the
 # point-to-point rounds, an all-to-all and a split: 2 and 3 ranks; and the
-# collectives at 3 ranks with RINGO_ALGO=doubling (recursive doubling and
-# Bruck's all-gather).
+# collectives at 3 ranks with RINGO_ALGO=doubling (recursive doubling,
+# Bruck's all-gather, recursive halving).
 #
 # Then, where this runs as root: two processes of one host (the same host
 # name and network namespace) that each mount their own /dev/shm (unshare
@@ -41,7 +41,7 @@ run() {
     echo "  $name: rank 0 never connected over the network"
   fi
   local want
-  for want in "${EXPECT:-}" "${EXPECT2:-}"; do
+  for want in "${EXPECT:-}" "${EXPECT2:-}" "${EXPECT3:-}"; do
     if [ $status -eq 0 ] && [ -n "$want" ] && ! grep -q "$want" "$LOGS/$name.rank0.log"; then
       status=1
       echo "  $name: rank 0's log does not say '$want'"
@@ -59,10 +59,11 @@ for n in 2 3; do
   run "collectives_${n}_ranks" $n collectives
   run "point_to_point_${n}_ranks" $n p2p
 done
-# The log-step algorithms for every all-reduce and all-gather they take (up
-# to 256 KiB), against the same reference: 3 ranks, so recursive doubling
-# folds a rank in and Bruck's all-gather sends a partial last step.
-EXPECT="by recursive doubling" EXPECT2="by Bruck's algorithm" \
+# The log-step algorithms for every all-reduce, all-gather and
+# reduce-scatter they take (up to 256 KiB), against the same reference: 3
+# ranks, so recursive doubling and halving fold a rank in and Bruck's
+# all-gather sends a partial last step.
+EXPECT="by recursive doubling" EXPECT2="by Bruck's algorithm" EXPECT3="by recursive halving" \
   run collectives_3_ranks_log_steps 3 collectives env RINGO_ALGO=doubling
 
 # Two processes of one host, each with its own /dev/shm.
