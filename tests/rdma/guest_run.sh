@@ -63,6 +63,23 @@ grep -q "takes ib" /tmp/perf.0.log && grep -q "Out of bounds values : 0 OK" /tmp
   ! grep -qE "FAILED|#wrong.*[1-9]" /tmp/perf.0.log
 verdict ringo_perf_over_verbs $?
 
+# The compressed wire over verbs: bf16 and block-scaled e4m3 sums between
+# the two "hosts", verified within the wire's roundings.
+st=0
+for w in bf16 e4m3; do
+  port=$((20000 + ($(date +%s) % 20000) + 11))
+  for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 RINGO_COMM_ID=127.0.0.1:$port RINGO_HOSTID=wire-host$r RINGO_DEBUG=INFO \
+      ./ringo-perf allreduce --host --wire $w -b 64K -e 4M -f 4 -n 3 -w 1 -c 1 >/tmp/wire_$w.$r.log 2>&1 &
+  done
+  wait
+  grep -vE "ringo INFO|^#  Rank" /tmp/wire_$w.0.log | tail -n 6
+  grep -q "takes ib" /tmp/wire_$w.0.log && grep -q "wire $w: " /tmp/wire_$w.0.log &&
+    grep -q "Out of bounds values : 0 OK" /tmp/wire_$w.0.log && ! grep -qE "FAILED|#wrong.*[1-9]" /tmp/wire_$w.0.log ||
+    st=1
+done
+verdict wire_over_verbs $st
+
 # A killed peer: the survivors fail naming it. The victim dies once every
 # rank has logged "ready" (its first all-reduce done): mid-stream, never
 # during init (at most 120 s in this emulated machine).
