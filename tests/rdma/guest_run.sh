@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs inside the SoftRoCE guest (rxe_vm.sh): the verbs suite. Ranks are
 # processes with distinct RINGO_HOSTIDs, so every ring edge crosses "hosts"
-# and RINGO_NET=ib makes it take verbs over the one rxe device.
-export RINGO_TEST_REQUIRE_IB=1 RINGO_SOCKET_IFNAME=lo RINGO_TIMEOUT_MS=60000 RINGO_NET=ib
+# and RINGO_NET=ib makes it take verbs over rxe0 (RINGO_IB_HCA), but for
+# the case that spreads ring channels over rxe0 and rxe1.
+export RINGO_TEST_REQUIRE_IB=1 RINGO_SOCKET_IFNAME=lo RINGO_TIMEOUT_MS=60000 RINGO_NET=ib RINGO_IB_HCA=rxe0
 set -o pipefail
 fail=0
 up() { cut -d' ' -f1 /proc/uptime; }
@@ -79,6 +80,21 @@ for w in bf16 e4m3; do
     st=1
 done
 verdict wire_over_verbs $st
+
+# Two verbs devices: a ring channel on each, each collective split by the
+# channels' measured rates, results verified.
+port=$((20000 + ($(date +%s) % 20000) + 17))
+for r in 0 1; do
+  RANK=$r WORLD_SIZE=2 RINGO_COMM_ID=127.0.0.1:$port RINGO_HOSTID=nics-host$r RINGO_DEBUG=INFO RINGO_IB_HCA=rxe0,rxe1 \
+    ./ringo-perf allreduce --host -b 4M -e 8M -f 2 -n 4 -w 1 -c 1 >/tmp/nics.$r.log 2>&1 &
+done
+wait
+grep -E "takes ib|ring channels|channels' split" /tmp/nics.0.log | sed 's/.*ringo INFO [^ ]* //' | head -6
+grep -vE "ringo INFO|^#  Rank" /tmp/nics.0.log | tail -n 5
+grep -q "(channel 0) takes ib.*device rxe0" /tmp/nics.0.log && grep -q "(channel 1) takes ib.*device rxe1" /tmp/nics.0.log &&
+  grep -q "2 ring channels over 2 network device" /tmp/nics.0.log && grep -q "channels' split" /tmp/nics.0.log &&
+  grep -q "Out of bounds values : 0 OK" /tmp/nics.0.log && ! grep -qE "FAILED|#wrong.*[1-9]" /tmp/nics.0.log
+verdict two_devices_over_verbs $?
 
 # A killed peer: the survivors fail naming it. The victim dies once every
 # rank has logged "ready" (its first all-reduce done): mid-stream, never

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command inside a QEMU guest that has a real RDMA stack: Debian's own
 # kernel (its package unpacked, not installed) with SoftRoCE (rdma_rxe) over
-# the guest's loopback, busybox, rdma-core's tools and libraries, and a
+# the guest's loopback (rxe0) and over a dummy interface (rxe1), busybox, rdma-core's tools and libraries, and a
 # payload folder. The guest runs PAYLOAD/run.sh and its exit status comes
 # back through QEMU's isa-debug-exit device.
 #
@@ -50,7 +50,7 @@ mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc/libibverbs.d,lib/modules,dev/shm}
 cp /bin/busybox "$root/bin/"
 for a in $(busybox --list); do [ -e "$root/bin/$a" ] || ln -s busybox "$root/bin/$a"; done
 : >"$root/modlist"
-for m in crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe; do
+for m in crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe dummy; do
   f=$(modinfo -b "$kdir" -k "$kver" -n "$m" 2>/dev/null) || fail "module $m is not in $kver"
   cp "$f" "$root/lib/modules/" && basename "$f" >>"$root/modlist"
 done
@@ -64,7 +64,7 @@ copy_with_libs() {  # FILE...: each file at its own path, with what ldd names
   done
 }
 libdir=/usr/lib/x86_64-linux-gnu
-copy_with_libs /usr/bin/rdma /usr/bin/ibv_devinfo "$libdir/libibverbs.so.1" "$libdir/libibverbs/librxe-rdmav34.so"
+copy_with_libs /usr/bin/rdma /usr/bin/ibv_devinfo /usr/bin/ip "$libdir/libibverbs.so.1" "$libdir/libibverbs/librxe-rdmav34.so"
 for p in ib_write_bw; do command -v $p >/dev/null && copy_with_libs "$(command -v $p)"; done
 cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
 cp -aL "$payload" "$root/payload"
@@ -82,6 +82,10 @@ mkdir -p /dev/shm; mount -t tmpfs tmpfs /dev/shm; mount -t tmpfs tmpfs /tmp
 for m in $(cat /modlist); do insmod /lib/modules/$m || echo "@@INSMOD_FAIL $m"; done
 /usr/bin/ip link set lo up 2>/dev/null || ip link set lo up
 rdma link add rxe0 type rxe netdev lo && echo "@@RXE_UP"
+# A second device (rxe1 over a dummy interface of its own subnet), for ring
+# channels spread over two verbs devices; the tests name the devices they use.
+ip link add rxedummy0 type dummy && ip addr add 10.231.255.1/24 dev rxedummy0 && ip link set rxedummy0 up &&
+  rdma link add rxe1 type rxe netdev rxedummy0 && echo "@@RXE1_UP"
 cd /payload && timeout -s KILL 3000 ./run.sh
 rc=$?
 echo "@@GUEST_EXIT rc=$rc"

@@ -3,7 +3,8 @@
 # (rxe_vm.sh), running guest_run.sh over the test programs given: the net
 # conformance suite and the fault cases over verbs, a reduced collective
 # sweep on 2 and 3 ranks, ringo-perf verified over verbs (uncompressed, and
-# with the bf16 and e4m3 wires), and a killed peer.
+# with the bf16 and e4m3 wires), ring channels over two verbs devices split
+# by measured rate, and a killed peer.
 # Needs the packages of scripts/setup.sh (and Debian's kernel package, which
 # it fetches); skips (exit 0, "SKIPPED") where a tool is missing unless
 # RINGO_TEST_REQUIRE_IB=1.
@@ -14,7 +15,7 @@ source "$here/../testlib/junit.sh"
 junit_init verbs
 # guest_run.sh's verdicts, in its order.
 CASES=(net_conformance_ib ib_faults reduced_sweep_2_ranks reduced_sweep_3_ranks ringo_perf_over_verbs
-       wire_over_verbs killed_peer_named)
+       wire_over_verbs two_devices_over_verbs killed_peer_named)
 for t in qemu-system-x86_64 busybox rdma cpio; do
   if ! command -v $t >/dev/null 2>&1; then
     [ "${RINGO_TEST_REQUIRE_IB:-0}" = 1 ] && { junit_skip_all "$t is not installed" "${CASES[@]}"; exit 1; }
