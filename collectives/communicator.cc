@@ -111,6 +111,18 @@ Status Communicator::WireRound(const kernels::CollArgs& args, void* out) {
   return Status();
 }
 
+namespace {
+
+// How `engine` runs `call`, for the hang diagnosis: its name, and for the
+// wire engine the wire format (static strings).
+const char* EngineLabel(const Engine& engine, const Call& call) {
+  static const char* const kWires[] = {"wire none", "wire bf16", "wire fp16", "wire e4m3", "wire e5m2"};
+  if (std::strcmp(engine.name(), "wire") == 0 && call.wire >= 0 && call.wire < 5) return kWires[call.wire];
+  return engine.name();
+}
+
+}  // namespace
+
 Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTrace& trace) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   RETURN_IF_ERROR(CheckUsable());
@@ -141,7 +153,9 @@ Status Communicator::Run(const kernels::CollArgs& args, void* stream, const OpTr
       }
       call.capturing = launch.capturing;
       call.capture_id = launch.capture_id;
+      observer_->Running(EngineLabel(*engine, call));
       st = engine->Run(call);
+      observer_->Running("");
       recorder.Finish(entry, !st.ok() ? TraceState::kFailed : launch.state);
       where.EndLaunch(times, launch, stream, st.ok() && entry != nullptr ? entry->id : 0, 1);
       return WithDiagnosis(Finish(st, call.fatal), call.seq);

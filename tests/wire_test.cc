@@ -10,12 +10,15 @@
 // Ranks that are threads of one process cross "the network" with
 // RINGO_SHM_DISABLE=1 (every pair over loopback TCP); processes with host
 // ids of their own mix edges within and between hosts.
-#include <csignal>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
@@ -433,6 +436,48 @@ TEST_F(WireTest, AKilledRankIsNamed) {
     return "no error within 40 s although rank 2 is gone";
   });
   EXPECT_TRUE(RanksMatch(results, {{2, RankExpectation::KilledBy(SIGKILL)}}));
+}
+
+// Ranks that set different wires (ringoCommSetWire is each rank's own):
+// the one with a wire compresses over point-to-point pairs, the other runs
+// the ring, and their exchanges never meet. Both fail within the timeout,
+// and the hang diagnosis, which the timeout's error carries, says which
+// rank runs which wire.
+TEST_F(WireTest, RanksWithDifferentWiresAreNamed) {
+  const std::string dir = [] {
+    char tmpl[] = "/tmp/ringo-wire-mismatch-XXXXXX";
+    const char* d = mkdtemp(tmpl);
+    return std::string(d != nullptr ? d : "/tmp");
+  }();
+  auto results = RunRanks(2, RankMode::kProcesses, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+    SetEnvAndReload("RINGO_HOSTID", "wire-mismatch-host-" + std::to_string(rank));
+    SetEnvAndReload("RINGO_TIMEOUT_MS", "4000");
+    SetEnvAndReload("RINGO_STALL_MS", "500");
+    ringoComm_t comm = nullptr;
+    ringoResult_t rc = Init(&comm, rank, nranks, id, rank == 0 ? ringoWireBf16 : ringoWireNone);
+    if (rc != ringoSuccess) return Err("init", rc, nullptr);
+    std::vector<float> in(1 << 18, 0.5f), out(1 << 18);
+    const auto start = std::chrono::steady_clock::now();
+    rc = ringoAllReduce(in.data(), out.data(), in.size(), ringoFloat32, ringoSum, comm, nullptr);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string why = rc == ringoSuccess ? "" : ringoGetLastError(comm);
+    std::ofstream(dir + "/" + std::to_string(rank)) << why;
+    ringoCommAbort(comm);
+    if (rc == ringoSuccess) return "the all-reduce succeeded although the ranks set different wires";
+    if (seconds > 15) return "the failing call took " + std::to_string(seconds) + " s";
+    return "";
+  });
+  EXPECT_ALL_RANKS_OK(results);
+  bool named = false;
+  std::string errors;
+  for (int r = 0; r < 2; ++r) {
+    std::ifstream in(dir + "/" + std::to_string(r));
+    const std::string why((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    errors += "\n  rank " + std::to_string(r) + ": " + why;
+    named = named || (why.find("different wire formats") != std::string::npos &&
+                      why.find("rank 0 bf16") != std::string::npos && why.find("rank 1 none") != std::string::npos);
+  }
+  EXPECT_TRUE(named) << "no rank's error names the two wires:" << errors;
 }
 
 TEST_F(WireTest, ApiRefusalsAndInheritance) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include <unistd.h>
 
@@ -40,6 +41,7 @@ struct WhereAnswer {
   uint64_t inside_comm;  // the driver's call: its communicator, 0 outside Ringo
   int64_t driver_ms;     // how long it has been inside that call, or outside Ringo
   char inside_fn[32];    // the C function it is in, "" outside Ringo
+  char engine[24];       // how it runs its collective: "ring", "wire bf16", ...
 };
 
 std::string Seconds(int64_t ms) {
@@ -130,6 +132,8 @@ std::string Diagnosis::Answer(int src, const std::string& request) {
   a.done_seq = p.done_seq;
   a.done_ago_ms = p.done_at != 0 ? ago_ms(p.done_at) : -1;
   a.collectives_done = p.collectives_done;
+  const char* engine = setup_.engine != nullptr ? setup_.engine->load(std::memory_order_acquire) : nullptr;
+  if (engine != nullptr && p.running) std::strncpy(a.engine, engine, sizeof(a.engine) - 1);
   const ThreadCall* driver = setup_.driver != nullptr ? setup_.driver->load(std::memory_order_acquire) : nullptr;
   if (driver != nullptr) {
     a.driver_known = 1;
@@ -187,6 +191,7 @@ std::string Diagnosis::OnStall(const char* coll, uint64_t seq, int waited_on, in
   out << " (on rank " << waited_on << "; communicator " << CommName(setup_.comm_id) << ", " << setup_.nranks
       << " ranks; RINGO_STALL_MS=" << setup_.stall_ms << ")";
   std::vector<int> inside, missing;
+  std::vector<std::pair<int, std::string>> engines;  // the ranks inside it, and how each runs it
   std::vector<std::string> lines;
   if (control == nullptr) {
     out << "\n  no control connections to ask the other ranks (a communicator of one process with no fabric)";
@@ -207,6 +212,7 @@ std::string Diagnosis::OnStall(const char* coll, uint64_t seq, int waited_on, in
       if (errors[r].ok() && answers[r].size() == sizeof(a)) {
         std::memcpy(&a, answers[r].data(), sizeof(a));
         a.inside_fn[sizeof(a.inside_fn) - 1] = '\0';
+        a.engine[sizeof(a.engine) - 1] = '\0';
       }
       if (!errors[r].ok() || a.magic != kWhereMagic) {
         std::string why;
@@ -238,6 +244,7 @@ std::string Diagnosis::OnStall(const char* coll, uint64_t seq, int waited_on, in
       const bool entered = a.running && (!collective || a.running_seq == seq);
       if (entered && collective) {
         inside.push_back(r);
+        engines.emplace_back(r, a.engine);
       } else if (collective) {
         lines.push_back("rank " + std::to_string(r) + " has not entered " + what + " #" + std::to_string(seq) + ": " +
                         Position(a));
@@ -249,7 +256,22 @@ std::string Diagnosis::OnStall(const char* coll, uint64_t seq, int waited_on, in
   }
   for (const std::string& l : lines) out << "\n  " << l;
   if (collective && !inside.empty()) out << "\n  waiting in it: rank" << (inside.size() > 1 ? "s " : " ") << RankList(inside);
-  if (collective && missing.empty() && control != nullptr) {
+  // Every rank in the call, but with different wire formats: their
+  // exchanges never meet (one compresses over point-to-point pairs, the
+  // other runs the ring or another wire).
+  auto wire_of = [](const std::string& e) { return e.rfind("wire ", 0) == 0 ? e.substr(5) : std::string("none"); };
+  bool wires_differ = false;
+  for (const auto& [r, e] : engines) wires_differ = wires_differ || (!e.empty() && !engines[0].second.empty() &&
+                                                                     wire_of(e) != wire_of(engines[0].second));
+  if (collective && missing.empty() && wires_differ) {
+    out << "\n  every rank has entered it, but with different wire formats (each rank's ringoCommSetWire or "
+           "RINGO_WIRE): ";
+    for (size_t k = 0; k < engines.size(); ++k) {
+      out << (k ? ", " : "") << "rank " << engines[k].first << " " << wire_of(engines[k].second)
+          << (engines[k].second.empty() ? "?" : "");
+    }
+    out << "; their exchanges never meet";
+  } else if (collective && missing.empty() && control != nullptr) {
     out << "\n  every rank has entered it: the wait is in the data path (a slow link or a peer that is slow to move)";
   }
   const std::string text = out.str();

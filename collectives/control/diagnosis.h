@@ -9,7 +9,9 @@
 // thread that drives this communicator is inside another Ringo call (which,
 // on which communicator) or outside Ringo, and for how long. From the
 // answers it names the ranks that have not entered the collective it waits
-// in and logs the diagnosis (WARN), once per call; a rank that does not
+// in (or, where every rank has, ranks that run it with different wire
+// formats: ringoCommSetWire or RINGO_WIRE set unlike on some rank, whose
+// exchanges never meet) and logs the diagnosis (WARN), once per call; a rank that does not
 // answer is named with what can be known: its control connection closed,
 // or open but silent, and where it shares this host, its process's state
 // (running, stopped, gone). A rank asked about a collective it has not
@@ -42,6 +44,9 @@ struct DiagnosisSetup {
   transport::Exchange* exchange = nullptr;  // its control service and members
   const FlightRecorder* recorder = nullptr;
   const std::atomic<ThreadCall*>* driver = nullptr;  // the thread that last called this communicator
+  // How this rank runs its current collective ("ring", "wire bf16", ...; ""
+  // between calls): ranks that run one call by different wires are named.
+  const std::atomic<const char*>* engine = nullptr;
   std::vector<transport::PeerInfo> peers;            // every rank's record (host, process)
   int64_t stall_ms = 0;                              // 0: no diagnosis
   bool stall_abort = false;

@@ -100,6 +100,7 @@ Observer::Observer(ObserverSetup setup)
     d.exchange = setup_.exchange;
     d.recorder = &recorder_;
     d.driver = &driver_;
+    d.engine = &engine_;
     d.peers = setup_.peers;
     d.stall_ms = config.stall_ms;
     d.stall_abort = config.stall_abort;

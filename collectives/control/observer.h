@@ -63,6 +63,9 @@ class Observer {
   std::string DiagnosisOf(uint64_t seq) const { return diagnosis_ ? diagnosis_->TextFor(seq) : std::string(); }
   // The thread calling this communicator now (the C boundary says).
   void Driven(ThreadCall* call) { driver_.store(call, std::memory_order_release); }
+  // How this rank runs its current collective (a string of static storage:
+  // "ring", "wire bf16", ...; "" between calls), for the hang diagnosis.
+  void Running(const char* engine) { engine_.store(engine, std::memory_order_release); }
 
   // Writes the record to `dir` ("": RINGO_TRACE_DIR; nothing, and OK, when
   // neither names a folder) because of `reason`; the file's path in *path.
@@ -73,6 +76,7 @@ class Observer {
   FlightRecorder recorder_;
   std::unique_ptr<GpuTimes> gpu_times_;
   std::atomic<ThreadCall*> driver_{nullptr};
+  std::atomic<const char*> engine_{""};
   std::unique_ptr<Diagnosis> diagnosis_;
   bool clock_registered_ = false;
   int64_t clock_offset_ns_ = 0;   // this rank's wall clock minus rank 0's
