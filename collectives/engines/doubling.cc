@@ -6,6 +6,7 @@
 
 #include "base/device/dtype.h"
 #include "base/logging.h"
+#include "collectives/engines/doubling_plan.h"
 #include "kernels/coll_signature.h"
 #include "kernels/internal/host_loops_table.h"
 #include "topology/cost_model.h"
@@ -237,27 +238,11 @@ Status Doubling::RunAllReduce(Call& call) {
     loops.reduce_final(low, high, acc, nullptr, a.count, params, false, false);
   };
 
-  const int p = 1 << topology::DoublingRounds(nranks_);
-  const int extra = nranks_ - p;  // ranks 0 .. 2 extra - 1 pair up first
-  int vrank = rank_ - extra;
-  if (rank_ < 2 * extra) {
-    if (rank_ % 2 == 0) {  // hands its input to rank + 1, then takes the result
-      RETURN_IF_ERROR(Swap(call, rank_ + 1, true, false, acc, bytes));
-      RETURN_IF_ERROR(Swap(call, rank_ + 1, false, true, acc, bytes));
-      std::memcpy(acc, theirs_.data() + kSigBytes, bytes);
-      return Status();
-    }
-    RETURN_IF_ERROR(Swap(call, rank_ - 1, false, true, acc, bytes));
-    combine(rank_ - 1);
-    vrank = rank_ / 2;
+  for (const DoublingStep& step : DoublingSteps(rank_, nranks_)) {
+    RETURN_IF_ERROR(Swap(call, step.peer, step.send, step.recv, acc, bytes));
+    if (step.combine) combine(step.peer);
+    if (step.take) std::memcpy(acc, theirs_.data() + kSigBytes, bytes);
   }
-  for (int mask = 1; mask < p; mask <<= 1) {
-    const int vpeer = vrank ^ mask;
-    const int peer = vpeer < extra ? 2 * vpeer + 1 : vpeer + extra;
-    RETURN_IF_ERROR(Swap(call, peer, true, true, acc, bytes));
-    combine(peer);
-  }
-  if (rank_ < 2 * extra) RETURN_IF_ERROR(Swap(call, rank_ - 1, true, false, acc, bytes));
   return Status();
 }
 
