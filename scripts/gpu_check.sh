@@ -13,7 +13,7 @@
 #   without ARCHIVE/BUNDLE_DIR: the bundle this script sits in
 #   --call N      the steps of prepared call N, assigned in advance, most
 #                 uncertain first (a GPU window holds about two calls):
-#                 1 = bundle,facts,graph,trace,elastic,latency;
+#                 1 = bundle,facts,graph,trace,elastic,latency,logstep;
 #                 2 = bundle,facts,torch_build,torch_ops,torch_ddp,net_gpu;
 #                 3 = bundle,facts,train (after the first two)
 #   --steps LIST  the named steps (comma-separated), in the order given
@@ -46,6 +46,7 @@ STEPS=(
   "net_gpu 110 check,perf"
   "graph 110 check"
   "latency 150 perf"
+  "logstep 60 check"
   "nccl_symbols 30 clients"
   "torch_build 120 clients"
   "torch_ops 100 clients"
@@ -82,7 +83,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --call)
       case "$2" in
-        1) only=bundle,facts,graph,trace,elastic,latency ;;
+        1) only=bundle,facts,graph,trace,elastic,latency,logstep ;;
         2) only=bundle,facts,torch_build,torch_ops,torch_ddp,net_gpu ;;
         3) only=bundle,facts,train ;;
         *) echo "gpu_check.sh: --call takes 1, 2 or 3" >&2; exit 2 ;;
@@ -687,6 +688,30 @@ step_latency() {
   per_call=$(echo "$calls" | sed -n 's/.*: \([0-9.]*\) per call.*/\1/p')
   awk -v c="${per_call:-99}" 'BEGIN {exit !(c <= 7.0)}' || verdict=4
   return $verdict
+}
+
+# Recursive doubling on GPU communicators (collectives/engines/gpu_doubling.h,
+# opt-in with RINGO_ALGO=doubling until this step passes): 2, 3 and 4 thread
+# ranks of the one GPU, every all-reduce size up to 256 KiB verified (3
+# ranks fold one in), each datatype family; then the 8-byte median beside the ring's.
+step_logstep() {
+  local rc=0 n line="8 B median, us (doubling / ring):"
+  for n in 2 3 4; do
+    local t
+    for t in float half int32 double; do
+      RINGO_DEVICE=cuda RINGO_ALGO=doubling RINGO_DEBUG=INFO rb "$B/bin/ringo-perf" allreduce -np "$n" --threads \
+        --ranks-per-gpu "$n" -b 8 -e 256K -f 4 -n 5 -w 1 -c 1 -d "$t" >"$W/logs/$STEP.$n.$t.log" 2>&1 || rc=1
+      perf_ok "$W/logs/$STEP.$n.$t.log" >/dev/null || rc=1
+      grep -q "by recursive doubling" "$W/logs/$STEP.$n.$t.log" || rc=1
+    done
+    local d r
+    d=$(RINGO_ALGO=doubling small_us "$W/logs/$STEP.$n.doubling_median.log" "$n" -n 1000 -w 100 --median) || rc=1
+    r=$(RINGO_ALGO=ring small_us "$W/logs/$STEP.$n.ring_median.log" "$n" -n 1000 -w 100 --median) || rc=1
+    line+=" $n ranks $d / $r;"
+  done
+  echo "$line"
+  DETAIL="RINGO_ALGO=doubling on the GPU, 2-4 ranks, 8 B-256 KiB verified: $([[ $rc -eq 0 ]] && echo yes || echo no); $line"
+  return $rc
 }
 
 # The folder of PyTorch's shared libraries, and the Python module file of

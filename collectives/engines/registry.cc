@@ -5,6 +5,7 @@
 #include "collectives/engines/direct.h"
 #include "collectives/engines/doubling.h"
 #include "collectives/engines/gpu_p2p.h"
+#include "collectives/engines/gpu_doubling.h"
 #include "collectives/engines/gpu_ring.h"
 #include "collectives/engines/host_p2p.h"
 #include "collectives/engines/host_ring.h"
@@ -175,6 +176,14 @@ StatusOr<EngineSet> BuildEngines(const EngineSetup& setup, std::unique_ptr<Resid
   // Over the point-to-point engine, where some pair crosses the network
   // (host memory): small all-reduces by recursive doubling, and before them
   // compressed sums between hosts.
+  // GPU communicators: recursive doubling only where RINGO_ALGO=doubling
+  // asks for it (never run on a GPU yet).
+  if (OnGpu(setup) && setup.nranks > 1 && setup.settings.shared.algorithm == Algorithm::kDoubling &&
+      setup.settings.shared.deterministic == 0) {
+    ASSIGN_OR_RETURN(auto gpu, SharedGpu(setup, set));
+    ASSIGN_OR_RETURN(std::unique_ptr<GpuDoubling> doubling, GpuDoubling::Make(setup, gpu, set.p2p.get()));
+    set.engines.insert(set.engines.begin(), std::move(doubling));
+  }
   if (!OnGpu(setup) && setup.nranks > 1 && setup.connector != nullptr) {
     const std::vector<bool>& net = setup.connector->spec().net;
     if (std::find(net.begin(), net.end(), true) != net.end()) {
