@@ -7,7 +7,8 @@
 //   the order; random floats give the same bits on every rank and a sum
 //   within (N - 1) u sum |x| of the fp64 one; avg and premul-sum as the op's
 //   definition says.
-// - Two hosts of two ranks (pairs inside a host and across).
+// - Hosts of several ranks (2 x 2, 3 x 3): the hierarchical variant, exact
+//   sums and the same bits on every rank.
 // - RINGO_DETERMINISTIC keeps the ring's rank-order sum (the engine stands
 //   aside); RINGO_ALGO=ring too.
 // - Ranks that call different all-reduces fail naming both calls; a killed
@@ -291,25 +292,44 @@ TEST_F(DoublingTest, RecursiveHalvingReduceScatter) {
   }
 }
 
-TEST_F(DoublingTest, TwoHostsOfTwoRanks) {
-  auto results = RunRanks(4, RankMode::kProcesses, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+// Hosts of several ranks: the hierarchical variant (each host's leader
+// combines, the leaders double, the leaders send back), exact int64 sums and
+// the same float bits on every rank, 2 hosts of 2 and 3 hosts of 3.
+TEST_F(DoublingTest, HostsOfSeveralRanksGoHierarchical) {
+  for (const auto& [nranks_total, per_host] : std::vector<std::pair<int, int>>{{4, 2}, {9, 3}}) {
+  SCOPED_TRACE(std::to_string(nranks_total / per_host) + " hosts of " + std::to_string(per_host));
+  const std::string dir = ResultsDir();
+  auto results = RunRanks(nranks_total, RankMode::kProcesses, kDeadline, [&, per_host = per_host](int rank, int nranks, const ringoUniqueId& id) -> std::string {
     SetEnvAndReload("RINGO_SHM_DISABLE", "0");
     ringoComm_t comm = nullptr;
-    ringoResult_t rc = InitAsHost(&comm, rank, nranks, id, 2);
+    ringoResult_t rc = InitAsHost(&comm, rank, nranks, id, per_host, dir);
     if (rc != ringoSuccess) return Err("init", rc, nullptr);
-    for (int64_t count : {1, 2, 255, 4096, 60000}) {
+    for (int64_t count : {1, 2, 255, 4096, 30000}) {
       std::vector<int64_t> in(count), out(count);
       for (int64_t i = 0; i < count; ++i) in[i] = i * (rank + 1);
       rc = ringoAllReduce(in.data(), out.data(), count, ringoInt64, ringoSum, comm, nullptr);
       if (rc != ringoSuccess) return Err("int64 sum", rc, comm);
+      const int64_t ranks_sum = static_cast<int64_t>(nranks) * (nranks + 1) / 2;
       for (int64_t i = 0; i < count; ++i) {
-        if (out[i] != i * 10) return "count " + std::to_string(count) + " element " + std::to_string(i);
+        if (out[i] != i * ranks_sum) return "count " + std::to_string(count) + " element " + std::to_string(i);
       }
     }
+    std::vector<float> x = Floats(rank, 1000, 9);
+    rc = ringoAllReduce(x.data(), x.data(), x.size(), ringoFloat32, ringoSum, comm, nullptr);
+    if (rc != ringoSuccess) return Err("float sum", rc, comm);
+    Save(dir, rank, x.data(), x.size() * 4);
     rc = ringoCommDestroy(comm);
     return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
   });
   EXPECT_ALL_RANKS_OK(results);
+  const std::string first = Load(dir, 0);
+  for (int r = 1; r < nranks_total; ++r) EXPECT_TRUE(Load(dir, r) == first) << "rank " << r << "'s float sum differs";
+  for (int r = 0; r < nranks_total; ++r) {
+    std::ifstream in(dir + "/" + std::to_string(r) + ".log");
+    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(log.find("by recursive doubling, hierarchical"), std::string::npos) << "rank " << r;
+  }
+  }
 }
 
 // RINGO_DETERMINISTIC: the ring's rank-order sum, bit for bit.

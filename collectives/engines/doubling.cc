@@ -42,6 +42,13 @@ Doubling::Doubling(const EngineSetup& setup, PointToPoint* p2p)
                (setup.settings.shared.algorithm == Algorithm::kAuto ||
                 setup.settings.shared.algorithm == Algorithm::kDoubling)),
       p2p_(p2p) {
+  if (setup.connector != nullptr && static_cast<int>(setup.connector->spec().domains.size()) == nranks_) {
+    hosts_ = setup.connector->spec().domains;
+    std::vector<int> distinct(hosts_);
+    std::sort(distinct.begin(), distinct.end());
+    const size_t nhosts = static_cast<size_t>(std::unique(distinct.begin(), distinct.end()) - distinct.begin());
+    hierarchical_ = nhosts > 1 && nhosts < hosts_.size();
+  }
   const topology::CostModel model = topology::CostModel::Default();
   alpha_us_ = model.alpha_us[static_cast<int>(topology::PathType::kNet)];
   beta_gbps_ = model.beta_gbps[static_cast<int>(topology::PathType::kNet)];
@@ -214,9 +221,17 @@ Status Doubling::RunAllReduce(Call& call) {
   if (!logged_) {
     logged_ = true;
     const int rounds = topology::DoublingRounds(nranks_);
-    RINGO_LOG(INFO) << "rank " << rank_ << ": all-reduces up to " << kMaxBytes / 1024 << " KiB across hosts by recursive doubling ("
-                    << rounds << " exchanges" << ((1 << rounds) != nranks_ ? " and 2 to fold " + std::to_string(nranks_ - (1 << rounds)) + " extra ranks in" : std::string())
-                    << (forced_ ? ", every one: RINGO_ALGO=doubling" : ", where the cost model prefers it to the ring") << ")";
+    if (hierarchical_) {
+      RINGO_LOG(INFO) << "rank " << rank_ << ": all-reduces up to " << kMaxBytes / 1024
+                      << " KiB across hosts by recursive doubling, hierarchical (each host's lowest rank combines"
+                      << " its ranks' inputs, the hosts' leaders run the doubling, the leaders send the result back"
+                      << (forced_ ? "; every one: RINGO_ALGO=doubling" : "; where the cost model prefers it to the ring")
+                      << ")";
+    } else {
+      RINGO_LOG(INFO) << "rank " << rank_ << ": all-reduces up to " << kMaxBytes / 1024 << " KiB across hosts by recursive doubling ("
+                      << rounds << " exchanges" << ((1 << rounds) != nranks_ ? " and 2 to fold " + std::to_string(nranks_ - (1 << rounds)) + " extra ranks in" : std::string())
+                      << (forced_ ? ", every one: RINGO_ALGO=doubling" : ", where the cost model prefers it to the ring") << ")";
+    }
   }
   const size_t bytes = static_cast<size_t>(a.count) * base::DataTypeSize(a.dtype);
   char* acc = static_cast<char*>(a.recv);
@@ -238,7 +253,7 @@ Status Doubling::RunAllReduce(Call& call) {
     loops.reduce_final(low, high, acc, nullptr, a.count, params, false, false);
   };
 
-  for (const DoublingStep& step : DoublingSteps(rank_, nranks_)) {
+  for (const DoublingStep& step : hierarchical_ ? HierarchicalSteps(rank_, hosts_) : DoublingSteps(rank_, nranks_)) {
     RETURN_IF_ERROR(Swap(call, step.peer, step.send, step.recv, acc, bytes));
     if (step.combine) combine(step.peer);
     if (step.take) std::memcpy(acc, theirs_.data() + kSigBytes, bytes);

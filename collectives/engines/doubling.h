@@ -15,6 +15,10 @@
 // ring, oneshot, direct: none; RINGO_DETERMINISTIC: none, whose results
 // keep the ring's rank order).
 //
+// Where hosts hold several ranks, the all-reduce is hierarchical: each
+// host's lowest rank combines its local ranks' inputs, the leaders run the
+// doubling, and each sends the result back (HierarchicalSteps).
+//
 // Small all-gathers across hosts go the same way, by Bruck's algorithm:
 // ceil(log2 N) steps for any N, at step k each rank sending the min(2^k,
 // N - 2^k) blocks it holds to rank - 2^k and receiving as many from rank +
@@ -77,6 +81,11 @@ class Doubling : public Engine {
   const int nranks_;
   const bool forced_;   // RINGO_ALGO=doubling
   const bool enabled_;  // not RINGO_DETERMINISTIC, no other RINGO_ALGO
+  // Every rank's memory domain (its host); hierarchical_ where some host
+  // holds several ranks and there are several hosts: all-reduces then run
+  // HierarchicalSteps (doubling_plan.h), the leaders' doubling alone on the network.
+  std::vector<int> hosts_;
+  bool hierarchical_ = false;
   bool logged_ = false, logged_gather_ = false, logged_scatter_ = false;
   double alpha_us_ = 0, beta_gbps_ = 0;  // a network step
   PointToPoint* p2p_;

@@ -49,6 +49,50 @@ inline std::vector<DoublingStep> DoublingSteps(int rank, int nranks) {
   return steps;
 }
 
+// The hierarchical variant, for ranks several to a host: `host[r]` names
+// rank r's host (any value; equal values share one). Each host's lowest
+// rank (its leader) receives every other local rank's input in rank order
+// and combines them, lower rank's first; the leaders run recursive doubling
+// among themselves (DoublingSteps over the hosts, in the order of their
+// leaders); each leader sends the result to its local ranks. Network
+// steps: those of DoublingSteps(hosts), where the flat plan takes those of
+// DoublingSteps(ranks) with every rank's traffic on the network at once.
+inline std::vector<DoublingStep> HierarchicalSteps(int rank, const std::vector<int>& host) {
+  const int n = static_cast<int>(host.size());
+  std::vector<int> leaders;  // each host's lowest rank, ascending
+  std::vector<int> leader_of(n, -1);
+  for (int r = 0; r < n; ++r) {
+    for (int q = 0; q <= r; ++q) {
+      if (host[q] == host[r]) {
+        leader_of[r] = q;
+        break;
+      }
+    }
+    if (leader_of[r] == r) leaders.push_back(r);
+  }
+  std::vector<DoublingStep> steps;
+  const int leader = leader_of[rank];
+  if (leader != rank) {
+    steps.push_back({leader, true, false, false, false});
+    steps.push_back({leader, false, true, false, true});
+    return steps;
+  }
+  std::vector<int> members;
+  for (int r = rank + 1; r < n; ++r) {
+    if (leader_of[r] == rank) members.push_back(r);
+  }
+  for (int m : members) steps.push_back({m, false, true, true, false});
+  const int hosts = static_cast<int>(leaders.size());
+  int me = 0;
+  while (leaders[me] != rank) ++me;
+  for (DoublingStep s : DoublingSteps(me, hosts)) {
+    s.peer = leaders[s.peer];
+    steps.push_back(s);
+  }
+  for (int m : members) steps.push_back({m, true, false, false, false});
+  return steps;
+}
+
 }  // namespace ringo::collectives
 
 #endif  // RINGO_COLLECTIVES_ENGINES_DOUBLING_PLAN_H_
