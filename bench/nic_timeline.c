@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
   const int rank = atoi(rank_s), n = atoi(size_s);
   const size_t count = (size_t)strtoull(argv[1], NULL, 10) / sizeof(float);
   const double seconds = atof(argv[2]);
+  if (count == 0) {
+    fprintf(stderr, "%s: BYTES must be at least %zu\n", argv[0], sizeof(float));
+    return 2;
+  }
   ringoUniqueId id;
   if (ringoGetUniqueIdForAddress(addr, &id) != ringoSuccess) {
     fprintf(stderr, "rank %d: %s\n", rank, ringoGetLastError(NULL));

@@ -318,7 +318,17 @@ Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agr
   if (net_devices > 0) {
     setup->host.net_devices = net_devices;
     if (!setup->host.fixed_channels && nranks_ > 1) {
+      const int before = setup->host.nchannels;
       setup->host.nchannels = ChannelsForNetDevices(setup->host.nchannels, net_devices);
+      if (setup->host.nchannels > before) {  // more threads: is the machine now oversubscribed?
+        int machine_ranks = 0;
+        for (const auto& p : agreed.peers) machine_ranks += p.machine_hash == agreed.peers[rank_].machine_hash ? 1 : 0;
+        if (static_cast<int64_t>(machine_ranks) * (setup->host.nchannels + 1) > Cores()) {
+          SetWaits(setup->settings.local, true, &setup->host);
+          spec.proxy_spin_count = setup->host.spin_count;
+          spec.proxy_yield_count = setup->host.yield_count;
+        }
+      }
     }
     setup->host.balance = net_devices > 1 && agreed.settings.shared.net_balance != 0 && !setup->host.deterministic;
   }
@@ -379,10 +389,16 @@ StatusOr<transport::ConnectorSpec> Communicator::ConnectorSpecFor(transport::Exc
     uint64_t devices;  // the network devices its ring channels spread over
   };
   NetRecord mine{transport::net::VerbsFabric(config_, spec.numa), 0, 0};
-  {
+  // The devices this rank's ring channels spread over: verbs ports on port
+  // 0's fabric, or the interfaces RINGO_SOCKET_IFNAME names (without it,
+  // one: the interfaces that happen to be up may include bridges and VPNs
+  // the other hosts cannot reach, which no channel count should depend on).
+  if (mine.fabric != 0 || !config_.socket_ifname.empty()) {
     auto net = transport::net::ProcessNet(
         config_, mine.fabric != 0 ? transport::net::NetKind::kIb : transport::net::NetKind::kSocket, spec.numa);
-    mine.devices = net.ok() ? static_cast<uint64_t>((*net)->DeviceCount()) : 0;
+    mine.devices = net.ok() ? transport::net::DevicesNearFirst(**net, spec.numa).size() : 0;
+  } else {
+    mine.devices = 1;
   }
   if (agreed.gpu_hosts) {
     const transport::net::GpuDirectVerdict verdict = transport::net::JudgeGpuDirect(

@@ -261,8 +261,12 @@ std::string Diagnosis::OnStall(const char* coll, uint64_t seq, int waited_on, in
   // other runs the ring or another wire).
   auto wire_of = [](const std::string& e) { return e.rfind("wire ", 0) == 0 ? e.substr(5) : std::string("none"); };
   bool wires_differ = false;
-  for (const auto& [r, e] : engines) wires_differ = wires_differ || (!e.empty() && !engines[0].second.empty() &&
-                                                                     wire_of(e) != wire_of(engines[0].second));
+  const std::string* first_label = nullptr;  // the first rank's that said how it runs the call
+  for (const auto& [r, e] : engines) {
+    if (e.empty()) continue;
+    if (first_label == nullptr) first_label = &e;
+    wires_differ = wires_differ || wire_of(e) != wire_of(*first_label);
+  }
   if (collective && missing.empty() && wires_differ) {
     out << "\n  every rank has entered it, but with different wire formats (each rank's ringoCommSetWire or "
            "RINGO_WIRE): ";

@@ -47,19 +47,32 @@ void ChannelBalance::Adopt(const std::vector<double>& pooled_seconds, int nranks
   std::fill(seconds_.begin(), seconds_.end(), 0.0);
   predicted_ = 0;
   if (!measured || !(sum > 0) || !std::isfinite(sum)) return;  // keep the split; measure again
-  // Shares in proportion to the rates, each at least kMinShare.
+  // Shares in proportion to the rates, each at least the floor (kMinShare,
+  // or half an equal part where channels are so many that kMinShare each
+  // would not fit): the channels under it are set to it and the others
+  // rescaled to the rest, until none is under it.
+  const double floor = std::min(kMinShare, 0.5 / nchannels_);
   std::vector<double> share(nchannels_);
-  double floor_total = 0, rest = 0;
-  for (int c = 0; c < nchannels_; ++c) {
-    share[c] = rates[c] / sum;
-    if (share[c] < kMinShare) {
-      floor_total += kMinShare;
-    } else {
-      rest += share[c];
+  std::vector<bool> floored(nchannels_, false);
+  for (int round = 0; round <= nchannels_; ++round) {
+    double free_rate = 0;
+    int nfloored = 0;
+    for (int c = 0; c < nchannels_; ++c) {
+      if (floored[c]) {
+        ++nfloored;
+      } else {
+        free_rate += rates[c];
+      }
     }
-  }
-  for (int c = 0; c < nchannels_; ++c) {
-    share[c] = share[c] < kMinShare ? kMinShare : share[c] * (1.0 - floor_total) / rest;
+    bool changed = false;
+    for (int c = 0; c < nchannels_; ++c) {
+      share[c] = floored[c] ? floor : (1.0 - nfloored * floor) * rates[c] / free_rate;
+      if (!floored[c] && share[c] < floor) {
+        floored[c] = true;
+        changed = true;
+      }
+    }
+    if (!changed) break;
   }
   double acc = 0;
   cum_[0] = 0;

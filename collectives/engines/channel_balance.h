@@ -20,8 +20,12 @@
 // period or two (its calls take longer than predicted, so a period lasts at
 // most the slowdown times kPeriodSeconds).
 //
-// Each channel keeps at least kMinShare of the elements, so a link that
-// recovers is seen recovering. Not thread-safe beyond Record (one channel
+// Each channel keeps at least kMinShare of the elements (half an equal part
+// where there are more than 16 channels), so a link that recovers is seen
+// recovering. A rank that enters a call late adds the same wait to every
+// channel's time, which draws the split towards the one in use, not away
+// from the rates: the proportional split is still where it settles, more
+// slowly where calls wait for each other more than they transfer. Not thread-safe beyond Record (one channel
 // per thread, read after the call's threads joined).
 #ifndef RINGO_COLLECTIVES_ENGINES_CHANNEL_BALANCE_H_
 #define RINGO_COLLECTIVES_ENGINES_CHANNEL_BALANCE_H_

@@ -66,6 +66,28 @@ TEST(ChannelBalance, SlowChannelKeepsAFloorAndRecovers) {
   EXPECT_NEAR(Part(b, 0), ChannelBalance::kTotal / 2, 1);
 }
 
+TEST(ChannelBalance, TheFloorHoldsAfterRescalingAndForManyChannels) {
+  // Flooring the slowest lifts the others' total; rescaling pushes the
+  // second slowest under the floor in turn: it is floored too.
+  ChannelBalance b(3);
+  const double rates[] = {100.0, 3.3, 0.1};
+  for (int c = 0; c < 3; ++c) b.Record(c, 1 << 20, (1 << 20) / rates[c]);
+  b.Adopt(b.Seconds(), 1);
+  for (int c = 0; c < 3; ++c) EXPECT_GE(Part(b, c), ChannelBalance::kTotal * ChannelBalance::kMinShare - 1) << c;
+  EXPECT_EQ(b.split()[3], ChannelBalance::kTotal);
+  // 40 channels (RINGO_NCHANNELS): 1/32 each would not fit; every channel
+  // keeps half an equal part, and the next period measures them all again.
+  ChannelBalance many(40);
+  for (int c = 0; c < 40; ++c) many.Record(c, 1 << 20, c == 0 ? 0.001 : 1.0);
+  many.Adopt(many.Seconds(), 1);
+  EXPECT_EQ(many.adoptions(), 1);
+  for (int c = 0; c < 40; ++c) EXPECT_GE(Part(many, c), static_cast<int>(ChannelBalance::kTotal * 0.5 / 40) - 1) << c;
+  EXPECT_EQ(many.split()[40], ChannelBalance::kTotal);
+  for (int c = 0; c < 40; ++c) many.Record(c, 1 << 20, 1.0);
+  many.Adopt(many.Seconds(), 1);
+  EXPECT_EQ(many.adoptions(), 2);
+}
+
 TEST(ChannelBalance, NoMeasurementKeepsTheSplit) {
   ChannelBalance b(2);
   b.Record(0, 8 << 20, 1.0);

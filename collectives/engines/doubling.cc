@@ -49,6 +49,7 @@ Doubling::Doubling(const EngineSetup& setup, PointToPoint* p2p)
     const size_t nhosts = static_cast<size_t>(std::unique(distinct.begin(), distinct.end()) - distinct.begin());
     hierarchical_ = nhosts > 1 && nhosts < hosts_.size();
   }
+  steps_ = hierarchical_ ? HierarchicalSteps(rank_, hosts_) : DoublingSteps(rank_, nranks_);
   const topology::CostModel model = topology::CostModel::Default();
   alpha_us_ = model.alpha_us[static_cast<int>(topology::PathType::kNet)];
   beta_gbps_ = model.beta_gbps[static_cast<int>(topology::PathType::kNet)];
@@ -57,6 +58,9 @@ Doubling::Doubling(const EngineSetup& setup, PointToPoint* p2p)
 bool Doubling::Takes(Call& call) {
   const kernels::CollArgs& a = call.args;
   if (!enabled_ || nranks_ < 2 || a.count <= 0) return false;
+  // A premul-sum whose scalar is behind a pointer (ringoScalarDevice) stays
+  // on the ring, which reads it when the collective runs.
+  if (a.op == RedOp::kPreMulSum && a.scalar_ptr != nullptr) return false;
   if (a.coll == Coll::kAllGather) {
     const double out = static_cast<double>(a.count) * static_cast<double>(base::DataTypeSize(a.dtype)) * nranks_;
     return out <= static_cast<double>(kMaxBytes) && (forced_ || nranks_ >= 4);
@@ -253,7 +257,7 @@ Status Doubling::RunAllReduce(Call& call) {
     loops.reduce_final(low, high, acc, nullptr, a.count, params, false, false);
   };
 
-  for (const DoublingStep& step : hierarchical_ ? HierarchicalSteps(rank_, hosts_) : DoublingSteps(rank_, nranks_)) {
+  for (const DoublingStep& step : steps_) {
     RETURN_IF_ERROR(Swap(call, step.peer, step.send, step.recv, acc, bytes));
     if (step.combine) combine(step.peer);
     if (step.take) std::memcpy(acc, theirs_.data() + kSigBytes, bytes);

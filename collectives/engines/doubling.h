@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "collectives/engines/doubling_plan.h"
 #include "collectives/engines/engine.h"
 #include "collectives/engines/setup.h"
 #include "topology/cost_model.h"
@@ -86,6 +87,7 @@ class Doubling : public Engine {
   // HierarchicalSteps (doubling_plan.h), the leaders' doubling alone on the network.
   std::vector<int> hosts_;
   bool hierarchical_ = false;
+  std::vector<DoublingStep> steps_;  // this rank's all-reduce steps
   bool logged_ = false, logged_gather_ = false, logged_scatter_ = false;
   double alpha_us_ = 0, beta_gbps_ = 0;  // a network step
   PointToPoint* p2p_;

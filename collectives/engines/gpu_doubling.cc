@@ -40,9 +40,12 @@ Status GpuDoubling::Run(Call& call) {
   }
   const int64_t bytes = a.count * static_cast<int64_t>(base::DataTypeSize(a.dtype));
   void* acc = a.recv;
-  call.fatal = true;  // from the first enqueue on, the peers may wait for this rank
+  // Once something is enqueued the peers may wait for this rank: a failure
+  // from then on fails the communicator (a stream refused before it does not).
   auto enqueue = [&](const std::function<Status()>& launch) {
-    return gpu_->Enqueue(call.stream, call.capturing, call.capture_id, launch);
+    Status st = gpu_->Enqueue(call.stream, call.capturing, call.capture_id, launch);
+    if (st.ok()) call.fatal = true;
+    return st;
   };
   if (a.send != a.recv) {
     RETURN_IF_ERROR(enqueue([&] { return kernels::gpu::LaunchCopyKernel(a.send, acc, bytes, call.stream); }));
@@ -57,7 +60,9 @@ Status GpuDoubling::Run(Call& call) {
     p2p_call.capture_id = call.capture_id;
     p2p_call.wait = call.wait;
     p2p_call.collective = true;
-    RETURN_IF_ERROR(p2p_->Run(ops, p2p_call));
+    Status st = p2p_->Run(ops, p2p_call);
+    call.fatal = call.fatal || p2p_call.fatal || st.ok();
+    RETURN_IF_ERROR(st);
     if (step.combine) {
       const void* low = step.peer < rank_ ? scratch_.get() : acc;
       const void* high = step.peer < rank_ ? acc : scratch_.get();

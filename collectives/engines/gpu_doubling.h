@@ -4,7 +4,8 @@
 // result out, the peer's into a scratch buffer), then the reduction kernel
 // (kernels/cuda/launch.h's LaunchReduceKernel) combining the two partials,
 // lower rank's first, so every rank holds the same bits. Everything is
-// enqueued on the stream; the host waits for nothing.
+// enqueued on the stream; the host waits only where the point-to-point
+// engine connects a pair the first time it is used.
 //
 // Opt-in, never run on a GPU yet: only RINGO_ALGO=doubling builds it (GPU
 // communicators otherwise run the ring), for all-reduces up to 256 KiB with

@@ -62,6 +62,14 @@ int ChannelsForCores(int cores, int ranks_on_machine) {
   return std::clamp(cores / std::max(1, ranks_on_machine), 1, kMaxChannels);
 }
 
+void SetWaits(const LocalSettings& local, bool oversubscribed, CommGeometry* g) {
+  g->spin_count = local.spin_count >= 0 ? static_cast<int>(std::min<int64_t>(local.spin_count, 1 << 30))
+                                        : (oversubscribed ? 0 : 20000);
+  g->yield_count = local.yield_count >= 0 ? static_cast<int>(std::min<int64_t>(local.yield_count, 1 << 30))
+                                          : (oversubscribed ? 50000 : 1000);
+  g->crowded = local.crowded_wait >= 0 ? local.crowded_wait == 1 : oversubscribed;
+}
+
 int ChannelsForNetDevices(int channels, int net_devices) {
   return std::max(channels, std::min(net_devices, kMaxNetChannels));
 }
@@ -94,15 +102,12 @@ CommGeometry ChooseGeometry(const CommSettings& settings, int nranks, int local_
   // took 29 us with 2000 yields before sleeping and 8-10 us with 50000+; no
   // spinning before the yields (medians, 8 B: 12.5-12.9 us against 14.4-24 us
   // with 50 spins; 8 MiB: 3.3-3.7 ms against 3.3-5.1 ms).
-  g.spin_count = local.spin_count >= 0 ? static_cast<int>(std::min<int64_t>(local.spin_count, 1 << 30))
-                                       : (oversubscribed ? 0 : 20000);
-  g.yield_count = local.yield_count >= 0 ? static_cast<int>(std::min<int64_t>(local.yield_count, 1 << 30))
-                                         : (oversubscribed ? 50000 : 1000);
+  SetWaits(local, oversubscribed, &g);
   // Board waits that yield only to a neighbour that can move (board.h). 4
   // ranks on 2 cores, 8 B to 512 B all-reduce, mean per call over 10000
   // (ringo-perf -n 10000, four alternating launches each): 9.6-10.7 us
   // against 11.6-13.5 us when every poll yields.
-  g.crowded = local.crowded_wait >= 0 ? local.crowded_wait == 1 : oversubscribed;
+
   // LL posts where every rank has a core to poll on (a fact every rank
   // sees alike, unlike RINGO_CROWDED_WAIT).
   g.oneshot_ll_bytes = g.board_bytes > 0 && !oversubscribed ? kOneShotLLBytes : 0;

@@ -43,6 +43,12 @@ struct CommGeometry {
   bool balance = false;
 };
 
+// The waits' spin and yield counts and the crowded flag: where this
+// machine's ranks and their threads outnumber its cores, no spinning (the
+// settings' own values where set). ChooseGeometry's, and again after the
+// channels grow for the network devices.
+void SetWaits(const LocalSettings& local, bool oversubscribed, CommGeometry* g);
+
 // Channels across hosts: at least one per network device (so every NIC
 // carries a channel), at most 16, unless RINGO_NCHANNELS fixed them.
 int ChannelsForNetDevices(int channels, int net_devices);

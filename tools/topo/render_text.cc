@@ -209,7 +209,8 @@ void RenderText(const Report& r, std::ostream& out) {
     // DevicesNearFirst, engines/channel_balance.h).
     out << "\n== Network devices across hosts ==\n";
     out << g.num_nics() << " NIC(s): host communicators across hosts run at least "
-        << std::min(g.num_nics(), 16) << " ring channel(s), one per device; each collective of 256 KiB or more "
+        << std::min(g.num_nics(), 16) << " ring channel(s), one per device (verbs ports on one fabric, or the interfaces "
+        << "RINGO_SOCKET_IFNAME names); each collective of 256 KiB or more "
         << "per channel is split over them by measured rate (RINGO_NET_BALANCE)\n";
     std::vector<int> numas;
     for (int nic : g.nics()) {

@@ -88,11 +88,16 @@ base::StatusOr<NetKind> ChooseNet(const base::Config& config, uint64_t mine, uin
 std::vector<int> DevicesNearFirst(const Net& net, int numa,
                                   const std::function<int(const std::string& pci_path)>& node_of) {
   const int n = std::max(1, net.DeviceCount());
-  std::vector<int> order(n);
-  std::vector<int> rank(n, 1);
+  auto first = net.Properties(0);
+  const uint64_t fabric = first.ok() ? first->fabric : 0;
+  std::vector<int> order;
+  std::vector<int> rank(n, 2);
   for (int d = 0; d < n; ++d) {
-    order[d] = d;
     auto props = net.Properties(d);
+    // Only devices that reach what device 0 reaches (verbs ports of one
+    // fabric; every socket interface).
+    if (d > 0 && props.ok() && fabric != 0 && props->fabric != 0 && props->fabric != fabric) continue;
+    order.push_back(d);
     if (!props.ok() || props->pci_path.empty() || numa < 0) continue;
     int node = -1;
     if (node_of) {
@@ -101,7 +106,7 @@ std::vector<int> DevicesNearFirst(const Net& net, int numa,
       if (std::fscanf(f, "%d", &node) != 1) node = -1;
       std::fclose(f);
     }
-    if (node >= 0) rank[d] = node == numa ? 0 : 2;
+    if (node >= 0) rank[d] = node == numa ? 0 : 1;
   }
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return rank[a] < rank[b]; });
   return order;

@@ -38,9 +38,11 @@ uint64_t VerbsFabric(const base::Config& config, int numa = -1);
 base::StatusOr<NetKind> ChooseNet(const base::Config& config, uint64_t mine, uint64_t theirs, int self_rank,
                                   int peer_rank);
 
-// The order in which ring channels take `net`'s devices: those on NUMA node
-// `numa` first, then those whose node is unknown (or when `numa` is -1),
-// then the others, each group in the transport's own order. `node_of` gives
+// The order in which ring channels take `net`'s devices, and so how many
+// they spread over: those that reach what device 0 reaches (verbs ports on
+// its fabric; every socket interface), on NUMA node `numa` first, then on
+// other nodes, then those whose node is unknown (virtual interfaces, or
+// every device when `numa` is -1), each group in the transport's own order. `node_of` gives
 // a device's NUMA node from its sysfs path (-1: unknown); by default it
 // reads PATH/numa_node.
 std::vector<int> DevicesNearFirst(const Net& net, int numa,

@@ -63,13 +63,15 @@ TEST(VerbsFabric, ZeroWhenVerbsIsOffOrUnusable) {
 // ring channels take them in.
 class PathsNet : public Net {
  public:
-  explicit PathsNet(std::vector<std::string> paths) : paths_(std::move(paths)) {}
+  explicit PathsNet(std::vector<std::string> paths, std::vector<uint64_t> fabrics = {})
+      : paths_(std::move(paths)), fabrics_(std::move(fabrics)) {}
   const char* name() const override { return "paths"; }
   int DeviceCount() const override { return static_cast<int>(paths_.size()); }
   base::StatusOr<NetProperties> Properties(int device) const override {
     NetProperties p;
     p.name = "dev" + std::to_string(device);
     p.pci_path = paths_[device];
+    p.fabric = device < static_cast<int>(fabrics_.size()) ? fabrics_[device] : 0;
     return p;
   }
   base::StatusOr<std::unique_ptr<Listener>> Listen(int, const ConnectOptions&, NetHandle*) override {
@@ -82,18 +84,30 @@ class PathsNet : public Net {
 
  private:
   std::vector<std::string> paths_;
+  std::vector<uint64_t> fabrics_;
 };
 
-TEST(DevicesNearFirst, NearDevicesFirstThenUnknownThenFar) {
-  // /n0 and /n1: NUMA nodes 0 and 1; "" a virtual device (no node).
+TEST(DevicesNearFirst, NearDevicesFirstThenFarThenUnknown) {
+  // /n0 and /n1: NUMA nodes 0 and 1; "" a virtual device (no node: a
+  // bridge or a VPN interface comes last).
   PathsNet net({"/n1", "", "/n0", "/n1", "/n0"});
   auto node = [](const std::string& path) { return path == "/n0" ? 0 : path == "/n1" ? 1 : -1; };
-  EXPECT_EQ(DevicesNearFirst(net, 0, node), (std::vector<int>{2, 4, 1, 0, 3}));
-  EXPECT_EQ(DevicesNearFirst(net, 1, node), (std::vector<int>{0, 3, 1, 2, 4}));
+  EXPECT_EQ(DevicesNearFirst(net, 0, node), (std::vector<int>{2, 4, 0, 3, 1}));
+  EXPECT_EQ(DevicesNearFirst(net, 1, node), (std::vector<int>{0, 3, 2, 4, 1}));
   // A rank whose node is unknown keeps the transport's order.
   EXPECT_EQ(DevicesNearFirst(net, -1, node), (std::vector<int>{0, 1, 2, 3, 4}));
   PathsNet virtual_only({"", ""});
   EXPECT_EQ(DevicesNearFirst(virtual_only, 0, node), (std::vector<int>{0, 1}));
+}
+
+TEST(DevicesNearFirst, OnlyDevicesOnDeviceZerosFabric) {
+  // Verbs ports on two fabrics (rails of their own): channels stay on
+  // port 0's, near ones first; fabric 0 (sockets) reaches everything.
+  auto node = [](const std::string& path) { return path == "/n0" ? 0 : path == "/n1" ? 1 : -1; };
+  PathsNet rails({"/n1", "/n0", "/n0", "/n1"}, {7, 9, 7, 7});
+  EXPECT_EQ(DevicesNearFirst(rails, 0, node), (std::vector<int>{2, 0, 3}));
+  PathsNet sockets({"/n1", "/n0"}, {0, 0});
+  EXPECT_EQ(DevicesNearFirst(sockets, 0, node), (std::vector<int>{1, 0}));
 }
 
 }  // namespace
