@@ -47,6 +47,13 @@ uint64_t RandomTag() {
   return t == 0 ? 1 : t;
 }
 
+// The ranks that share rank `rank`'s CPUs (its machine), itself included.
+int MachineRanks(const std::vector<transport::PeerInfo>& peers, int rank) {
+  int n = 0;
+  for (const auto& p : peers) n += p.machine_hash == peers[rank].machine_hash ? 1 : 0;
+  return n;
+}
+
 int64_t TimeoutMs(const base::Config& config, const CommOptions& options) {
   return options.timeout_ms > 0 ? options.timeout_ms : config.timeout_ms;
 }
@@ -264,13 +271,9 @@ StatusOr<Communicator::Agreement> Communicator::Agree(transport::Exchange& excha
 
 Status Communicator::Plan(const Agreement& agreed, EngineSetup* setup) {
   const std::vector<transport::PeerInfo>& peers = agreed.peers;
-  const transport::PeerInfo& me = peers[rank_];
   int local_ranks = 0;  // ranks that share this rank's memory
-  int machine_ranks = 0;
-  for (int r = 0; r < nranks_; ++r) {
-    local_ranks += agreed.domains[r] == agreed.domains[rank_] ? 1 : 0;
-    machine_ranks += peers[r].machine_hash == me.machine_hash ? 1 : 0;
-  }
+  for (int r = 0; r < nranks_; ++r) local_ranks += agreed.domains[r] == agreed.domains[rank_] ? 1 : 0;
+  const int machine_ranks = MachineRanks(peers, rank_);
   const bool net = local_ranks < nranks_;
   setup->rank = rank_;
   setup->nranks = nranks_;
@@ -302,10 +305,8 @@ Status Communicator::Plan(const Agreement& agreed, EngineSetup* setup) {
 
 int Communicator::ChannelsEveryRankAllows(const std::vector<transport::PeerInfo>& peers) const {
   int channels = 1 << 20;
-  for (const auto& p : peers) {
-    int on_machine = 0;
-    for (const auto& q : peers) on_machine += q.machine_hash == p.machine_hash ? 1 : 0;
-    channels = std::min(channels, ChannelsForCores(p.cores, on_machine));
+  for (int r = 0; r < static_cast<int>(peers.size()); ++r) {
+    channels = std::min(channels, ChannelsForCores(peers[r].cores, MachineRanks(peers, r)));
   }
   return channels;
 }
@@ -321,9 +322,7 @@ Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agr
       const int before = setup->host.nchannels;
       setup->host.nchannels = ChannelsForNetDevices(setup->host.nchannels, net_devices);
       if (setup->host.nchannels > before) {  // more threads: is the machine now oversubscribed?
-        int machine_ranks = 0;
-        for (const auto& p : agreed.peers) machine_ranks += p.machine_hash == agreed.peers[rank_].machine_hash ? 1 : 0;
-        if (static_cast<int64_t>(machine_ranks) * (setup->host.nchannels + 1) > Cores()) {
+        if (static_cast<int64_t>(MachineRanks(agreed.peers, rank_)) * (setup->host.nchannels + 1) > Cores()) {
           SetWaits(setup->settings.local, true, &setup->host);
           spec.proxy_spin_count = setup->host.spin_count;
           spec.proxy_yield_count = setup->host.yield_count;

@@ -68,12 +68,15 @@ std::vector<float> Floats(int rank, int64_t count, uint32_t seed) {
   return x;
 }
 
-// Whether rank `rank`'s log (InitAsHost's log_dir) says the engine ran.
-bool RanDoubling(const std::string& dir, int rank) {
+// Whether rank `rank`'s log (InitAsHost's log_dir) says `phrase`: which
+// engine ran.
+bool LogSays(const std::string& dir, int rank, const std::string& phrase) {
   std::ifstream in(dir + "/" + std::to_string(rank) + ".log");
   const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return log.find("by recursive doubling") != std::string::npos;
+  return log.find(phrase) != std::string::npos;
 }
+
+bool RanDoubling(const std::string& dir, int rank) { return LogSays(dir, rank, "by recursive doubling"); }
 
 // A folder the ranks write their results into, compared afterwards.
 std::string ResultsDir() {
@@ -181,12 +184,6 @@ TEST_F(DoublingTest, EveryRankCountOpAndDatatype) {
   }
 }
 
-bool RanBruck(const std::string& dir, int rank) {
-  std::ifstream in(dir + "/" + std::to_string(rank) + ".log");
-  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return log.find("by Bruck's algorithm") != std::string::npos;
-}
-
 TEST_F(DoublingTest, BruckAllGather) {
   for (int nranks : {2, 3, 4, 5, 7, 8, -3}) {  // -3: 3 ranks with RINGO_ALGO=doubling
     const bool forced = nranks < 0;
@@ -230,15 +227,9 @@ TEST_F(DoublingTest, BruckAllGather) {
     EXPECT_ALL_RANKS_OK(results);
     const bool want = forced || n_ranks >= 4;
     for (int r = 0; r < n_ranks; ++r) {
-      EXPECT_EQ(RanBruck(dir, r), want) << "rank " << r << (want ? " did not run" : " ran") << " Bruck's all-gather";
+      EXPECT_EQ(LogSays(dir, r, "by Bruck's algorithm"), want) << "rank " << r << (want ? " did not run" : " ran") << " Bruck's all-gather";
     }
   }
-}
-
-bool RanHalving(const std::string& dir, int rank) {
-  std::ifstream in(dir + "/" + std::to_string(rank) + ".log");
-  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return log.find("by recursive halving") != std::string::npos;
 }
 
 TEST_F(DoublingTest, RecursiveHalvingReduceScatter) {
@@ -287,7 +278,7 @@ TEST_F(DoublingTest, RecursiveHalvingReduceScatter) {
     EXPECT_ALL_RANKS_OK(results);
     const bool want = forced || n_ranks == 4 || n_ranks >= 6;
     for (int r = 0; r < n_ranks; ++r) {
-      EXPECT_EQ(RanHalving(dir, r), want) << "rank " << r << (want ? " did not run" : " ran") << " recursive halving";
+      EXPECT_EQ(LogSays(dir, r, "by recursive halving"), want) << "rank " << r << (want ? " did not run" : " ran") << " recursive halving";
     }
   }
 }
@@ -325,9 +316,7 @@ TEST_F(DoublingTest, HostsOfSeveralRanksGoHierarchical) {
   const std::string first = Load(dir, 0);
   for (int r = 1; r < nranks_total; ++r) EXPECT_TRUE(Load(dir, r) == first) << "rank " << r << "'s float sum differs";
   for (int r = 0; r < nranks_total; ++r) {
-    std::ifstream in(dir + "/" + std::to_string(r) + ".log");
-    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    EXPECT_NE(log.find("by recursive doubling, hierarchical"), std::string::npos) << "rank " << r;
+    EXPECT_TRUE(LogSays(dir, r, "by recursive doubling, hierarchical")) << "rank " << r;
   }
   }
 }
