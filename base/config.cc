@@ -91,6 +91,12 @@ const std::vector<EnvVarInfo>& Table() {
        "and the network proxy). Off until a GPU run has verified them (docs/gpu.md): a device kind of "
        "auto then uses host memory on every rank, and RINGO_DEVICE_CUDA across hosts is refused. Rank "
        "0's setting applies."},
+      {"RINGO_GPU_WIRE", "bool", "0",
+       "1: GPU communicators whose ranks span hosts honour the wire format (RINGO_WIRE, "
+       "ringoCommSetWire; docs/wire.md), encoding, summing and decoding with kernels on the "
+       "caller's stream. Off until a GPU run has verified it (docs/gpu.md): GPU communicators "
+       "otherwise send their data uncompressed and ringoCommSetWire refuses them. Rank 0's "
+       "setting applies."},
       {"RINGO_GPU_DEVICE_SCOPE", "bool", "0",
        "1: the counters of a FIFO whose two ends are kernels of one GPU in one process (ranks that are "
        "threads sharing a GPU) are ordered at GPU scope, not system scope, which need not reach past the "
@@ -320,6 +326,7 @@ Config* Load() {
   bool_var("RINGO_NET_GPUDIRECT", &config->net_gpudirect);
   bool_var("RINGO_NET_BALANCE", &config->net_balance);
   bool_var("RINGO_GPU_ACROSS_HOSTS", &config->gpu_across_hosts);
+  bool_var("RINGO_GPU_WIRE", &config->gpu_wire);
   bool_var("RINGO_GPU_ELASTIC", &config->gpu_elastic);
   bool_var("RINGO_GPU_TRACK_REPLAYS", &config->gpu_track_replays);
   bool_var("RINGO_GPU_DEVICE_SCOPE", &config->gpu_device_scope);

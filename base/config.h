@@ -53,6 +53,7 @@ struct Config {
   bool ib_disable = false;               // RINGO_IB_DISABLE
   bool net_gpudirect = false;            // RINGO_NET_GPUDIRECT
   bool net_balance = true;               // RINGO_NET_BALANCE
+  bool gpu_wire = false;                 // RINGO_GPU_WIRE
   bool gpu_across_hosts = false;         // RINGO_GPU_ACROSS_HOSTS
   bool gpu_elastic = false;              // RINGO_GPU_ELASTIC
   bool gpu_track_replays = false;        // RINGO_GPU_TRACK_REPLAYS

@@ -107,7 +107,7 @@ TEST_F(ConfigTest, EveryDeclaredVariableIsDescribed) {
   // Ringo's own variables are all there.
   for (const char* name : {"RINGO_DEBUG", "RINGO_DEBUG_FILE", "RINGO_TIMEOUT_MS", "RINGO_COMM_ID",
                            "RINGO_SOCKET_IFNAME", "RINGO_SLOT_BYTES", "RINGO_NCHANNELS", "RINGO_SPIN_COUNT",
-                           "RINGO_YIELD_COUNT", "RINGO_CROWDED_WAIT", "RINGO_ALGO", "RINGO_WIRE", "RINGO_CHECK", "RINGO_DETERMINISTIC", "RINGO_PROTO", "RINGO_DEVICE",
+                           "RINGO_YIELD_COUNT", "RINGO_CROWDED_WAIT", "RINGO_ALGO", "RINGO_WIRE", "RINGO_GPU_WIRE", "RINGO_CHECK", "RINGO_DETERMINISTIC", "RINGO_PROTO", "RINGO_DEVICE",
                            "RINGO_HOST_ISA", "RINGO_P2P_DISABLE",
                            "RINGO_SHM_DISABLE"}) {
     EXPECT_NE(Find(name), nullptr) << name << " is not declared";

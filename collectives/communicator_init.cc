@@ -341,9 +341,10 @@ Status Communicator::Connect(transport::Exchange& exchange, const Agreement& agr
   ConfigureWait(*setup);
   RINGO_LOG(INFO) << "rank " << rank_ << "/" << nranks_ << " ready: " << engines_.residence->Describe(*setup)
                   << ", timeout " << timeout_ms_ << " ms";
-  if (wire() != 0 && setup->device >= 0) {
+  if (wire() != 0 && setup->device >= 0 && engines_.Find("wire") == nullptr) {
     RINGO_LOG(INFO) << "rank " << rank_ << ": wire " << kernels::WireName(static_cast<kernels::Wire>(wire()))
-                    << " not used: GPU communicators send their data uncompressed (the wire is host communicators' so far)";
+                    << " not used: GPU communicators send their data uncompressed unless RINGO_GPU_WIRE=1 and their "
+                       "ranks span hosts";
     wire_.store(0);
   }
   return Status();

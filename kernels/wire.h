@@ -19,8 +19,8 @@
 // infinity as infinity in bf16, fp16 and e5m2 and as NaN in e4m3, which has
 // none; they do not enter the block's scale.
 //
-// The element codecs are __host__ __device__ so that GPU kernels encode and
-// decode alike; the span loops below are the host's.
+// The value and block codecs are __host__ __device__, so that GPU kernels
+// encode and decode as the host does; the span loops are the host's.
 #ifndef RINGO_KERNELS_WIRE_H_
 #define RINGO_KERNELS_WIRE_H_
 
@@ -42,6 +42,16 @@ const char* WireName(Wire w);  // "none", "bf16", "fp16", "e4m3", "e5m2"
 // "fp8", "e5m2"; any case); false for anything else.
 bool ParseWire(const std::string& name, Wire* w);
 inline bool ValidWire(int w) { return w >= 0 && w <= static_cast<int>(Wire::kE5m2); }
+
+// Little-endian loads of a value that may sit at any byte (the host's and
+// the GPU's byte order alike).
+RINGO_HD_INLINE uint32_t LoadLe32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+RINGO_HD_INLINE uint16_t LoadLe16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | p[1] << 8);
+}
 
 // Bytes on the wire for `n` values.
 RINGO_HD_INLINE int64_t WireBytes(Wire w, int64_t n) {
@@ -83,6 +93,77 @@ RINGO_HD_INLINE int WireScaleExponent(float amax, float max_finite) {
   if (k > 127) k = 127;
   return k;
 }
+
+// ---- One value, one block: host and device alike ----
+//
+// What a GPU kernel runs, thread by thread (kernels/cuda/ring_wire.cu), and
+// what the span loops below compute faster on the host; kernels/wire_test
+// checks that both give the same bytes and values.
+
+inline constexpr float kWireE4m3Max = 448.0f;
+inline constexpr float kWireE5m2Max = 57344.0f;
+
+RINGO_HD_INLINE bool WireIsFinite(float x) { return (base::FloatBits(x) & 0x7f800000u) != 0x7f800000u; }
+
+// Where value i of a span of values in `w` starts (8-bit: past its block's
+// scale byte; only a span's last block can be short).
+RINGO_HD_INLINE int64_t WireValueOffset(Wire w, int64_t i) {
+  switch (w) {
+    case Wire::kNone: return 4 * i;
+    case Wire::kBf16:
+    case Wire::kFp16: return 2 * i;
+    case Wire::kE4m3:
+    case Wire::kE5m2: return i / kWireBlock * (kWireBlock + 1) + 1 + i % kWireBlock;
+  }
+  return 4 * i;
+}
+
+// One 8-bit value already multiplied by its block's 1 / 2^k (`inv`); an
+// infinity stays one in e5m2 and becomes NaN in e4m3.
+RINGO_HD_INLINE uint8_t WireEncodeEight(Wire w, float x, float inv) {
+  const uint32_t bits = base::FloatBits(x);
+  if ((bits & 0x7fffffffu) == 0x7f800000u) {
+    return w == Wire::kE5m2 ? static_cast<uint8_t>(((bits >> 24) & 0x80u) | 0x7cu) : uint8_t{0x7f};
+  }
+  return w == Wire::kE5m2 ? base::E5M2Format::Encode(x * inv) : base::E4M3Format::Encode(x * inv);
+}
+
+// One 8-bit block of `len` (1 to 32) values: its scale byte, then the values.
+RINGO_HD_INLINE void WireEncodeEightBlock(Wire w, const float* x, int len, uint8_t* out) {
+  float amax = 0.0f;
+  for (int i = 0; i < len; ++i) {
+    const float a = base::BitsFloat(base::FloatBits(x[i]) & 0x7fffffffu);
+    if (WireIsFinite(a) && a > amax) amax = a;
+  }
+  const int k = WireScaleExponent(amax, w == Wire::kE5m2 ? kWireE5m2Max : kWireE4m3Max);
+  out[0] = static_cast<uint8_t>(k + 127);
+  const float inv = WirePow2(-k);
+  for (int i = 0; i < len; ++i) out[1 + i] = WireEncodeEight(w, x[i], inv);
+}
+
+// A 16-bit value's bits.
+RINGO_HD_INLINE uint16_t WireEncodeSixteen(Wire w, float x) {
+  return w == Wire::kBf16 ? base::FloatToBFloat16Bits(x) : base::FloatToHalfBits(x);
+}
+
+// Value i of a span of values in `w` (kNone: fp32), as fp32.
+RINGO_HD_INLINE float WireDecodeAt(Wire w, const uint8_t* in, int64_t i) {
+  switch (w) {
+    case Wire::kNone: return base::BitsFloat(LoadLe32(in + 4 * i));
+    case Wire::kBf16: return base::BFloat16BitsToFloat(LoadLe16(in + 2 * i));
+    case Wire::kFp16: return base::HalfBitsToFloat(LoadLe16(in + 2 * i));
+    case Wire::kE4m3:
+    case Wire::kE5m2: {
+      const uint8_t* block = in + i / kWireBlock * (kWireBlock + 1);
+      const float scale = WirePow2(static_cast<int>(block[0]) - 127);
+      const uint8_t b = block[1 + i % kWireBlock];
+      return (w == Wire::kE4m3 ? base::E4M3Format::Decode(b) : base::E5M2Format::Decode(b)) * scale;
+    }
+  }
+  return 0.0f;
+}
+
+// ---- Spans, on the host ----
 
 // Encodes `n` values into `out` (WireBytes(w, n) bytes); kNone copies them.
 void WireEncode(Wire w, const float* in, int64_t n, uint8_t* out);

@@ -179,5 +179,58 @@ TEST(Wire, DecodeAddAndRoundAgreeWithDecode) {
   }
 }
 
+// The value and block codecs the GPU kernels run give the span loops' bytes
+// and values, for every format, over spans whose last block is short, with
+// subnormals, exact ties, zeros, infinities and NaNs.
+TEST(Wire, DeviceCodecsMatchTheSpanLoops) {
+  std::mt19937 gen(11);
+  std::uniform_int_distribution<uint32_t> bits(0, 0xffffffffu);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> ex(-140, 30);
+  for (Wire w : {Wire::kNone, Wire::kBf16, Wire::kFp16, Wire::kE4m3, Wire::kE5m2}) {
+    for (int64_t n : {1, 31, 32, 33, 95, 1000}) {
+      for (int t = 0; t < 20; ++t) {
+        std::vector<float> x(static_cast<size_t>(n));
+        for (auto& v : x) {
+          switch (gen() % 8) {
+            case 0: v = base::BitsFloat(bits(gen)); break;  // anything, NaN and infinity included
+            case 1: v = 0.0f; break;
+            case 2: v = std::ldexp(1.0f + static_cast<float>(gen() % 16) / 16.0f, ex(gen)); break;  // ties
+            default: v = std::ldexp(normal(gen), ex(gen) / 4); break;
+          }
+        }
+        if (t == 0) x[0] = std::numeric_limits<float>::infinity();
+        if (t == 1) x[n - 1] = -std::numeric_limits<float>::quiet_NaN();
+        const size_t bytes = static_cast<size_t>(WireBytes(w, n));
+        std::vector<uint8_t> span(bytes), dev(bytes, 0xcc);
+        WireEncode(w, x.data(), n, span.data());
+        for (int64_t i = 0; i < n; ++i) {
+          if (w == Wire::kNone) {
+            const uint32_t b = base::FloatBits(x[i]);
+            std::memcpy(&dev[4 * i], &b, 4);
+          } else if (w == Wire::kBf16 || w == Wire::kFp16) {
+            const uint16_t b = WireEncodeSixteen(w, x[i]);
+            std::memcpy(&dev[2 * i], &b, 2);
+          } else if (i % kWireBlock == 0) {
+            const int len = static_cast<int>(std::min<int64_t>(kWireBlock, n - i));
+            WireEncodeEightBlock(w, &x[i], len, &dev[WireValueOffset(w, i) - 1]);
+          }
+        }
+        ASSERT_EQ(span, dev) << WireName(w) << " n " << n << " t " << t;
+        std::vector<float> decoded(static_cast<size_t>(n));
+        WireDecode(w, span.data(), n, decoded.data());
+        for (int64_t i = 0; i < n; ++i) {
+          const float d = WireDecodeAt(w, span.data(), i);
+          if (std::isnan(decoded[i])) {
+            ASSERT_TRUE(std::isnan(d)) << WireName(w) << " value " << i;
+          } else {
+            ASSERT_EQ(base::FloatBits(d), base::FloatBits(decoded[i])) << WireName(w) << " value " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ringo::kernels

@@ -38,6 +38,7 @@ targets=(
   //tests:gpu_trace_test
   //tests:gpu_elastic_test
   //tests:gpu_p2p_test
+  //tests:gpu_wire_test
   //tools:perf_gpu_test
   //tools:ringo-perf
   //bench/peers:nccl-perf

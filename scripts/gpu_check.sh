@@ -13,7 +13,7 @@
 #   without ARCHIVE/BUNDLE_DIR: the bundle this script sits in
 #   --call N      the steps of prepared call N, assigned in advance, most
 #                 uncertain first (a GPU window holds about two calls):
-#                 1 = bundle,facts,graph,trace,elastic,latency,logstep;
+#                 1 = bundle,facts,graph,trace,elastic,latency,logstep,wire;
 #                 2 = bundle,facts,torch_build,torch_ops,torch_ddp,net_gpu;
 #                 3 = bundle,facts,train (after the first two)
 #   --steps LIST  the named steps (comma-separated), in the order given
@@ -47,6 +47,7 @@ STEPS=(
   "graph 110 check"
   "latency 150 perf"
   "logstep 60 check"
+  "wire 120 check"
   "nccl_symbols 30 clients"
   "torch_build 120 clients"
   "torch_ops 100 clients"
@@ -83,7 +84,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --call)
       case "$2" in
-        1) only=bundle,facts,graph,trace,elastic,latency,logstep ;;
+        1) only=bundle,facts,graph,trace,elastic,latency,logstep,wire ;;
         2) only=bundle,facts,torch_build,torch_ops,torch_ddp,net_gpu ;;
         3) only=bundle,facts,train ;;
         *) echo "gpu_check.sh: --call takes 1, 2 or 3" >&2; exit 2 ;;
@@ -711,6 +712,30 @@ step_logstep() {
   done
   echo "$line"
   DETAIL="RINGO_ALGO=doubling on the GPU, 2-4 ranks, 8 B-256 KiB verified: $([[ $rc -eq 0 ]] && echo yes || echo no); $line"
+  return $rc
+}
+
+# The compressed wire on GPU communicators (collectives/engines/gpu_wire.h,
+# opt-in with RINGO_GPU_WIRE=1 until this step passes): gpu_wire_test (every
+# format, datatype and op against the host wire engine's bits, 2-4 thread
+# ranks of the one GPU, every pair over TCP), then ringo-perf's fp32 sum
+# all-reduce on 2 ranks over TCP with the wire off, bf16 and e4m3, verified
+# (within the wire's roundings), the INFO line saying the GPU compresses.
+step_wire() {
+  local rc=0 w line="2 ranks over loopback TCP, fp32 busbw GB/s at 64 MiB (off / bf16 / e4m3):"
+  RINGO_SHM_DISABLE=1 RINGO_GPU_WIRE=1 run_gtest gpu_wire_test "$B/bin/gpu_wire_test" || rc=1
+  for w in none bf16 e4m3; do
+    local log="$W/logs/$STEP.$w.log"
+    echo "+ ringo-perf allreduce -np 2 --threads --ranks-per-gpu 2 -b 1M -e 64M -f 8 -n 5 -w 1 -c 1 --wire $w" \
+      >>"$W/logs/$STEP.commands"
+    RINGO_DEVICE=cuda RINGO_SHM_DISABLE=1 RINGO_GPU_WIRE=1 RINGO_DEBUG=INFO rb "$B/bin/ringo-perf" allreduce -np 2 \
+      --threads --ranks-per-gpu 2 -b 1M -e 64M -f 8 -n 5 -w 1 -c 1 --wire "$w" >"$log" 2>&1 || rc=1
+    perf_ok "$log" >/dev/null || rc=1
+    [[ $w == none ]] || grep -q "wire $w on the GPU" "$log" || rc=1
+    line+=" $(perf_rows "$log" | awk '$1 == 67108864 {print $3}')"
+  done
+  echo "$line"
+  DETAIL="RINGO_GPU_WIRE=1: bits as the host's and ringo-perf verified: $([[ $rc -eq 0 ]] && echo yes || echo no); $line"
   return $rc
 }
 

@@ -263,6 +263,23 @@ TEST_F(WireTest, ShapesDatatypesAndInPlace) {
       const std::vector<float> want = Expected(Wire::kE4m3, x, 1.0f / kRanks, none);
       if (std::memcmp(buf.data(), want.data(), kCount * 4) != 0) return "avg in place: not the algorithm's bits";
     }
+    // Premul-sum, a host scalar and one in memory read when the call runs:
+    // the scalar applied in fp32 before compression, as avg's 1/N.
+    for (ringoScalarResidence_t where : {ringoScalarHostImmediate, ringoScalarDevice}) {
+      float scalar = 0.375f;
+      ringoRedOp_t premul;
+      rc = ringoRedOpCreatePreMulSum(&premul, &scalar, ringoFloat32, where, comm);
+      if (rc != ringoSuccess) return Err("premul op", rc, comm);
+      constexpr int64_t kSmall = 5003;
+      std::vector<std::vector<float>> xs;
+      for (int r = 0; r < kRanks; ++r) xs.emplace_back(x[r].begin(), x[r].begin() + kSmall);
+      std::vector<float> out(kSmall);
+      rc = ringoAllReduce(xs[rank].data(), out.data(), kSmall, ringoFloat32, premul, comm, nullptr);
+      if (rc != ringoSuccess) return Err("premul all-reduce", rc, comm);
+      ringoRedOpDestroy(premul, comm);
+      const std::vector<float> want = Expected(Wire::kE4m3, xs, 0.375f, none);
+      if (std::memcmp(out.data(), want.data(), kSmall * 4) != 0) return "premul-sum: not the algorithm's bits";
+    }
     // Reduce-scatter: each rank's block, summed without the final rounding.
     {
       const int64_t per = kCount / kRanks;

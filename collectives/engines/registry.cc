@@ -6,6 +6,7 @@
 #include "collectives/engines/doubling.h"
 #include "collectives/engines/gpu_p2p.h"
 #include "collectives/engines/gpu_doubling.h"
+#include "collectives/engines/gpu_wire.h"
 #include "collectives/engines/gpu_ring.h"
 #include "collectives/engines/host_p2p.h"
 #include "collectives/engines/host_ring.h"
@@ -184,9 +185,18 @@ StatusOr<EngineSet> BuildEngines(const EngineSetup& setup, std::unique_ptr<Resid
     ASSIGN_OR_RETURN(std::unique_ptr<GpuDoubling> doubling, GpuDoubling::Make(setup, gpu, set.p2p.get()));
     set.engines.insert(set.engines.begin(), std::move(doubling));
   }
+  // GPU communicators: the compressed wire only where RINGO_GPU_WIRE=1 asks
+  // for it (never run on a GPU yet).
+  const bool any_net = setup.nranks > 1 && setup.connector != nullptr &&
+                       std::find(setup.connector->spec().net.begin(), setup.connector->spec().net.end(), true) !=
+                           setup.connector->spec().net.end();
+  if (OnGpu(setup) && any_net && setup.settings.shared.gpu_wire != 0) {
+    ASSIGN_OR_RETURN(auto gpu, SharedGpu(setup, set));
+    ASSIGN_OR_RETURN(std::unique_ptr<GpuWire> wire, GpuWire::Make(setup, gpu, set.p2p.get()));
+    set.engines.insert(set.engines.begin(), std::move(wire));
+  }
   if (!OnGpu(setup) && setup.nranks > 1 && setup.connector != nullptr) {
-    const std::vector<bool>& net = setup.connector->spec().net;
-    if (std::find(net.begin(), net.end(), true) != net.end()) {
+    if (any_net) {
       set.engines.insert(set.engines.begin(), std::make_unique<Doubling>(setup, set.p2p.get()));
       set.engines.insert(set.engines.begin(), std::make_unique<WireEngine>(setup, set.p2p.get()));
     }

@@ -1,6 +1,7 @@
 #include "collectives/engines/wire.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -8,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/cuda.h"
 #include "base/device/half.h"
 #include "base/logging.h"
 
@@ -76,7 +78,9 @@ void FromFloat(DataType dtype, const float* src, int64_t n, void* dst) {
 
 using Shard = WireShard;
 
-Shard ShardOf(const kernels::CollArgs& args, int q, int nranks) {
+}  // namespace
+
+WireShard WireShardOf(const kernels::CollArgs& args, int q, int nranks) {
   if (args.coll == Coll::kReduceScatter) return {q * args.count, args.count};
   // All-reduce: equal shards in whole blocks, the last ones shorter or empty.
   const int64_t per = (args.count + nranks - 1) / nranks;
@@ -85,14 +89,28 @@ Shard ShardOf(const kernels::CollArgs& args, int q, int nranks) {
   return {begin, std::min(args.count, begin + size) - begin};
 }
 
-}  // namespace
-
 bool WireApplies(const kernels::CollArgs& args) {
   const bool coll = args.coll == Coll::kAllReduce || args.coll == Coll::kReduceScatter;
   const bool dtype = args.dtype == DataType::kFloat32 || args.dtype == DataType::kBFloat16 ||
                      args.dtype == DataType::kFloat16;
-  const bool op = args.op == RedOp::kSum || args.op == RedOp::kAvg;
+  const bool op = args.op == RedOp::kSum || args.op == RedOp::kAvg || args.op == RedOp::kPreMulSum;
   return coll && dtype && op;
+}
+
+float WireInputScale(const kernels::CollArgs& args, int nranks) {
+  if (args.op == RedOp::kAvg) return 1.0f / static_cast<float>(nranks);
+  if (args.op != RedOp::kPreMulSum) return 1.0f;
+  switch (args.dtype) {
+    case DataType::kFloat32: {
+      const auto bits = static_cast<uint32_t>(args.scalar);
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+    case DataType::kBFloat16: return base::BFloat16BitsToFloat(static_cast<uint16_t>(args.scalar));
+    case DataType::kFloat16: return base::HalfBitsToFloat(static_cast<uint16_t>(args.scalar));
+    default: return 1.0f;
+  }
 }
 
 WireEngine::WireEngine(const EngineSetup& setup, PointToPoint* p2p)
@@ -117,7 +135,7 @@ void WireEngine::LogOnce(Wire wire) {
     list += (list.empty() ? "" : ",") + std::to_string(r);
   }
   RINGO_LOG(INFO) << "rank " << rank_ << ": wire " << kernels::WireName(wire)
-                  << ": fp32/bf16/fp16 sum and avg all-reduce and reduce-scatter by direct exchange; contributions to ranks "
+                  << ": fp32/bf16/fp16 sum, avg and premul-sum all-reduce and reduce-scatter by direct exchange; contributions to ranks "
                   << (net.empty() ? "none" : net) << " (network) in " << kernels::WireName(wire) << ", to ranks "
                   << (local.empty() ? "none" : local)
                   << " (this host) in fp32; every summed shard sent once in " << kernels::WireName(wire);
@@ -172,11 +190,18 @@ void WireEngine::Exchanger::Loop() {
 }
 
 Status WireEngine::Run(Call& call) {
-  const kernels::CollArgs& args = call.args;
+  kernels::CollArgs args = call.args;
   const Wire wire = static_cast<Wire>(call.wire);
   LogOnce(wire);
+  if (args.op == RedOp::kPreMulSum && args.scalar_ptr != nullptr) {
+    // ringoScalarDevice on a host communicator: the scalar as it is now.
+    args.scalar = 0;
+    RETURN_IF_ERROR(base::CopyToHost(&args.scalar, args.scalar_ptr, base::DataTypeSize(args.dtype))
+                        .WithContext("reading the premul-sum scalar"));
+    args.scalar_ptr = nullptr;
+  }
   const size_t esize = base::DataTypeSize(args.dtype);
-  const float scale = args.op == RedOp::kAvg ? 1.0f / static_cast<float>(nranks_) : 1.0f;
+  const float scale = WireInputScale(args, nranks_);
   const bool all_reduce = args.coll == Coll::kAllReduce;
   const char* send = static_cast<const char*>(args.send);
   char* recv = static_cast<char*>(args.recv);
@@ -185,7 +210,7 @@ Status WireEngine::Run(Call& call) {
   shards.resize(static_cast<size_t>(nranks_));
   int64_t longest = 0;
   for (int q = 0; q < nranks_; ++q) {
-    shards[q] = ShardOf(args, q, nranks_);
+    shards[q] = WireShardOf(args, q, nranks_);
     longest = std::max(longest, shards[q].len);
   }
   const int64_t rounds = (longest + piece - 1) / piece;
@@ -333,12 +358,17 @@ Status WireEngine::Run(Call& call) {
 
 void WireEngine::RoundContribution(const kernels::CollArgs& args, int wire, void* out) const {
   const size_t esize = base::DataTypeSize(args.dtype);
-  const float scale = args.op == RedOp::kAvg ? 1.0f / static_cast<float>(nranks_) : 1.0f;
+  kernels::CollArgs resolved = args;
+  if (resolved.op == RedOp::kPreMulSum && resolved.scalar_ptr != nullptr) {
+    resolved.scalar = 0;
+    if (!base::CopyToHost(&resolved.scalar, resolved.scalar_ptr, esize).ok()) resolved.scalar = 0;
+  }
+  const float scale = WireInputScale(resolved, nranks_);
   const char* in = static_cast<const char*>(args.send);
   char* dst = static_cast<char*>(out);
   std::vector<float> buf;
   for (int q = 0; q < nranks_; ++q) {
-    const Shard s = ShardOf(args, q, nranks_);
+    const Shard s = WireShardOf(args, q, nranks_);
     const size_t at = static_cast<size_t>(s.begin) * esize;
     if (q == rank_ || !net_[q]) {
       std::memmove(dst + at, in + at, static_cast<size_t>(s.len) * esize);
@@ -347,8 +377,16 @@ void WireEngine::RoundContribution(const kernels::CollArgs& args, int wire, void
     buf.resize(static_cast<size_t>(s.len));
     ToFloat(args.dtype, in + at, s.len, scale, buf.data());  // rounded in place below
     kernels::WireRound(static_cast<Wire>(wire), buf.data(), s.len);
-    if (scale != 1.0f) {
+    // Back in the input's units: avg's 1/N undone; premul-sum's scalar
+    // divided out (where it is zero nothing of the input was sent).
+    if (args.op == RedOp::kAvg) {
       for (float& v : buf) v *= static_cast<float>(nranks_);
+    } else if (scale != 1.0f) {
+      if (scale == 0.0f || !std::isfinite(scale)) {
+        std::memmove(dst + at, in + at, static_cast<size_t>(s.len) * esize);
+        continue;
+      }
+      for (float& v : buf) v /= scale;
     }
     FromFloat(args.dtype, buf.data(), s.len, dst + at);
   }

@@ -27,9 +27,10 @@
 // batch) runs on a thread of the engine's while the calling thread encodes
 // the next round and writes out the one before.
 //
+// Premul-sum's scalar is applied in fp32 before compression, as avg's 1/N.
 // Every rank must set the same wire (as with the datatype); other calls
-// (integer types, min, max, product, premul-sum, the other collectives) run
-// on the other engines, exact.
+// (integer types, fp64, min, max, product, the other collectives) run on
+// the other engines, exact.
 #ifndef RINGO_COLLECTIVES_ENGINES_WIRE_H_
 #define RINGO_COLLECTIVES_ENGINES_WIRE_H_
 
@@ -53,8 +54,18 @@ struct WireShard {
   int64_t len = 0;
 };
 
-// Whether the wire applies to a call of this shape.
+// Shard q of `args` among `nranks` ranks: for all-reduce, equal shards of
+// whole kernels::kWireBlock blocks (the last ones shorter or empty); for
+// reduce-scatter, rank q's part. Host and GPU ranks split alike.
+WireShard WireShardOf(const kernels::CollArgs& args, int q, int nranks);
+
+// Whether the wire applies to a call of this shape: all-reduce or
+// reduce-scatter of fp32, bf16 or fp16 with sum, avg or premul-sum.
 bool WireApplies(const kernels::CollArgs& args);
+
+// What each input value is multiplied by, in fp32, before it is encoded:
+// avg's 1/N, premul-sum's scalar (from args.scalar), 1 for sum.
+float WireInputScale(const kernels::CollArgs& args, int nranks);
 
 class WireEngine : public Engine {
  public:

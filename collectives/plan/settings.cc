@@ -28,6 +28,7 @@ CommSettings SettingsFrom(const base::Config& config) {
   s.shared.gpu_across_hosts = config.gpu_across_hosts ? 1 : 0;
   s.shared.slot_bytes = config.slot_bytes;
   s.shared.net_balance = config.net_balance ? 1 : 0;
+  s.shared.gpu_wire = config.gpu_wire ? 1 : 0;
   s.local.spin_count = config.spin_count;
   s.local.yield_count = config.yield_count;
   s.local.crowded_wait = config.crowded_wait;
@@ -53,7 +54,8 @@ base::Status ValidateShared(const std::vector<SharedSettings>& all) {
       return bad("an unknown algorithm or protocol");
     }
     if ((s.check != 0 && s.check != 1) || (s.deterministic != 0 && s.deterministic != 1) ||
-        (s.gpu_across_hosts != 0 && s.gpu_across_hosts != 1) || (s.net_balance != 0 && s.net_balance != 1)) {
+        (s.gpu_across_hosts != 0 && s.gpu_across_hosts != 1) || (s.net_balance != 0 && s.net_balance != 1) ||
+        (s.gpu_wire != 0 && s.gpu_wire != 1)) {
       return bad("a setting that is neither 0 nor 1");
     }
   }

@@ -37,7 +37,7 @@ struct SharedSettings {
   int32_t gpu_across_hosts = 0;            // RINGO_GPU_ACROSS_HOSTS
   int64_t slot_bytes = 0;                  // RINGO_SLOT_BYTES (0: chosen)
   int32_t net_balance = 1;                 // RINGO_NET_BALANCE
-  int32_t reserved = 0;
+  int32_t gpu_wire = 0;                    // RINGO_GPU_WIRE
 };
 static_assert(sizeof(SharedSettings) == 40, "fixed layout: sent raw at init");
 

@@ -214,6 +214,7 @@ StatusOr<RingResidency> LoadOnDevice(int device) {
   }
   RETURN_IF_ERROR(LaunchResult(internal::LoadCopyKernel(), "loading the copy kernel"));
   RETURN_IF_ERROR(LaunchResult(internal::LoadP2pKernel(), "loading the point-to-point kernel"));
+  RETURN_IF_ERROR(LaunchResult(internal::LoadWireKernels(), "loading the wire kernels"));
   if (blocks == (1 << 30)) return base::Internal("no ring kernel was loaded");
   r.blocks_per_sm = blocks;
   return r;
@@ -343,6 +344,61 @@ Status LaunchCopyKernel(const void* src, void* dst, int64_t bytes, void* cuda_st
 #if RINGO_CUDA_KERNELS
   base::CountCudaCall(base::CudaCall::kLaunchKernel);
   return LaunchResult(internal::LaunchCopyBytes(src, dst, bytes, cuda_stream), "copy kernel");
+#else
+  return NotBuilt();
+#endif
+}
+
+namespace {
+
+bool WireDataType(DataType dtype) {
+  return dtype == DataType::kFloat32 || dtype == DataType::kBFloat16 || dtype == DataType::kFloat16;
+}
+
+}  // namespace
+
+Status LaunchWireEncode(Wire wire, DataType dtype, const void* src, int64_t n, float scale, void* out,
+                        void* cuda_stream) {
+  if (!KernelsBuilt()) return NotBuilt();
+  if (!ValidWire(static_cast<int>(wire)) || !WireDataType(dtype)) return base::InvalidArgument("wire encode: bad format or datatype");
+  if (n < 0) return base::InvalidArgument("negative count");
+  if (n > 0 && (src == nullptr || out == nullptr)) return base::InvalidArgument("null buffer");
+#if RINGO_CUDA_KERNELS
+  base::CountCudaCall(base::CudaCall::kLaunchKernel);
+  return LaunchResult(internal::LaunchWireEncodeKernel(static_cast<int>(wire), static_cast<int>(dtype), src, n, scale,
+                                                       out, cuda_stream),
+                      std::string("wire encode kernel (") + WireName(wire) + ")");
+#else
+  return NotBuilt();
+#endif
+}
+
+Status LaunchWireSum(const WireSource* device_sources, int nsources, Wire wire, int64_t n, float* acc,
+                     void* cuda_stream) {
+  if (!KernelsBuilt()) return NotBuilt();
+  if (!ValidWire(static_cast<int>(wire))) return base::InvalidArgument("wire sum: bad format");
+  if (n < 0 || nsources < 1) return base::InvalidArgument("wire sum: negative count or no source");
+  if (n > 0 && (device_sources == nullptr || acc == nullptr)) return base::InvalidArgument("null buffer");
+#if RINGO_CUDA_KERNELS
+  base::CountCudaCall(base::CudaCall::kLaunchKernel);
+  return LaunchResult(
+      internal::LaunchWireSumKernel(device_sources, nsources, static_cast<int>(wire), n, acc, cuda_stream),
+      std::string("wire sum kernel (") + WireName(wire) + ")");
+#else
+  return NotBuilt();
+#endif
+}
+
+Status LaunchWireDecode(Wire wire, const void* in, int64_t n, DataType dtype, void* dst, void* cuda_stream) {
+  if (!KernelsBuilt()) return NotBuilt();
+  if (!ValidWire(static_cast<int>(wire)) || !WireDataType(dtype)) return base::InvalidArgument("wire decode: bad format or datatype");
+  if (n < 0) return base::InvalidArgument("negative count");
+  if (n > 0 && (in == nullptr || dst == nullptr)) return base::InvalidArgument("null buffer");
+#if RINGO_CUDA_KERNELS
+  base::CountCudaCall(base::CudaCall::kLaunchKernel);
+  return LaunchResult(
+      internal::LaunchWireDecodeKernel(static_cast<int>(wire), in, n, static_cast<int>(dtype), dst, cuda_stream),
+      std::string("wire decode kernel (") + WireName(wire) + ")");
 #else
   return NotBuilt();
 #endif

@@ -17,6 +17,7 @@
 #include "kernels/cuda/device_types.h"
 #include "kernels/cuda/p2p_types.h"
 #include "kernels/cuda/residency.h"
+#include "kernels/wire.h"
 
 namespace ringo::kernels::gpu {
 
@@ -70,6 +71,23 @@ base::Status ErrorRecordStatus(const ErrorRecord& record);
 // kernel. Buffers may alias exactly (dst == a or dst == b) but not partially.
 base::Status LaunchReduceKernel(base::DataType dtype, base::RedOp op, const void* a, const void* b, void* dst,
                                 int64_t count, void* cuda_stream);
+
+// The compressed wire's kernels (collectives/engines/gpu_wire.h; formats
+// and layout: kernels/wire.h). `dtype` is fp32, bf16 or fp16; a piece's
+// buffers in the wire are those of a span of `n` values.
+//
+// out = the `n` values at `src`, times `scale` (1: as they are), in `wire`
+// (kNone: fp32).
+base::Status LaunchWireEncode(Wire wire, base::DataType dtype, const void* src, int64_t n, float scale, void* out,
+                              void* cuda_stream);
+// acc[i] = the sum, in fp32 and in order, of value i of every source
+// (`device_sources`: `nsources` entries in device memory, each in `wire`
+// where it is wired, fp32 otherwise).
+base::Status LaunchWireSum(const WireSource* device_sources, int nsources, Wire wire, int64_t n, float* acc,
+                           void* cuda_stream);
+// dst = the `n` values at `in` (in `wire`) as `dtype`, rounded to nearest even.
+base::Status LaunchWireDecode(Wire wire, const void* in, int64_t n, base::DataType dtype, void* dst,
+                              void* cuda_stream);
 
 // dst = src for `bytes` bytes through the kernels' 16-byte copy loop (any
 // alignment); buffers must not overlap.

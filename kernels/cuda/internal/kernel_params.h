@@ -76,6 +76,13 @@ int LoadP2pKernel();
 int LaunchCopyBytes(const void* src, void* dst, int64_t bytes, void* stream);
 int LoadCopyKernel();
 
+// The compressed wire's kernels (ring_wire.cu), and their loading. `wire`
+// a kernels::Wire, `dtype` a base::DataType (fp32, bf16 or fp16).
+int LaunchWireEncodeKernel(int wire, int dtype, const void* src, int64_t n, float scale, void* out, void* stream);
+int LaunchWireSumKernel(const WireSource* sources, int nsources, int wire, int64_t n, float* acc, void* stream);
+int LaunchWireDecodeKernel(int wire, const void* in, int64_t n, int dtype, void* dst, void* stream);
+int LoadWireKernels();
+
 }  // namespace ringo::kernels::gpu::internal
 
 #endif  // RINGO_KERNELS_CUDA_INTERNAL_KERNEL_PARAMS_H_
