@@ -61,11 +61,17 @@ const std::vector<EnvVarInfo>& Table() {
        "the cost model says it is faster than the ring, never under RINGO_DETERMINISTIC)."},
       {"RINGO_WIRE", "enum", "none",
        "The wire format of floating-point sums between hosts (docs/wire.md): none, bf16, fp16, e4m3 "
-       "(or fp8) or e5m2 (8-bit with a power-of-two scale per 32 values). fp32, bf16 and fp16 sum and "
-       "avg all-reduce and reduce-scatter on host communicators whose ranks span hosts then cross the "
+       "(or fp8) or e5m2 (8-bit with a power-of-two scale per 32 values). fp32, bf16 and fp16 sum, "
+       "avg and premul-sum all-reduce and reduce-scatter on host communicators whose ranks span hosts "
+       "(GPU ones under RINGO_GPU_WIRE=1) then cross the "
        "network in it, each contribution rounded once and the result once, whatever the rank count; "
        "contributions within a host travel uncompressed. For communicators made without a config's wire field, "
        "programs that cannot set it (the NCCL shim) included."},
+      {"RINGO_WIRE_ENGINE", "enum", "pipelined",
+       "How a host communicator runs the wire: pipelined (the host engine: a round's exchange on a "
+       "thread of its own beside the next round's encoding) or staged (round by round, the schedule "
+       "GPU communicators run, with the same stage functions as their kernels: for testing that "
+       "schedule where no GPU is). Every rank must set the same."},
       {"RINGO_NET", "enum", "auto",
        "The network transport between hosts: socket (TCP), ib (InfiniBand verbs), auto (verbs "
        "where both ends have a usable port on one fabric, sockets otherwise)."},
@@ -349,6 +355,7 @@ Config* Load() {
   };
   enum_var("RINGO_ALGO", &config->algo, {"ring", "oneshot", "direct", "doubling"});
   enum_var("RINGO_WIRE", &config->wire, {"none", "bf16", "fp16", "e4m3", "fp8", "e5m2"});
+  enum_var("RINGO_WIRE_ENGINE", &config->wire_engine, {"pipelined", "staged"});
   enum_var("RINGO_NET", &config->net, {"socket", "ib", "auto"});
   enum_var("RINGO_SOCKET_FAMILY", &config->socket_family, {"ipv4", "ipv6", "auto"});
   enum_var("RINGO_PROTO", &config->proto, {"simple", "ll"});

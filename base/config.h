@@ -43,6 +43,7 @@ struct Config {
   int64_t crowded_wait = -1;             // RINGO_CROWDED_WAIT (-1: when ranks outnumber cores)
   std::string algo;                      // RINGO_ALGO: "", "ring", "oneshot", "direct" or "doubling"
   std::string wire;                      // RINGO_WIRE: "", "none", "bf16", "fp16", "e4m3", "fp8", "e5m2"
+  std::string wire_engine;               // RINGO_WIRE_ENGINE: "", "pipelined" or "staged"
   bool check = true;                     // RINGO_CHECK
   bool deterministic = false;            // RINGO_DETERMINISTIC
   std::string proto;                     // RINGO_PROTO: "", "simple" or "ll" (GPU communicators)

@@ -104,12 +104,11 @@ Status Communicator::WireRound(const kernels::CollArgs& args, void* out) {
   RETURN_IF_ERROR(CheckUsable());
   const size_t elems = static_cast<size_t>(args.count) * (args.coll == kernels::Coll::kReduceScatter ? nranks_ : 1);
   const size_t bytes = elems * base::DataTypeSize(args.dtype);
-  auto* engine = dynamic_cast<WireEngine*>(engines_.Find("wire"));
-  if (engine == nullptr || wire() == 0 || !WireApplies(args)) {
+  if (engines_.Find("wire") == nullptr || connector_ == nullptr || wire() == 0 || !WireApplies(args)) {
     if (out != args.send && bytes > 0) std::memmove(out, args.send, bytes);
     return Status();
   }
-  engine->RoundContribution(args, wire(), out);
+  WireRoundContribution(args, wire(), rank_, nranks_, connector_->spec().net, out);
   return Status();
 }
 

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/device/dtype.h"
 #include "base/device/fp8.h"
 #include "base/device/half.h"
 #include "base/device/macros.h"
@@ -161,6 +162,77 @@ RINGO_HD_INLINE float WireDecodeAt(Wire w, const uint8_t* in, int64_t i) {
     }
   }
   return 0.0f;
+}
+
+// ---- A stage's unit of work: a GPU thread's, or a host loop's ----
+//
+// The stages of the staged wire schedule (collectives/engines/gpu_wire.h):
+// the kernels of kernels/cuda/ring_wire.cu run one unit per thread, the
+// host stages loop over the units, so both compute alike. Buffers hold fp32,
+// bf16 or fp16 (`dtype`).
+
+RINGO_HD_INLINE float WireLoad(base::DataType dtype, const void* p, int64_t i) {
+  switch (dtype) {
+    case base::DataType::kBFloat16: return base::BFloat16BitsToFloat(static_cast<const uint16_t*>(p)[i]);
+    case base::DataType::kFloat16: return base::HalfBitsToFloat(static_cast<const uint16_t*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
+
+RINGO_HD_INLINE void WireStore(base::DataType dtype, void* p, int64_t i, float v) {
+  switch (dtype) {
+    case base::DataType::kBFloat16: static_cast<uint16_t*>(p)[i] = base::FloatToBFloat16Bits(v); return;
+    case base::DataType::kFloat16: static_cast<uint16_t*>(p)[i] = base::FloatToHalfBits(v); return;
+    default: static_cast<float*>(p)[i] = v; return;
+  }
+}
+
+// Units of an encode of `n` values: one per value, one per block for the
+// 8-bit formats.
+RINGO_HD_INLINE int64_t WireEncodeUnits(Wire w, int64_t n) {
+  return w == Wire::kE4m3 || w == Wire::kE5m2 ? (n + kWireBlock - 1) / kWireBlock : n;
+}
+
+// Unit u of encoding the `n` values of `dtype` at `src`, each times `scale`
+// (1: as it is), into `out` in `w` (kNone: fp32).
+RINGO_HD_INLINE void WireEncodeUnit(Wire w, base::DataType dtype, const void* src, int64_t n, float scale,
+                                    uint8_t* out, int64_t u) {
+  if (w == Wire::kE4m3 || w == Wire::kE5m2) {
+    const int64_t at = u * kWireBlock;
+    const int len = static_cast<int>(n - at < kWireBlock ? n - at : kWireBlock);
+    float x[kWireBlock];
+    for (int i = 0; i < len; ++i) {
+      const float v = WireLoad(dtype, src, at + i);
+      x[i] = scale == 1.0f ? v : v * scale;
+    }
+    WireEncodeEightBlock(w, x, len, out + u * (kWireBlock + 1));
+    return;
+  }
+  const float v0 = WireLoad(dtype, src, u);
+  const float v = scale == 1.0f ? v0 : v0 * scale;
+  if (w == Wire::kNone) {
+    reinterpret_cast<float*>(out)[u] = v;
+  } else {
+    reinterpret_cast<uint16_t*>(out)[u] = WireEncodeSixteen(w, v);
+  }
+}
+
+// One contribution to a staged sum: a piece of values, in the call's wire
+// where `wired` (it crossed the network), fp32 otherwise.
+struct WireSource {
+  const uint8_t* bytes;
+  int32_t wired;
+  int32_t reserved;
+};
+
+// Value i of the sum over `sources`, in order, each addition in fp32.
+RINGO_HD_INLINE float WireSumAt(const WireSource* sources, int nsources, Wire w, int64_t i) {
+  float a = 0.0f;
+  for (int r = 0; r < nsources; ++r) {
+    const float v = WireDecodeAt(sources[r].wired != 0 ? w : Wire::kNone, sources[r].bytes, i);
+    a = r == 0 ? v : a + v;
+  }
+  return a;
 }
 
 // ---- Spans, on the host ----

@@ -138,6 +138,19 @@ float FromBf16(uint16_t h) {
   return f;
 }
 
+// A fresh folder for logs.
+std::string LogDir() {
+  char tmpl[] = "/tmp/ringo-wire-XXXXXX";
+  const char* dir = mkdtemp(tmpl);
+  return dir != nullptr ? dir : "/tmp";
+}
+
+bool LogSays(const std::string& path, const std::string& phrase) {
+  std::ifstream in(path);
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return log.find(phrase) != std::string::npos;
+}
+
 class WireTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -384,11 +397,19 @@ TEST_F(WireTest, WhatTheWireDoesNotTouchStaysExact) {
 
 // Processes on two host ids, two ranks each: within a host contributions
 // travel exact, between hosts in the wire format.
+// Both ways of running the wire on host memory: the pipelined host engine
+// and the staged schedule GPU communicators run (RINGO_WIRE_ENGINE=staged).
 TEST_F(WireTest, TwoHostsOfTwoRanks) {
   constexpr int64_t kCount = 50001;
+  for (const char* engine : {"pipelined", "staged"}) {
+  SCOPED_TRACE(engine);
+  const std::string dir = LogDir();
   auto results = RunRanks(4, RankMode::kProcesses, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
     SetEnvAndReload("RINGO_SHM_DISABLE", "0");
     SetEnvAndReload("RINGO_HOSTID", "wire-host-" + std::to_string(rank / 2));
+    SetEnvAndReload("RINGO_WIRE_ENGINE", engine);
+    SetEnvAndReload("RINGO_DEBUG_FILE", dir + "/" + std::to_string(rank) + ".log");
+    SetEnvAndReload("RINGO_DEBUG", "INFO");
     std::vector<std::vector<float>> x;
     for (int r = 0; r < nranks; ++r) x.push_back(Input(r, kCount, 3));
     ringoComm_t comm = nullptr;
@@ -415,6 +436,114 @@ TEST_F(WireTest, TwoHostsOfTwoRanks) {
     return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
   });
   EXPECT_ALL_RANKS_OK(results);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(LogSays(dir + "/" + std::to_string(r) + ".log", "by the staged schedule"), std::string(engine) == "staged")
+        << "rank " << r;
+  }
+  }
+  SetEnvAndReload("RINGO_WIRE_ENGINE", "pipelined");
+}
+
+// The staged schedule (what GPU communicators run, here on host memory
+// with the same stage functions as their kernels) gives the pipelined host
+// engine's bits, for every wire, fp32, bf16 and fp16, sum, avg and
+// premul-sum, all-reduce and reduce-scatter, in place and not, over counts
+// of one round and of several.
+TEST_F(WireTest, StagedScheduleGivesThePipelinedBits) {
+  constexpr int kRanks = 3;
+  struct Case {
+    int wire;
+    ringoDataType_t dtype;
+    int op;  // ringoSum, ringoAvg, or -1: premul-sum by 0.375
+    bool all_reduce;
+    bool in_place;
+    int64_t count;
+  };
+  std::vector<Case> cases;
+  for (int w : {ringoWireBf16, ringoWireFp16, ringoWireFp8e4m3, ringoWireFp8e5m2}) {
+    cases.push_back({w, ringoFloat32, ringoSum, true, false, 600001});  // 2 rounds of 3 shards
+  }
+  cases.push_back({ringoWireFp8e4m3, ringoFloat32, ringoSum, false, false, 200003});  // 2 rounds
+  for (int w : {ringoWireBf16, ringoWireFp8e4m3}) {
+    for (ringoDataType_t dt : {ringoFloat32, ringoBfloat16, ringoFloat16}) {
+      for (int op : {static_cast<int>(ringoSum), static_cast<int>(ringoAvg), -1}) {
+        for (bool ar : {true, false}) {
+          for (bool ip : {false, true}) cases.push_back({w, dt, op, ar, ip, 4099});
+        }
+      }
+    }
+  }
+  auto esize = [](ringoDataType_t dt) -> size_t { return dt == ringoFloat32 ? 4 : 2; };
+  std::map<std::string, std::vector<std::vector<uint8_t>>> outputs;  // engine -> by case and rank
+  std::mutex mu;
+  for (const char* engine : {"pipelined", "staged"}) {
+    SetEnvAndReload("RINGO_WIRE_ENGINE", engine);
+    SetEnvAndReload("RINGO_DEBUG", "INFO");
+    // Which engine ran, from the INFO log (this process's stderr).
+    ::testing::internal::CaptureStderr();
+    std::vector<std::vector<uint8_t>>& out = outputs[engine];
+    out.assign(cases.size() * kRanks, {});
+    auto results = RunRanks(kRanks, RankMode::kThreads, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+      ringoComm_t comm = nullptr;
+      ringoResult_t rc = Init(&comm, rank, nranks, id, ringoWireBf16);
+      if (rc != ringoSuccess) return Err("init", rc, nullptr);
+      for (size_t c = 0; c < cases.size(); ++c) {
+        const Case& k = cases[c];
+        rc = ringoCommSetWire(comm, k.wire);
+        if (rc != ringoSuccess) return Err("set wire", rc, comm);
+        const size_t es = esize(k.dtype);
+        const size_t in_count = static_cast<size_t>(k.all_reduce ? k.count : k.count * nranks);
+        std::vector<float> x = Input(rank, static_cast<int64_t>(in_count), static_cast<uint32_t>(c + 5));
+        std::vector<uint8_t> in(in_count * es), result(static_cast<size_t>(k.count) * es);
+        for (size_t i = 0; i < in_count; ++i) {
+          if (k.dtype == ringoFloat32) {
+            std::memcpy(&in[4 * i], &x[i], 4);
+          } else {
+            const uint16_t h = k.dtype == ringoBfloat16 ? Bf16(x[i]) : base::FloatToHalfBits(x[i]);
+            std::memcpy(&in[2 * i], &h, 2);
+          }
+        }
+        ringoRedOp_t op = static_cast<ringoRedOp_t>(k.op);
+        uint64_t scalar = 0;
+        if (k.op < 0) {
+          const float s = 0.375f;  // exact in every datatype here
+          if (k.dtype == ringoFloat32) {
+            std::memcpy(&scalar, &s, 4);
+          } else {
+            const uint16_t h = k.dtype == ringoBfloat16 ? Bf16(s) : base::FloatToHalfBits(s);
+            std::memcpy(&scalar, &h, 2);
+          }
+          rc = ringoRedOpCreatePreMulSum(&op, &scalar, k.dtype, ringoScalarHostImmediate, comm);
+          if (rc != ringoSuccess) return Err("premul op", rc, comm);
+        }
+        uint8_t* recv = k.in_place ? (k.all_reduce ? in.data() : in.data() + rank * k.count * es) : result.data();
+        rc = k.all_reduce ? ringoAllReduce(in.data(), recv, k.count, k.dtype, op, comm, nullptr)
+                          : ringoReduceScatter(in.data(), recv, k.count, k.dtype, op, comm, nullptr);
+        if (rc != ringoSuccess) return Err(("case " + std::to_string(c)).c_str(), rc, comm);
+        if (k.op < 0) ringoRedOpDestroy(op, comm);
+        std::lock_guard<std::mutex> lock(mu);
+        out[c * kRanks + rank].assign(recv, recv + k.count * es);
+      }
+      rc = ringoCommDestroy(comm);
+      return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
+    });
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_ALL_RANKS_OK(results);
+    EXPECT_EQ(log.find("by the staged schedule") != std::string::npos, std::string(engine) == "staged") << engine;
+    EXPECT_NE(log.find(": wire bf16"), std::string::npos) << engine << ": no INFO line of the wire";
+  }
+  SetEnvAndReload("RINGO_WIRE_ENGINE", "pipelined");
+  SetEnvAndReload("RINGO_DEBUG", "WARN");
+  for (size_t c = 0; c < cases.size(); ++c) {
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_TRUE(outputs["pipelined"][c * kRanks + r] == outputs["staged"][c * kRanks + r])
+          << "case " << c << " (wire " << cases[c].wire << ", dtype " << cases[c].dtype << ", op " << cases[c].op
+          << (cases[c].all_reduce ? ", all-reduce" : ", reduce-scatter") << (cases[c].in_place ? ", in place" : "")
+          << ", count " << cases[c].count << "), rank " << r;
+      // Every rank of an all-reduce holds the same bits.
+      if (cases[c].all_reduce) EXPECT_TRUE(outputs["staged"][c * kRanks + r] == outputs["staged"][c * kRanks]);
+    }
+  }
 }
 
 // A rank killed in the middle of wire all-reduces across hosts: the others'

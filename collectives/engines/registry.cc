@@ -198,7 +198,11 @@ StatusOr<EngineSet> BuildEngines(const EngineSetup& setup, std::unique_ptr<Resid
   if (!OnGpu(setup) && setup.nranks > 1 && setup.connector != nullptr) {
     if (any_net) {
       set.engines.insert(set.engines.begin(), std::make_unique<Doubling>(setup, set.p2p.get()));
-      set.engines.insert(set.engines.begin(), std::make_unique<WireEngine>(setup, set.p2p.get()));
+      if (setup.settings.local.wire_staged) {
+        set.engines.insert(set.engines.begin(), GpuWire::MakeOnHost(setup, set.p2p.get()));
+      } else {
+        set.engines.insert(set.engines.begin(), std::make_unique<WireEngine>(setup, set.p2p.get()));
+      }
     }
   }
   return set;

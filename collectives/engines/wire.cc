@@ -356,21 +356,22 @@ Status WireEngine::Run(Call& call) {
   return Status();
 }
 
-void WireEngine::RoundContribution(const kernels::CollArgs& args, int wire, void* out) const {
+void WireRoundContribution(const kernels::CollArgs& args, int wire, int rank, int nranks,
+                           const std::vector<bool>& net, void* out) {
   const size_t esize = base::DataTypeSize(args.dtype);
   kernels::CollArgs resolved = args;
   if (resolved.op == RedOp::kPreMulSum && resolved.scalar_ptr != nullptr) {
     resolved.scalar = 0;
     if (!base::CopyToHost(&resolved.scalar, resolved.scalar_ptr, esize).ok()) resolved.scalar = 0;
   }
-  const float scale = WireInputScale(resolved, nranks_);
+  const float scale = WireInputScale(resolved, nranks);
   const char* in = static_cast<const char*>(args.send);
   char* dst = static_cast<char*>(out);
   std::vector<float> buf;
-  for (int q = 0; q < nranks_; ++q) {
-    const Shard s = WireShardOf(args, q, nranks_);
+  for (int q = 0; q < nranks; ++q) {
+    const Shard s = WireShardOf(args, q, nranks);
     const size_t at = static_cast<size_t>(s.begin) * esize;
-    if (q == rank_ || !net_[q]) {
+    if (q == rank || !(q < static_cast<int>(net.size()) && net[q])) {
       std::memmove(dst + at, in + at, static_cast<size_t>(s.len) * esize);
       continue;
     }
@@ -380,7 +381,7 @@ void WireEngine::RoundContribution(const kernels::CollArgs& args, int wire, void
     // Back in the input's units: avg's 1/N undone; premul-sum's scalar
     // divided out (where it is zero nothing of the input was sent).
     if (args.op == RedOp::kAvg) {
-      for (float& v : buf) v *= static_cast<float>(nranks_);
+      for (float& v : buf) v *= static_cast<float>(nranks);
     } else if (scale != 1.0f) {
       if (scale == 0.0f || !std::isfinite(scale)) {
         std::memmove(dst + at, in + at, static_cast<size_t>(s.len) * esize);

@@ -63,6 +63,15 @@ WireShard WireShardOf(const kernels::CollArgs& args, int q, int nranks);
 // reduce-scatter of fp32, bf16 or fp16 with sum, avg or premul-sum.
 bool WireApplies(const kernels::CollArgs& args);
 
+// What rank `rank`'s input to `args` (an all-reduce or reduce-scatter the
+// wire applies to) amounts to once sent in `wire`, in the input's units,
+// into `out` (args.count elements of args.dtype for all-reduce, nranks
+// times that for reduce-scatter): each shard bound for a rank across the
+// network (`net`, by rank) rounded as the wire engines round it, the others
+// copied. For error feedback.
+void WireRoundContribution(const kernels::CollArgs& args, int wire, int rank, int nranks,
+                           const std::vector<bool>& net, void* out);
+
 // What each input value is multiplied by, in fp32, before it is encoded:
 // avg's 1/N, premul-sum's scalar (from args.scalar), 1 for sum.
 float WireInputScale(const kernels::CollArgs& args, int nranks);
@@ -83,12 +92,6 @@ class WireEngine : public Engine {
   // The elements of each shard one round moves, for `nranks` ranks.
   static int64_t PieceElems(int nranks);
 
-  // What this rank's input to `args` (an all-reduce or reduce-scatter the
-  // wire applies to) amounts to once sent in `wire`, in the input's units,
-  // into `out` (args.count elements of args.dtype for all-reduce, nranks
-  // times that for reduce-scatter): each shard bound for a rank across the
-  // network rounded as Run rounds it, the others copied. For error feedback.
-  void RoundContribution(const kernels::CollArgs& args, int wire, void* out) const;
 
  private:
   void LogOnce(kernels::Wire wire);

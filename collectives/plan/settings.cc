@@ -34,6 +34,7 @@ CommSettings SettingsFrom(const base::Config& config) {
   s.local.crowded_wait = config.crowded_wait;
   s.local.gpu_track_replays = config.gpu_track_replays;
   s.local.gpu_device_scope = config.gpu_device_scope;
+  s.local.wire_staged = config.wire_engine == "staged";
   return s;
 }
 

@@ -47,6 +47,7 @@ struct LocalSettings {
   int64_t crowded_wait = -1;  // RINGO_CROWDED_WAIT
   bool gpu_track_replays = false;  // RINGO_GPU_TRACK_REPLAYS
   bool gpu_device_scope = false;   // RINGO_GPU_DEVICE_SCOPE
+  bool wire_staged = false;        // RINGO_WIRE_ENGINE=staged
 };
 
 struct CommSettings {

@@ -143,15 +143,6 @@ struct KernelGuard {
   uint64_t launch = 0;                  // this launch's number (DeviceFifo::launch_ended)
 };
 
-// One contribution to a compressed wire's sum (LaunchWireSum): a piece of
-// values in device memory, in the call's wire format where `wired` (the
-// contribution crossed the network), fp32 otherwise.
-struct WireSource {
-  const uint8_t* bytes;
-  int32_t wired;
-  int32_t reserved;
-};
-
 }  // namespace ringo::kernels::gpu
 
 #endif  // RINGO_KERNELS_CUDA_DEVICE_TYPES_H_

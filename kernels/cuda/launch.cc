@@ -373,7 +373,7 @@ Status LaunchWireEncode(Wire wire, DataType dtype, const void* src, int64_t n, f
 #endif
 }
 
-Status LaunchWireSum(const WireSource* device_sources, int nsources, Wire wire, int64_t n, float* acc,
+Status LaunchWireSum(const kernels::WireSource* device_sources, int nsources, Wire wire, int64_t n, float* acc,
                      void* cuda_stream) {
   if (!KernelsBuilt()) return NotBuilt();
   if (!ValidWire(static_cast<int>(wire))) return base::InvalidArgument("wire sum: bad format");

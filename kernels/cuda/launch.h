@@ -83,7 +83,7 @@ base::Status LaunchWireEncode(Wire wire, base::DataType dtype, const void* src, 
 // acc[i] = the sum, in fp32 and in order, of value i of every source
 // (`device_sources`: `nsources` entries in device memory, each in `wire`
 // where it is wired, fp32 otherwise).
-base::Status LaunchWireSum(const WireSource* device_sources, int nsources, Wire wire, int64_t n, float* acc,
+base::Status LaunchWireSum(const kernels::WireSource* device_sources, int nsources, Wire wire, int64_t n, float* acc,
                            void* cuda_stream);
 // dst = the `n` values at `in` (in `wire`) as `dtype`, rounded to nearest even.
 base::Status LaunchWireDecode(Wire wire, const void* in, int64_t n, base::DataType dtype, void* dst,

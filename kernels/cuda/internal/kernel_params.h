@@ -12,6 +12,7 @@
 #include "kernels/cuda/p2p_types.h"
 #include "kernels/ring_loop.h"
 #include "kernels/schedule.h"
+#include "kernels/wire.h"
 
 namespace ringo::kernels::gpu::internal {
 
@@ -79,7 +80,7 @@ int LoadCopyKernel();
 // The compressed wire's kernels (ring_wire.cu), and their loading. `wire`
 // a kernels::Wire, `dtype` a base::DataType (fp32, bf16 or fp16).
 int LaunchWireEncodeKernel(int wire, int dtype, const void* src, int64_t n, float scale, void* out, void* stream);
-int LaunchWireSumKernel(const WireSource* sources, int nsources, int wire, int64_t n, float* acc, void* stream);
+int LaunchWireSumKernel(const kernels::WireSource* sources, int nsources, int wire, int64_t n, float* acc, void* stream);
 int LaunchWireDecodeKernel(int wire, const void* in, int64_t n, int dtype, void* dst, void* stream);
 int LoadWireKernels();
 
