@@ -128,7 +128,7 @@ ringoResult_t ringoCommWireRound(const void* sendbuff, void* recvbuff, size_t co
   return Guard("ringoCommWireRound", comm, [&]() -> Status {
     ASSIGN_OR_RETURN(Communicator * c, ResolveReady(comm));
     if (c->kind() != ringo::collectives::DeviceKind::kHost) {
-      return base::InvalidUsage("ringoCommWireRound takes host communicators (GPU communicators do not compress yet)");
+      return base::InvalidUsage("ringoCommWireRound takes host communicators");
     }
     kernels::CollArgs a;
     a.coll = kernels::Coll::kAllReduce;

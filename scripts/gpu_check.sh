@@ -13,7 +13,7 @@
 #   without ARCHIVE/BUNDLE_DIR: the bundle this script sits in
 #   --call N      the steps of prepared call N, assigned in advance, most
 #                 uncertain first (a GPU window holds about two calls):
-#                 1 = bundle,facts,graph,trace,elastic,latency,logstep,wire;
+#                 1 = bundle,facts,graph,trace,elastic,wire,logstep,latency;
 #                 2 = bundle,facts,torch_build,torch_ops,torch_ddp,net_gpu;
 #                 3 = bundle,facts,train (after the first two)
 #   --steps LIST  the named steps (comma-separated), in the order given
@@ -84,7 +84,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --call)
       case "$2" in
-        1) only=bundle,facts,graph,trace,elastic,latency,logstep,wire ;;
+        1) only=bundle,facts,graph,trace,elastic,wire,logstep,latency ;;
         2) only=bundle,facts,torch_build,torch_ops,torch_ddp,net_gpu ;;
         3) only=bundle,facts,train ;;
         *) echo "gpu_check.sh: --call takes 1, 2 or 3" >&2; exit 2 ;;

@@ -80,27 +80,29 @@ std::string RunCases(bool gpu, int nranks, int wire, const std::vector<Case>& ca
   std::mutex mu;
   auto results = RunRanks(nranks, RankMode::kThreads, std::chrono::seconds(240),
                           [&](int rank, int n, const ringoUniqueId& id) -> std::string {
-    if (gpu) cudaSetDevice(0);
+    cudaStream_t stream = nullptr;
+    // Device memory for the largest case and the stream, before the
+    // communicator exists (a cudaMalloc or cudaFree while other ranks'
+    // kernels wait for this rank could wait for them: docs/gpu.md's hazards).
+    void* dev = nullptr;
+    if (gpu) {
+      cudaSetDevice(0);
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+      cudaMalloc(&dev, (count * n + count) * 4);
+    }
     ringoConfig_t config = RINGO_CONFIG_INITIALIZER;
     config.device_kind = gpu ? RINGO_DEVICE_CUDA : RINGO_DEVICE_HOST;
     ringoComm_t comm = nullptr;
     if (ringoCommInitRankConfig(&comm, n, id, rank, &config) != ringoSuccess) {
+      if (dev != nullptr) cudaFree(dev);
       return std::string("init: ") + ringoGetLastError(nullptr);
     }
     // The wire is set after init: the GPU communicator must accept it.
     if (ringoCommSetWire(comm, wire) != ringoSuccess) {
       std::string why = std::string("set wire: ") + ringoGetLastError(comm);
       ringoCommDestroy(comm);
+      if (dev != nullptr) cudaFree(dev);
       return why;
-    }
-    cudaStream_t stream = nullptr;
-    // Device memory for the largest case, allocated before any collective
-    // (a cudaFree between them would wait for the other ranks' kernels,
-    // which wait for this rank: docs/gpu.md's hazards).
-    void* dev = nullptr;
-    if (gpu) {
-      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-      cudaMalloc(&dev, (count * n + count) * 4);
     }
     std::string fail;
     for (size_t c = 0; c < cases.size() && fail.empty(); ++c) {

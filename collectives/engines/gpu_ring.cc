@@ -29,11 +29,16 @@ uint64_t* LaunchEndedWord(const transport::FifoLink& l) {
   return reinterpret_cast<uint64_t*>(reinterpret_cast<char*>(l.header) + offsetof(transport::FifoHeader, device_ended));
 }
 
-// The ring's geometry; across hosts the Simple protocol alone (every rank
-// alike: the proxy moves whole slots, not LL lines).
+// The ring's geometry; where any pair goes over the network (across hosts,
+// or every pair under RINGO_SHM_DISABLE) the Simple protocol alone, every
+// rank alike: the proxy moves whole slots, and network FIFOs have no LL lines.
 DeviceGeometry SimpleAcrossHosts(const EngineSetup& setup) {
   DeviceGeometry g = setup.gpu;
-  if (setup.gpu_hosts_spanned) g.proto = ProtoChoice::kSimple;
+  bool net = setup.gpu_hosts_spanned;
+  if (setup.connector != nullptr) {
+    for (bool n : setup.connector->spec().net) net = net || n;
+  }
+  if (net) g.proto = ProtoChoice::kSimple;
   return g;
 }
 

@@ -1,6 +1,7 @@
 #include "collectives/engines/gpu_wire.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -114,6 +115,7 @@ std::vector<kernels::WireSource> GpuWire::SourcesAt(uint8_t* scratch) const {
 
 base::StatusOr<std::unique_ptr<GpuWire>> GpuWire::Make(const EngineSetup& setup, std::shared_ptr<GpuRank> gpu,
                                                         PointToPoint* p2p) {
+  RETURN_IF_ERROR(kernels::gpu::LoadWireKernels(setup.device));
   std::unique_ptr<GpuWire> w(new GpuWire(setup, p2p, true));
   const std::vector<uint8_t> zeros(static_cast<size_t>(w->ScratchBytes()), 0);
   ASSIGN_OR_RETURN(base::DeviceCopy scratch, base::DeviceCopy::Of(setup.device, zeros.data(), zeros.size()));
@@ -170,6 +172,11 @@ Status GpuWire::Run(Call& call) {
     a.scalar_ptr = nullptr;
   }
   const size_t esize = base::DataTypeSize(a.dtype);
+  if (on_gpu_ && (reinterpret_cast<uintptr_t>(a.send) % esize != 0 || reinterpret_cast<uintptr_t>(a.recv) % esize != 0)) {
+    // As the ring refuses them, before anything is enqueued (the kernels'
+    // typed loads would fault the context).
+    return base::InvalidArgument("buffers must be aligned to the datatype's size (" + std::to_string(esize) + " bytes)");
+  }
   const float scale = WireInputScale(a, nranks_);
   const bool all_reduce = a.coll == kernels::Coll::kAllReduce;
   const char* send = static_cast<const char*>(a.send);

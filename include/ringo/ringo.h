@@ -236,7 +236,8 @@ RINGO_API ringoResult_t ringoCommCount(const ringoComm_t comm, int* count);
 /* Sets the wire format (a ringoWire_t) of `comm`'s collectives from the next
  * one on. Every rank must set the same, between the same two collectives.
  * ringoInvalidArgument for another value; ringoInvalidUsage on a GPU
- * communicator (which does not compress yet). Not collective; does not block. */
+ * communicator unless RINGO_GPU_WIRE=1 built its wire engine (docs/wire.md).
+ * Not collective; does not block. */
 RINGO_API ringoResult_t ringoCommSetWire(ringoComm_t comm, int wire);
 /* The wire format `comm`'s next collective uses. */
 RINGO_API ringoResult_t ringoCommGetWire(const ringoComm_t comm, int* wire);

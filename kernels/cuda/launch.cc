@@ -214,7 +214,6 @@ StatusOr<RingResidency> LoadOnDevice(int device) {
   }
   RETURN_IF_ERROR(LaunchResult(internal::LoadCopyKernel(), "loading the copy kernel"));
   RETURN_IF_ERROR(LaunchResult(internal::LoadP2pKernel(), "loading the point-to-point kernel"));
-  RETURN_IF_ERROR(LaunchResult(internal::LoadWireKernels(), "loading the wire kernels"));
   if (blocks == (1 << 30)) return base::Internal("no ring kernel was loaded");
   r.blocks_per_sm = blocks;
   return r;
@@ -384,6 +383,16 @@ Status LaunchWireSum(const kernels::WireSource* device_sources, int nsources, Wi
   return LaunchResult(
       internal::LaunchWireSumKernel(device_sources, nsources, static_cast<int>(wire), n, acc, cuda_stream),
       std::string("wire sum kernel (") + WireName(wire) + ")");
+#else
+  return NotBuilt();
+#endif
+}
+
+Status LoadWireKernels(int device) {
+  if (!KernelsBuilt()) return NotBuilt();
+#if RINGO_CUDA_KERNELS
+  ASSIGN_OR_RETURN(base::ScopedDevice scope, base::ScopedDevice::Enter(device));
+  return LaunchResult(internal::LoadWireKernels(), "loading the wire kernels on CUDA device " + std::to_string(device));
 #else
   return NotBuilt();
 #endif

@@ -76,6 +76,10 @@ base::Status LaunchReduceKernel(base::DataType dtype, base::RedOp op, const void
 // and layout: kernels/wire.h). `dtype` is fp32, bf16 or fp16; a piece's
 // buffers in the wire are those of a span of `n` values.
 //
+// Loads the three kernels on `device` now (as LoadRingKernels does the
+// others', so that no first launch loads them while ring kernels wait).
+// Blocking; changes no current device.
+base::Status LoadWireKernels(int device);
 // out = the `n` values at `src`, times `scale` (1: as they are), in `wire`
 // (kNone: fp32).
 base::Status LaunchWireEncode(Wire wire, base::DataType dtype, const void* src, int64_t n, float scale, void* out,

@@ -8,6 +8,7 @@
 // it is added, as on the host.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "base/device/dtype.h"
@@ -45,24 +46,36 @@ __global__ void __launch_bounds__(kWireThreads)
   }
 }
 
-// Enough blocks for `units` threads' work, at most what the device holds
-// at once (the loops stride over the rest).
-int WireGrid(const void* kernel, int64_t units, int* blocks) {
-  int device = 0, sms = 0, per_sm = 0;
+// The most blocks of `kernel` (kernel `which` of the three) the current
+// device holds at once: asked once per device and kernel, then remembered.
+constexpr int kCachedDevices = 64;
+std::atomic<int> most_blocks[3][kCachedDevices];
+
+int MostBlocks(const void* kernel, int which, int* most) {
+  int device = 0;
   cudaError_t err = cudaGetDevice(&device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) return static_cast<int>(err);
+  if (device >= 0 && device < kCachedDevices) {
+    *most = most_blocks[which][device].load(std::memory_order_relaxed);
+    if (*most > 0) return 0;
+  }
+  int sms = 0, per_sm = 0;
+  err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (err == cudaSuccess) err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWireThreads, 0);
   if (err != cudaSuccess) return static_cast<int>(err);
-  const int64_t needed = (units + kWireThreads - 1) / kWireThreads;
-  const int64_t most = static_cast<int64_t>(sms) * (per_sm > 0 ? per_sm : 1);
-  *blocks = static_cast<int>(needed < most ? (needed > 0 ? needed : 1) : most);
+  *most = sms * (per_sm > 0 ? per_sm : 1);
+  if (device >= 0 && device < kCachedDevices) most_blocks[which][device].store(*most, std::memory_order_relaxed);
   return 0;
 }
 
-int Launch(const void* kernel, int64_t units, void** args, void* stream) {
-  int blocks = 0;
-  const int err = WireGrid(kernel, units, &blocks);
+// Enough blocks for `units` threads' work, at most what the device holds
+// at once (the loops stride over the rest).
+int Launch(const void* kernel, int which, int64_t units, void** args, void* stream) {
+  int most = 0;
+  const int err = MostBlocks(kernel, which, &most);
   if (err != 0) return err;
+  const int64_t needed = (units + kWireThreads - 1) / kWireThreads;
+  const int blocks = static_cast<int>(needed < most ? (needed > 0 ? needed : 1) : most);
   return static_cast<int>(
       cudaLaunchKernel(kernel, dim3(blocks), dim3(kWireThreads), args, 0, static_cast<cudaStream_t>(stream)));
 }
@@ -73,21 +86,21 @@ int LaunchWireEncodeKernel(int wire, int dtype, const void* src, int64_t n, floa
   if (n == 0) return 0;
   uint8_t* o = static_cast<uint8_t*>(out);
   void* args[] = {&wire, &dtype, &src, &n, &scale, &o};
-  return Launch(reinterpret_cast<const void*>(WireEncodeKernel), WireEncodeUnits(static_cast<Wire>(wire), n), args,
+  return Launch(reinterpret_cast<const void*>(WireEncodeKernel), 0, WireEncodeUnits(static_cast<Wire>(wire), n), args,
                 stream);
 }
 
 int LaunchWireSumKernel(const WireSource* sources, int nsources, int wire, int64_t n, float* acc, void* stream) {
   if (n == 0) return 0;
   void* args[] = {&sources, &nsources, &wire, &n, &acc};
-  return Launch(reinterpret_cast<const void*>(WireSumKernel), n, args, stream);
+  return Launch(reinterpret_cast<const void*>(WireSumKernel), 1, n, args, stream);
 }
 
 int LaunchWireDecodeKernel(int wire, const void* in, int64_t n, int dtype, void* dst, void* stream) {
   if (n == 0) return 0;
   const uint8_t* i = static_cast<const uint8_t*>(in);
   void* args[] = {&wire, &i, &n, &dtype, &dst};
-  return Launch(reinterpret_cast<const void*>(WireDecodeKernel), n, args, stream);
+  return Launch(reinterpret_cast<const void*>(WireDecodeKernel), 2, n, args, stream);
 }
 
 int LoadWireKernels() {
