@@ -493,7 +493,9 @@ TEST_F(WireTest, StagedScheduleGivesThePipelinedBits) {
         if (rc != ringoSuccess) return Err("set wire", rc, comm);
         const size_t es = esize(k.dtype);
         const size_t in_count = static_cast<size_t>(k.all_reduce ? k.count : k.count * nranks);
-        std::vector<float> x = Input(rank, static_cast<int64_t>(in_count), static_cast<uint32_t>(c + 5));
+        // The same inputs in and out of place (a case and its in-place twin).
+        const auto seed = static_cast<uint32_t>(k.wire * 1000 + k.dtype * 100 + (k.op + 1) * 10 + (k.all_reduce ? 1 : 0));
+        std::vector<float> x = Input(rank, static_cast<int64_t>(in_count), seed);
         std::vector<uint8_t> in(in_count * es), result(static_cast<size_t>(k.count) * es);
         for (size_t i = 0; i < in_count; ++i) {
           if (k.dtype == ringoFloat32) {
@@ -542,6 +544,13 @@ TEST_F(WireTest, StagedScheduleGivesThePipelinedBits) {
           << ", count " << cases[c].count << "), rank " << r;
       // Every rank of an all-reduce holds the same bits.
       if (cases[c].all_reduce) EXPECT_TRUE(outputs["staged"][c * kRanks + r] == outputs["staged"][c * kRanks]);
+      // In place gives the out-of-place bits (the twin is the case before).
+      if (cases[c].in_place) {
+        for (const char* engine : {"pipelined", "staged"}) {
+          EXPECT_TRUE(outputs[engine][c * kRanks + r] == outputs[engine][(c - 1) * kRanks + r])
+              << engine << ": case " << c << " in place differs from out of place, rank " << r;
+        }
+      }
     }
   }
 }
