@@ -357,6 +357,59 @@ TEST_F(WireTest, ShapesDatatypesAndInPlace) {
   EXPECT_ALL_RANKS_OK(results);
 }
 
+// Where recursive doubling runs (RINGO_ALGO unset), the small fp32
+// all-reduces it is predicted to finish sooner go to it, exact: the bits of
+// the wire off; larger ones, and small bf16 ones (which doubling would round
+// at every step), keep the wire's bits.
+TEST_F(WireTest, SmallFp32AllReducesGoToRecursiveDoubling) {
+  SetEnvAndReload("RINGO_ALGO", "");
+  constexpr int kRanks = 4;
+  constexpr int64_t kSmall = 1000;   // 4 KB: below the crossover at 4 ranks (20 KB in bf16)
+  constexpr int64_t kLarge = 70000;  // 280 KB: past recursive doubling's limit
+  std::vector<std::vector<float>> x;
+  for (int r = 0; r < kRanks; ++r) x.push_back(Input(r, kLarge, 9));
+  auto results = RunRanks(kRanks, RankMode::kThreads, kDeadline, [&](int rank, int nranks, const ringoUniqueId& id) -> std::string {
+    ringoComm_t comm = nullptr;
+    ringoResult_t rc = Init(&comm, rank, nranks, id, ringoWireBf16);
+    if (rc != ringoSuccess) return Err("init", rc, nullptr);
+    std::vector<float> with(kLarge), without(kLarge);
+    rc = ringoAllReduce(x[rank].data(), with.data(), kSmall, ringoFloat32, ringoSum, comm, nullptr);
+    if (rc != ringoSuccess) return Err("small, wire", rc, comm);
+    if ((rc = ringoCommSetWire(comm, ringoWireNone)) != ringoSuccess) return Err("set wire", rc, comm);
+    rc = ringoAllReduce(x[rank].data(), without.data(), kSmall, ringoFloat32, ringoSum, comm, nullptr);
+    if (rc != ringoSuccess) return Err("small, no wire", rc, comm);
+    if (std::memcmp(with.data(), without.data(), kSmall * 4) != 0) return "small fp32: not the bits of the wire off";
+    std::vector<std::vector<float>> xs;
+    for (int r = 0; r < kRanks; ++r) xs.emplace_back(x[r].begin(), x[r].begin() + kSmall);
+    if (std::memcmp(with.data(), Expected(Wire::kBf16, xs, 1.0f, [](int, int) { return false; }).data(), kSmall * 4) == 0) {
+      return "small fp32: the wire's bits";
+    }
+    if ((rc = ringoCommSetWire(comm, ringoWireBf16)) != ringoSuccess) return Err("set wire", rc, comm);
+    rc = ringoAllReduce(x[rank].data(), with.data(), kLarge, ringoFloat32, ringoSum, comm, nullptr);
+    if (rc != ringoSuccess) return Err("large, wire", rc, comm);
+    if (std::memcmp(with.data(), Expected(Wire::kBf16, x, 1.0f, [](int, int) { return false; }).data(), kLarge * 4) != 0) {
+      return "large fp32: not the wire's bits";
+    }
+    std::vector<std::vector<float>> xb;
+    for (int r = 0; r < kRanks; ++r) {
+      xb.emplace_back(x[r].begin(), x[r].begin() + kSmall);
+      for (float& f : xb.back()) f = FromBf16(Bf16(f));
+    }
+    std::vector<uint16_t> in(kSmall), out(kSmall);
+    for (int64_t i = 0; i < kSmall; ++i) in[i] = Bf16(xb[rank][i]);
+    rc = ringoAllReduce(in.data(), out.data(), kSmall, ringoBfloat16, ringoSum, comm, nullptr);
+    if (rc != ringoSuccess) return Err("small bf16, wire", rc, comm);
+    const std::vector<float> want = Expected(Wire::kBf16, xb, 1.0f, [](int, int) { return false; });
+    for (int64_t i = 0; i < kSmall; ++i) {
+      if (out[i] != Bf16(want[i])) return "small bf16: element " + std::to_string(i) + " is not the wire's";
+    }
+    rc = ringoCommDestroy(comm);
+    return rc == ringoSuccess ? "" : Err("destroy", rc, nullptr);
+  });
+  SetEnvAndReload("RINGO_ALGO", "ring");
+  EXPECT_ALL_RANKS_OK(results);
+}
+
 // Integer types, max, fp64, all-gather and broadcast on a communicator with
 // a wire: exact (the wire does not apply).
 TEST_F(WireTest, WhatTheWireDoesNotTouchStaysExact) {

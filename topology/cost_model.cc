@@ -53,6 +53,19 @@ bool PrefersDoubling(int nranks, double bytes, double alpha_us, double beta_gbps
          PredictRingAllReduce(nranks, bytes, alpha_us, beta_gbps).time_us;
 }
 
+Prediction PredictWireAllReduce(int nranks, double bytes, double alpha_us, double beta_gbps, double fraction) {
+  if (nranks <= 1 || beta_gbps <= 0) return Predicted(nranks, bytes, alpha_us, beta_gbps, 0);
+  const double steps = 2.0 * (nranks - 1);
+  return Predicted(nranks, bytes, alpha_us, beta_gbps,
+                   steps * (alpha_us + fraction * bytes / (nranks * beta_gbps * 1e3)));
+}
+
+bool WireYieldsToDoubling(int nranks, double bytes, double fraction) {
+  if (nranks < 2 || bytes > kDoublingMaxBytes) return false;
+  return PredictDoublingAllReduce(nranks, bytes, kWireLinkAlphaUs, kWireLinkBetaGbps).time_us <
+         PredictWireAllReduce(nranks, bytes, kWireLinkAlphaUs, kWireLinkBetaGbps, fraction).time_us;
+}
+
 double DefaultBetaGbps(PathType type) {
   return CostModel::Default().beta_gbps[static_cast<int>(type)];
 }

@@ -69,6 +69,23 @@ inline constexpr double kDoublingMaxBytes = 256.0 * 1024;
 // doubling where it is predicted faster than the ring, up to kDoublingMaxBytes.
 bool PrefersDoubling(int nranks, double bytes, double alpha_us, double beta_gbps);
 
+// The compressed wire's all-reduce (collectives/engines/wire.h): N - 1
+// steps of reduce-scatter and N - 1 of all-gather, each moving a shard of
+// S / N in the wire, `fraction` of the buffer's bytes:
+// t = 2(N-1) * (alpha + fraction * S / (N * beta)).
+Prediction PredictWireAllReduce(int nranks, double bytes, double alpha_us, double beta_gbps, double fraction);
+// The link the wire's choice assumes: a wire pays where links are slow, so
+// the choice is made for a 10 Gbit/s network (1.25 GB/s, the default alpha
+// of a network step), not the default model's 100 Gbit/s.
+inline constexpr double kWireLinkAlphaUs = 5.0;
+inline constexpr double kWireLinkBetaGbps = 1.25;
+// Whether an fp32 all-reduce of `bytes` that the wire would carry at
+// `fraction` of its bytes is predicted faster by recursive doubling (exact,
+// ceil(log2 N)-ish steps) than by the wire's 2(N-1) steps on that link: the
+// small all-reduces, where the steps cost more than the bytes the wire
+// saves (below about 12 KB at 2 ranks, 20 KB at 4, 53 KB at 16 in bf16).
+bool WireYieldsToDoubling(int nranks, double bytes, double fraction);
+
 // For a host's GPU rings (one rank per GPU of the ring): alpha of the
 // farthest edge type, beta the channels' total bandwidth.
 Prediction PredictAllReduce(const CostModel& model, const PathMatrix& paths,

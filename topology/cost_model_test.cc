@@ -53,6 +53,25 @@ TEST(CostModel, DoublingAllReduceFormulaAndTheCrossover) {
             PredictRingAllReduce(8, 1.1 * crossover, 5.0, 12.5).time_us);
 }
 
+TEST(CostModel, WireAllReduceAndWhereItYieldsToDoubling) {
+  // 2(N-1) steps of a shard of S/N in the wire's bytes.
+  EXPECT_DOUBLE_EQ(PredictWireAllReduce(4, 1e6, 5.0, 1.25, 0.5).time_us, 6 * (5.0 + 0.5 * 1e6 / (4 * 1.25e3)));
+  EXPECT_EQ(PredictWireAllReduce(1, 8, 5.0, 1.25, 0.5).time_us, 0.0);
+  // At 1.25 GB/s and 5 us, bf16 (half the bytes): 4 ranks yield below 20 KB
+  // (2 alpha + 2S/beta < 6 alpha + 0.75 S/beta), 2 ranks below 12.5 KB.
+  EXPECT_TRUE(WireYieldsToDoubling(4, 19e3, 0.5));
+  EXPECT_FALSE(WireYieldsToDoubling(4, 21e3, 0.5));
+  EXPECT_TRUE(WireYieldsToDoubling(2, 12e3, 0.5));
+  EXPECT_FALSE(WireYieldsToDoubling(2, 13e3, 0.5));
+  // More ranks, more of the wire's steps: a larger crossover; 8-bit (about a
+  // quarter of the bytes) a smaller one than bf16.
+  EXPECT_TRUE(WireYieldsToDoubling(16, 50e3, 0.5));
+  EXPECT_FALSE(WireYieldsToDoubling(4, 19e3, 0.26));
+  // Never past recursive doubling's own limit, never for one rank.
+  EXPECT_FALSE(WireYieldsToDoubling(64, kDoublingMaxBytes + 1, 0.5));
+  EXPECT_FALSE(WireYieldsToDoubling(1, 8, 0.5));
+}
+
 TEST(CostModel, PredictedBandwidthOfFixtures) {
   CostModel model = CostModel::Default();
   struct Case {

@@ -95,6 +95,7 @@ GpuWire::GpuWire(const EngineSetup& setup, PointToPoint* p2p, bool on_gpu)
     : rank_(setup.rank),
       nranks_(setup.nranks),
       on_gpu_(on_gpu),
+      shared_(setup.settings.shared),
       p2p_(p2p),
       net_(static_cast<size_t>(setup.nranks), 0),
       piece_(WireEngine::PieceElems(setup.nranks)) {
@@ -137,10 +138,12 @@ std::unique_ptr<GpuWire> GpuWire::MakeOnHost(const EngineSetup& setup, PointToPo
 }
 
 // On a GPU, premul-sum (whose scalar may live in device memory) stays on the
-// ring, exact; on the host the scalar is read first, as the host engine does.
+// ring, exact; on the host the scalar is read first, and the small fp32
+// all-reduces go to recursive doubling, as with the host engine.
 bool GpuWire::Takes(Call& call) {
   if (nranks_ < 2 || call.wire == 0 || !WireApplies(call.args)) return false;
-  return !on_gpu_ || call.args.op != RedOp::kPreMulSum;
+  if (on_gpu_) return call.args.op != RedOp::kPreMulSum;
+  return !WireLeavesToDoubling(call.args, call.wire, nranks_, shared_);
 }
 
 void GpuWire::LogOnce(int wire) {

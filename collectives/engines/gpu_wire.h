@@ -84,6 +84,7 @@ class GpuWire : public Engine {
   const int rank_;
   const int nranks_;
   const bool on_gpu_;
+  const SharedSettings shared_;
   PointToPoint* p2p_;
   std::vector<char> net_;  // by rank: the pair crosses the network
   const int64_t piece_;    // elements of each shard a round moves

@@ -12,6 +12,7 @@
 #include "base/cuda.h"
 #include "base/device/half.h"
 #include "base/logging.h"
+#include "topology/cost_model.h"
 
 namespace ringo::collectives {
 
@@ -114,9 +115,27 @@ float WireInputScale(const kernels::CollArgs& args, int nranks) {
 }
 
 WireEngine::WireEngine(const EngineSetup& setup, PointToPoint* p2p)
-    : rank_(setup.rank), nranks_(setup.nranks), p2p_(p2p), net_(static_cast<size_t>(setup.nranks), 0) {
+    : rank_(setup.rank),
+      nranks_(setup.nranks),
+      p2p_(p2p),
+      shared_(setup.settings.shared),
+      net_(static_cast<size_t>(setup.nranks), 0) {
   const std::vector<bool>& net = setup.connector->spec().net;
   for (int r = 0; r < nranks_ && r < static_cast<int>(net.size()); ++r) net_[r] = net[r] ? 1 : 0;
+}
+
+bool WireLeavesToDoubling(const kernels::CollArgs& a, int wire, int nranks, const SharedSettings& s) {
+  const bool doubling = s.deterministic == 0 && (s.algorithm == Algorithm::kAuto || s.algorithm == Algorithm::kDoubling);
+  if (!doubling || a.coll != Coll::kAllReduce || a.dtype != DataType::kFloat32 || a.count <= 0) return false;
+  if (a.op == RedOp::kPreMulSum && a.scalar_ptr != nullptr) return false;  // doubling leaves it to the ring
+  const double bytes = 4.0 * static_cast<double>(a.count);
+  if (bytes > topology::kDoublingMaxBytes) return false;
+  const double fraction = static_cast<double>(kernels::WireBytes(static_cast<Wire>(wire), a.count)) / bytes;
+  return s.algorithm == Algorithm::kDoubling || topology::WireYieldsToDoubling(nranks, bytes, fraction);
+}
+
+bool WireEngine::Takes(Call& call) {
+  return call.wire != 0 && WireApplies(call.args) && !WireLeavesToDoubling(call.args, call.wire, nranks_, shared_);
 }
 
 int64_t WireEngine::PieceElems(int nranks) {

@@ -28,6 +28,8 @@
 // the next round and writes out the one before.
 //
 // Premul-sum's scalar is applied in fp32 before compression, as avg's 1/N.
+// Small fp32 all-reduces that recursive doubling is predicted to finish
+// sooner go to it, exact (WireLeavesToDoubling).
 // Every rank must set the same wire (as with the datatype); other calls
 // (integer types, fp64, min, max, product, the other collectives) run on
 // the other engines, exact.
@@ -72,6 +74,14 @@ bool WireApplies(const kernels::CollArgs& args);
 void WireRoundContribution(const kernels::CollArgs& args, int wire, int rank, int nranks,
                            const std::vector<bool>& net, void* out);
 
+// Whether the wire engines leave `a` to recursive doubling (exact): the
+// small fp32 all-reduces it is predicted to finish sooner
+// (topology::WireYieldsToDoubling; every one up to its limit under
+// RINGO_ALGO=doubling), where it runs (not under RINGO_DETERMINISTIC or
+// another RINGO_ALGO). bf16 and fp16 buffers keep the wire, as doubling
+// would round their partial sums at every step.
+bool WireLeavesToDoubling(const kernels::CollArgs& a, int wire, int nranks, const SharedSettings& settings);
+
 // What each input value is multiplied by, in fp32, before it is encoded:
 // avg's 1/N, premul-sum's scalar (from args.scalar), 1 for sum.
 float WireInputScale(const kernels::CollArgs& args, int nranks);
@@ -83,9 +93,8 @@ class WireEngine : public Engine {
   WireEngine(const EngineSetup& setup, PointToPoint* p2p);
 
   const char* name() const override { return "wire"; }
-  bool Takes(Call& call) override {
-    return call.wire != 0 && WireApplies(call.args);
-  }
+  // Every call the wire applies to but those WireLeavesToDoubling.
+  bool Takes(Call& call) override;
   base::Status Run(Call& call) override;
   void Abort(const base::Status&, uint64_t) override {}  // the point-to-point engine wakes its waits
 
@@ -130,6 +139,7 @@ class WireEngine : public Engine {
   const int rank_;
   const int nranks_;
   PointToPoint* const p2p_;
+  const SharedSettings shared_;  // the settings WireLeavesToDoubling reads
   std::vector<char> net_;  // by rank: the pair crosses the network
   bool logged_ = false;
   std::unique_ptr<Exchanger> exchanger_;  // made at the first call
