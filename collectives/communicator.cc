@@ -104,7 +104,14 @@ Status Communicator::WireRound(const kernels::CollArgs& args, void* out) {
   RETURN_IF_ERROR(CheckUsable());
   const size_t elems = static_cast<size_t>(args.count) * (args.coll == kernels::Coll::kReduceScatter ? nranks_ : 1);
   const size_t bytes = elems * base::DataTypeSize(args.dtype);
-  if (engines_.Find("wire") == nullptr || connector_ == nullptr || wire() == 0 || !WireApplies(args)) {
+  // What the all-reduce would send: nothing rounded where the wire engine
+  // would not take it (no wire, no network, a small fp32 all-reduce left to
+  // recursive doubling).
+  Engine* engine = engines_.Find("wire");
+  Call probe;
+  probe.args = args;
+  probe.wire = wire();
+  if (engine == nullptr || connector_ == nullptr || probe.wire == 0 || !engine->Takes(probe)) {
     if (out != args.send && bytes > 0) std::memmove(out, args.send, bytes);
     return Status();
   }

@@ -385,6 +385,14 @@ TEST_F(WireTest, SmallFp32AllReducesGoToRecursiveDoubling) {
       return "small fp32: the wire's bits";
     }
     if ((rc = ringoCommSetWire(comm, ringoWireBf16)) != ringoSuccess) return Err("set wire", rc, comm);
+    // Error feedback: the small call loses nothing to the wire, the large one does.
+    std::vector<float> sent(kLarge);
+    rc = ringoCommWireRound(x[rank].data(), sent.data(), kSmall, ringoFloat32, ringoSum, comm);
+    if (rc != ringoSuccess) return Err("wire round, small", rc, comm);
+    if (std::memcmp(sent.data(), x[rank].data(), kSmall * 4) != 0) return "wire round, small: not a copy";
+    rc = ringoCommWireRound(x[rank].data(), sent.data(), kLarge, ringoFloat32, ringoSum, comm);
+    if (rc != ringoSuccess) return Err("wire round, large", rc, comm);
+    if (std::memcmp(sent.data(), x[rank].data(), kLarge * 4) == 0) return "wire round, large: nothing rounded";
     rc = ringoAllReduce(x[rank].data(), with.data(), kLarge, ringoFloat32, ringoSum, comm, nullptr);
     if (rc != ringoSuccess) return Err("large, wire", rc, comm);
     if (std::memcmp(with.data(), Expected(Wire::kBf16, x, 1.0f, [](int, int) { return false; }).data(), kLarge * 4) != 0) {
