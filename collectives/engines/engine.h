@@ -108,6 +108,18 @@ struct P2pCall {
   bool collective = false;
 };
 
+// A collective's exchange over the point-to-point engine (the wire's,
+// recursive doubling's): the call's stream, capture and waits.
+inline P2pCall CollectiveExchange(const Call& call) {
+  P2pCall p2p_call;
+  p2p_call.stream = call.stream;
+  p2p_call.capturing = call.capturing;
+  p2p_call.capture_id = call.capture_id;
+  p2p_call.wait = call.wait;
+  p2p_call.collective = true;
+  return p2p_call;
+}
+
 // Sends and receives: one ringoSend/ringoRecv, or every one a group queued
 // for the communicator. Matching is NCCL's: the k-th send from s to r meets
 // the k-th receive r posts from s.

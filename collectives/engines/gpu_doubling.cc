@@ -54,12 +54,7 @@ Status GpuDoubling::Run(Call& call) {
     std::vector<P2pOp> ops;
     if (step.send) ops.push_back({true, step.peer, acc, nullptr, static_cast<size_t>(bytes)});
     if (step.recv) ops.push_back({false, step.peer, nullptr, scratch_.get(), static_cast<size_t>(bytes)});
-    P2pCall p2p_call;
-    p2p_call.stream = call.stream;
-    p2p_call.capturing = call.capturing;
-    p2p_call.capture_id = call.capture_id;
-    p2p_call.wait = call.wait;
-    p2p_call.collective = true;
+    P2pCall p2p_call = CollectiveExchange(call);
     Status st = p2p_->Run(ops, p2p_call);
     call.fatal = call.fatal || p2p_call.fatal || st.ok();
     RETURN_IF_ERROR(st);

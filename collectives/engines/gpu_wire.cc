@@ -149,19 +149,10 @@ bool GpuWire::Takes(Call& call) {
 void GpuWire::LogOnce(int wire) {
   if (logged_) return;
   logged_ = true;
-  std::string net, local;
-  for (int r = 0; r < nranks_; ++r) {
-    if (r == rank_) continue;
-    std::string& list = net_[r] ? net : local;
-    list += (list.empty() ? "" : ",") + std::to_string(r);
-  }
-  const char* name = kernels::WireName(static_cast<Wire>(wire));
-  RINGO_LOG(INFO) << "rank " << rank_ << ": wire " << name
+  RINGO_LOG(INFO) << "rank " << rank_ << ": wire " << kernels::WireName(static_cast<Wire>(wire))
                   << (on_gpu_ ? " on the GPU (RINGO_GPU_WIRE=1; not yet verified on a GPU)"
                               : " by the staged schedule (RINGO_WIRE_ENGINE=staged)")
-                  << ": contributions to ranks " << (net.empty() ? "none" : net) << " (network) in " << name
-                  << ", to ranks " << (local.empty() ? "none" : local)
-                  << " (this host) in fp32; every summed shard sent once in " << name;
+                  << ": " << WireEdgesSaid(rank_, net_, static_cast<Wire>(wire));
 }
 
 Status GpuWire::Run(Call& call) {
@@ -202,12 +193,7 @@ Status GpuWire::Run(Call& call) {
         step_ops((rank_ + s) % nranks_, (rank_ + nranks_ - s) % nranks_, &ops);
       }
       if (ops.empty()) continue;
-      P2pCall p2p_call;
-      p2p_call.stream = call.stream;
-      p2p_call.capturing = call.capturing;
-      p2p_call.capture_id = call.capture_id;
-      p2p_call.wait = call.wait;
-      p2p_call.collective = true;
+      P2pCall p2p_call = CollectiveExchange(call);
       Status st = p2p_->Run(ops, p2p_call);
       call.fatal = call.fatal || p2p_call.fatal || st.ok();
       RETURN_IF_ERROR(st);

@@ -144,20 +144,25 @@ int64_t WireEngine::PieceElems(int nranks) {
   return piece / kernels::kWireBlock * kernels::kWireBlock;
 }
 
+std::string WireEdgesSaid(int rank, const std::vector<char>& net, Wire wire) {
+  std::string across, local;
+  for (int r = 0; r < static_cast<int>(net.size()); ++r) {
+    if (r == rank) continue;
+    std::string& list = net[r] ? across : local;
+    list += (list.empty() ? "" : ",") + std::to_string(r);
+  }
+  const char* name = kernels::WireName(wire);
+  return std::string("contributions to ranks ") + (across.empty() ? "none" : across) + " (network) in " + name +
+         ", to ranks " + (local.empty() ? "none" : local) + " (this host) in fp32; every summed shard sent once in " +
+         name;
+}
+
 void WireEngine::LogOnce(Wire wire) {
   if (logged_) return;
   logged_ = true;
-  std::string net, local;
-  for (int r = 0; r < nranks_; ++r) {
-    if (r == rank_) continue;
-    std::string& list = net_[r] ? net : local;
-    list += (list.empty() ? "" : ",") + std::to_string(r);
-  }
   RINGO_LOG(INFO) << "rank " << rank_ << ": wire " << kernels::WireName(wire)
-                  << ": fp32/bf16/fp16 sum, avg and premul-sum all-reduce and reduce-scatter by direct exchange; contributions to ranks "
-                  << (net.empty() ? "none" : net) << " (network) in " << kernels::WireName(wire) << ", to ranks "
-                  << (local.empty() ? "none" : local)
-                  << " (this host) in fp32; every summed shard sent once in " << kernels::WireName(wire);
+                  << ": fp32/bf16/fp16 sum, avg and premul-sum all-reduce and reduce-scatter by direct exchange; "
+                  << WireEdgesSaid(rank_, net_, wire);
 }
 
 // The exchanges run on a thread of the engine's own, so that this rank's

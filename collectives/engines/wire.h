@@ -41,6 +41,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <string>
 #include <vector>
 
 #include "collectives/engines/engine.h"
@@ -81,6 +82,10 @@ void WireRoundContribution(const kernels::CollArgs& args, int wire, int rank, in
 // another RINGO_ALGO). bf16 and fp16 buffers keep the wire, as doubling
 // would round their partial sums at every step.
 bool WireLeavesToDoubling(const kernels::CollArgs& a, int wire, int nranks, const SharedSettings& settings);
+
+// The INFO log's account of which peers a rank's contributions reach
+// compressed (`net`: by rank, the pair crosses the network).
+std::string WireEdgesSaid(int rank, const std::vector<char>& net, kernels::Wire wire);
 
 // What each input value is multiplied by, in fp32, before it is encoded:
 // avg's 1/N, premul-sum's scalar (from args.scalar), 1 for sum.

@@ -12,7 +12,10 @@
 #include "kernels/cuda/p2p_types.h"
 #include "kernels/ring_loop.h"
 #include "kernels/schedule.h"
-#include "kernels/wire.h"
+
+namespace ringo::kernels {
+struct WireSource;  // kernels/wire.h (ring_wire.cu includes it)
+}  // namespace ringo::kernels
 
 namespace ringo::kernels::gpu::internal {
 
