@@ -604,7 +604,9 @@ TEST_F(WireTest, StagedScheduleGivesThePipelinedBits) {
           << (cases[c].all_reduce ? ", all-reduce" : ", reduce-scatter") << (cases[c].in_place ? ", in place" : "")
           << ", count " << cases[c].count << "), rank " << r;
       // Every rank of an all-reduce holds the same bits.
-      if (cases[c].all_reduce) EXPECT_TRUE(outputs["staged"][c * kRanks + r] == outputs["staged"][c * kRanks]);
+      if (cases[c].all_reduce) {
+        EXPECT_TRUE(outputs["staged"][c * kRanks + r] == outputs["staged"][c * kRanks]);
+      }
       // In place gives the out-of-place bits (the twin is the case before).
       if (cases[c].in_place) {
         for (const char* engine : {"pipelined", "staged"}) {
