@@ -149,16 +149,15 @@ RINGO_HD_INLINE uint16_t WireEncodeSixteen(Wire w, float x) {
 
 // Value i of a span of values in `w` (kNone: fp32), as fp32.
 RINGO_HD_INLINE float WireDecodeAt(Wire w, const uint8_t* in, int64_t i) {
+  const uint8_t* at = in + WireValueOffset(w, i);
   switch (w) {
-    case Wire::kNone: return base::BitsFloat(LoadLe32(in + 4 * i));
-    case Wire::kBf16: return base::BFloat16BitsToFloat(LoadLe16(in + 2 * i));
-    case Wire::kFp16: return base::HalfBitsToFloat(LoadLe16(in + 2 * i));
+    case Wire::kNone: return base::BitsFloat(LoadLe32(at));
+    case Wire::kBf16: return base::BFloat16BitsToFloat(LoadLe16(at));
+    case Wire::kFp16: return base::HalfBitsToFloat(LoadLe16(at));
     case Wire::kE4m3:
     case Wire::kE5m2: {
-      const uint8_t* block = in + i / kWireBlock * (kWireBlock + 1);
-      const float scale = WirePow2(static_cast<int>(block[0]) - 127);
-      const uint8_t b = block[1 + i % kWireBlock];
-      return (w == Wire::kE4m3 ? base::E4M3Format::Decode(b) : base::E5M2Format::Decode(b)) * scale;
+      const float scale = WirePow2(static_cast<int>(in[i / kWireBlock * (kWireBlock + 1)]) - 127);  // the block's
+      return (w == Wire::kE4m3 ? base::E4M3Format::Decode(*at) : base::E5M2Format::Decode(*at)) * scale;
     }
   }
   return 0.0f;

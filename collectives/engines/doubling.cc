@@ -38,9 +38,7 @@ Doubling::Doubling(const EngineSetup& setup, PointToPoint* p2p)
     : rank_(setup.rank),
       nranks_(setup.nranks),
       forced_(setup.settings.shared.algorithm == Algorithm::kDoubling),
-      enabled_(setup.settings.shared.deterministic == 0 &&
-               (setup.settings.shared.algorithm == Algorithm::kAuto ||
-                setup.settings.shared.algorithm == Algorithm::kDoubling)),
+      enabled_(DoublingRuns(setup.settings.shared)),
       p2p_(p2p) {
   if (setup.connector != nullptr && static_cast<int>(setup.connector->spec().domains.size()) == nranks_) {
     hosts_ = setup.connector->spec().domains;

@@ -52,6 +52,12 @@
 
 namespace ringo::collectives {
 
+// Whether recursive doubling runs on a communicator with these settings
+// (RINGO_ALGO unset or doubling, not under RINGO_DETERMINISTIC).
+inline bool DoublingRuns(const SharedSettings& s) {
+  return s.deterministic == 0 && (s.algorithm == Algorithm::kAuto || s.algorithm == Algorithm::kDoubling);
+}
+
 class Doubling : public Engine {
  public:
   // The largest all-reduce it takes, in bytes (the model's limit).

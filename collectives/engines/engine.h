@@ -22,6 +22,8 @@
 #include <optional>
 #include <vector>
 
+#include "base/cuda.h"
+#include "base/device/dtype.h"
 #include "base/status.h"
 #include "collectives/plan/planner.h"
 #include "kernels/coll_args.h"
@@ -107,6 +109,18 @@ struct P2pCall {
   // wait.seq), not ringoSend/ringoRecv.
   bool collective = false;
 };
+
+// ringoScalarDevice on a host communicator: the premul-sum scalar behind
+// args->scalar_ptr read into args->scalar now (the host engines read it
+// when the collective runs, as NCCL's kernels do); nothing for other calls.
+inline base::Status ReadScalarNow(kernels::CollArgs* args) {
+  if (args->op != base::RedOp::kPreMulSum || args->scalar_ptr == nullptr) return base::Status();
+  args->scalar = 0;
+  RETURN_IF_ERROR(base::CopyToHost(&args->scalar, args->scalar_ptr, base::DataTypeSize(args->dtype))
+                      .WithContext("reading the premul-sum scalar"));
+  args->scalar_ptr = nullptr;
+  return base::Status();
+}
 
 // A collective's exchange over the point-to-point engine (the wire's,
 // recursive doubling's): the call's stream, capture and waits.

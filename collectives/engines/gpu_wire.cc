@@ -159,12 +159,7 @@ Status GpuWire::Run(Call& call) {
   kernels::CollArgs a = call.args;
   const Wire wire = static_cast<Wire>(call.wire);
   LogOnce(call.wire);
-  if (a.op == RedOp::kPreMulSum && a.scalar_ptr != nullptr) {  // host stages only (Takes)
-    a.scalar = 0;
-    RETURN_IF_ERROR(base::CopyToHost(&a.scalar, a.scalar_ptr, base::DataTypeSize(a.dtype))
-                        .WithContext("reading the premul-sum scalar"));
-    a.scalar_ptr = nullptr;
-  }
+  RETURN_IF_ERROR(ReadScalarNow(&a));  // a premul-sum reaches the host stages only (Takes)
   const size_t esize = base::DataTypeSize(a.dtype);
   if (on_gpu_ && (reinterpret_cast<uintptr_t>(a.send) % esize != 0 || reinterpret_cast<uintptr_t>(a.recv) % esize != 0)) {
     // As the ring refuses them, before anything is enqueued (the kernels'
@@ -175,14 +170,9 @@ Status GpuWire::Run(Call& call) {
   const bool all_reduce = a.coll == kernels::Coll::kAllReduce;
   const char* send = static_cast<const char*>(a.send);
   char* recv = static_cast<char*>(a.recv);
-  std::vector<WireShard> shards(static_cast<size_t>(nranks_));
-  int64_t longest = 0;
-  for (int q = 0; q < nranks_; ++q) {
-    shards[q] = WireShardOf(a, q, nranks_);
-    longest = std::max(longest, shards[q].len);
-  }
-  const int64_t rounds = (longest + piece_ - 1) / piece_;
-  auto len_of = [&](int q, int64_t j) { return std::max<int64_t>(0, std::min(piece_, shards[q].len - j * piece_)); };
+  cut_.Cut(a, nranks_, piece_);
+  const std::vector<WireShard>& shards = cut_.shards;
+  auto len_of = [&](int q, int64_t j) { return cut_.Len(q, j); };
   auto wire_to = [&](int r) { return net_[r] ? wire : Wire::kNone; };
   // One exchange, N - 1 steps (at step s to rank + s, from rank - s, as the
   // host engine orders them), kStepsPerBatch steps to a call.
@@ -201,7 +191,7 @@ Status GpuWire::Run(Call& call) {
     return Status();
   };
   auto bytes = [](Wire w, int64_t n) { return static_cast<size_t>(kernels::WireBytes(w, n)); };
-  for (int64_t j = 0; j < rounds; ++j) {
+  for (int64_t j = 0; j < cut_.rounds; ++j) {
     const int64_t n_mine = len_of(rank_, j);
     // Every rank's piece of its shard, this rank's own as fp32.
     for (int q = 0; q < nranks_; ++q) {

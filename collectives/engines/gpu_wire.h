@@ -31,6 +31,7 @@
 #include "collectives/engines/engine.h"
 #include "collectives/engines/gpu_rank.h"
 #include "collectives/engines/setup.h"
+#include "collectives/engines/wire.h"
 #include "kernels/wire.h"
 
 namespace ringo::collectives {
@@ -90,6 +91,7 @@ class GpuWire : public Engine {
   const int64_t piece_;    // elements of each shard a round moves
   int64_t slot_bytes_ = 0;
   std::unique_ptr<WireStages> stages_;
+  WireRounds cut_;  // the call's shards and rounds
   bool logged_ = false;
 };
 

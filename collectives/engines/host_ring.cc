@@ -141,13 +141,7 @@ Status HostRing::Run(Call& call) {
 Status HostRing::RunPlanned(const kernels::CollArgs& given, const CollPlan& plan, Call& call) {
   call.fatal = true;
   kernels::CollArgs args = given;
-  if (args.op == base::RedOp::kPreMulSum && args.scalar_ptr != nullptr) {
-    // ringoScalarDevice on a host communicator: the scalar as it is now.
-    args.scalar = 0;
-    RETURN_IF_ERROR(base::CopyToHost(&args.scalar, args.scalar_ptr, base::DataTypeSize(args.dtype))
-                        .WithContext("reading the premul-sum scalar"));
-    args.scalar_ptr = nullptr;
-  }
+  RETURN_IF_ERROR(ReadScalarNow(&args));
   const bool parallel = plan.nchannels > 1;
   // Calls over every channel whose channels each move enough to time a rate
   // (in equal parts) take the balanced split and measure it; smaller ones

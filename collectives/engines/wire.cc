@@ -12,6 +12,7 @@
 #include "base/cuda.h"
 #include "base/device/half.h"
 #include "base/logging.h"
+#include "collectives/engines/doubling.h"
 #include "topology/cost_model.h"
 
 namespace ringo::collectives {
@@ -90,6 +91,17 @@ WireShard WireShardOf(const kernels::CollArgs& args, int q, int nranks) {
   return {begin, std::min(args.count, begin + size) - begin};
 }
 
+void WireRounds::Cut(const kernels::CollArgs& args, int nranks, int64_t piece_elems) {
+  piece = piece_elems;
+  shards.resize(static_cast<size_t>(nranks));
+  int64_t longest = 0;
+  for (int q = 0; q < nranks; ++q) {
+    shards[q] = WireShardOf(args, q, nranks);
+    longest = std::max(longest, shards[q].len);
+  }
+  rounds = (longest + piece - 1) / piece;
+}
+
 bool WireApplies(const kernels::CollArgs& args) {
   const bool coll = args.coll == Coll::kAllReduce || args.coll == Coll::kReduceScatter;
   const bool dtype = args.dtype == DataType::kFloat32 || args.dtype == DataType::kBFloat16 ||
@@ -125,8 +137,7 @@ WireEngine::WireEngine(const EngineSetup& setup, PointToPoint* p2p)
 }
 
 bool WireLeavesToDoubling(const kernels::CollArgs& a, int wire, int nranks, const SharedSettings& s) {
-  const bool doubling = s.deterministic == 0 && (s.algorithm == Algorithm::kAuto || s.algorithm == Algorithm::kDoubling);
-  if (!doubling || a.coll != Coll::kAllReduce || a.dtype != DataType::kFloat32 || a.count <= 0) return false;
+  if (!DoublingRuns(s) || a.coll != Coll::kAllReduce || a.dtype != DataType::kFloat32 || a.count <= 0) return false;
   if (a.op == RedOp::kPreMulSum && a.scalar_ptr != nullptr) return false;  // doubling leaves it to the ring
   const double bytes = 4.0 * static_cast<double>(a.count);
   if (bytes > topology::kDoublingMaxBytes) return false;
@@ -217,29 +228,18 @@ Status WireEngine::Run(Call& call) {
   kernels::CollArgs args = call.args;
   const Wire wire = static_cast<Wire>(call.wire);
   LogOnce(wire);
-  if (args.op == RedOp::kPreMulSum && args.scalar_ptr != nullptr) {
-    // ringoScalarDevice on a host communicator: the scalar as it is now.
-    args.scalar = 0;
-    RETURN_IF_ERROR(base::CopyToHost(&args.scalar, args.scalar_ptr, base::DataTypeSize(args.dtype))
-                        .WithContext("reading the premul-sum scalar"));
-    args.scalar_ptr = nullptr;
-  }
+  RETURN_IF_ERROR(ReadScalarNow(&args));
   const size_t esize = base::DataTypeSize(args.dtype);
   const float scale = WireInputScale(args, nranks_);
   const bool all_reduce = args.coll == Coll::kAllReduce;
   const char* send = static_cast<const char*>(args.send);
   char* recv = static_cast<char*>(args.recv);
-  const int64_t piece = PieceElems(nranks_);
-  std::vector<WireShard>& shards = shards_;
-  shards.resize(static_cast<size_t>(nranks_));
-  int64_t longest = 0;
-  for (int q = 0; q < nranks_; ++q) {
-    shards[q] = WireShardOf(args, q, nranks_);
-    longest = std::max(longest, shards[q].len);
-  }
-  const int64_t rounds = (longest + piece - 1) / piece;
+  cut_.Cut(args, nranks_, PieceElems(nranks_));
+  const int64_t piece = cut_.piece;
+  const int64_t rounds = cut_.rounds;
+  const std::vector<WireShard>& shards = cut_.shards;
   const Shard mine = shards[rank_];
-  auto len_of = [&](int q, int64_t j) { return std::max<int64_t>(0, std::min(piece, shards[q].len - j * piece)); };
+  auto len_of = [&](int q, int64_t j) { return cut_.Len(q, j); };
   // The output of shard q's element i: all-reduce writes where it read;
   // reduce-scatter writes its own shard from the start of recv.
   auto out_at = [&](int q, int64_t i) -> char* {
@@ -384,10 +384,7 @@ void WireRoundContribution(const kernels::CollArgs& args, int wire, int rank, in
                            const std::vector<bool>& net, void* out) {
   const size_t esize = base::DataTypeSize(args.dtype);
   kernels::CollArgs resolved = args;
-  if (resolved.op == RedOp::kPreMulSum && resolved.scalar_ptr != nullptr) {
-    resolved.scalar = 0;
-    if (!base::CopyToHost(&resolved.scalar, resolved.scalar_ptr, esize).ok()) resolved.scalar = 0;
-  }
+  if (!ReadScalarNow(&resolved).ok()) resolved.scalar = 0;
   const float scale = WireInputScale(resolved, nranks);
   const char* in = static_cast<const char*>(args.send);
   char* dst = static_cast<char*>(out);

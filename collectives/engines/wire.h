@@ -36,6 +36,7 @@
 #ifndef RINGO_COLLECTIVES_ENGINES_WIRE_H_
 #define RINGO_COLLECTIVES_ENGINES_WIRE_H_
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -61,6 +62,18 @@ struct WireShard {
 // whole kernels::kWireBlock blocks (the last ones shorter or empty); for
 // reduce-scatter, rank q's part. Host and GPU ranks split alike.
 WireShard WireShardOf(const kernels::CollArgs& args, int q, int nranks);
+
+// A call's shards and the rounds that move them, `piece` elements of each
+// shard a round (WireEngine::PieceElems), as both wire engines cut them.
+struct WireRounds {
+  std::vector<WireShard> shards;  // by rank
+  int64_t piece = 0;
+  int64_t rounds = 0;
+  // Cuts `args` (reusing the shards' memory).
+  void Cut(const kernels::CollArgs& args, int nranks, int64_t piece_elems);
+  // The elements of shard q that round j moves.
+  int64_t Len(int q, int64_t j) const { return std::max<int64_t>(0, std::min(piece, shards[q].len - j * piece)); }
+};
 
 // Whether the wire applies to a call of this shape: all-reduce or
 // reduce-scatter of fp32, bf16 or fp16 with sum, avg or premul-sum.
@@ -150,7 +163,7 @@ class WireEngine : public Engine {
   std::unique_ptr<Exchanger> exchanger_;  // made at the first call
   // Scratch, kept between calls.
   Buffers sets_[3];
-  std::vector<WireShard> shards_;  // the call's shards, by rank
+  WireRounds cut_;  // the call's shards and rounds
   std::vector<float> acc_, tmp_, spread_;
   std::vector<std::vector<P2pOp>> steps_;  // one exchange's batches, by step
 };

@@ -67,6 +67,10 @@ void SetWaits(const LocalSettings& local, bool oversubscribed, CommGeometry* g) 
                                         : (oversubscribed ? 0 : 20000);
   g->yield_count = local.yield_count >= 0 ? static_cast<int>(std::min<int64_t>(local.yield_count, 1 << 30))
                                           : (oversubscribed ? 50000 : 1000);
+  // Board waits that yield only to a neighbour that can move (board.h). 4
+  // ranks on 2 cores, 8 B to 512 B all-reduce, mean per call over 10000
+  // (ringo-perf -n 10000, four alternating launches each): 9.6-10.7 us
+  // against 11.6-13.5 us when every poll yields.
   g->crowded = local.crowded_wait >= 0 ? local.crowded_wait == 1 : oversubscribed;
 }
 
@@ -103,11 +107,6 @@ CommGeometry ChooseGeometry(const CommSettings& settings, int nranks, int local_
   // spinning before the yields (medians, 8 B: 12.5-12.9 us against 14.4-24 us
   // with 50 spins; 8 MiB: 3.3-3.7 ms against 3.3-5.1 ms).
   SetWaits(local, oversubscribed, &g);
-  // Board waits that yield only to a neighbour that can move (board.h). 4
-  // ranks on 2 cores, 8 B to 512 B all-reduce, mean per call over 10000
-  // (ringo-perf -n 10000, four alternating launches each): 9.6-10.7 us
-  // against 11.6-13.5 us when every poll yields.
-
   // LL posts where every rank has a core to poll on (a fact every rank
   // sees alike, unlike RINGO_CROWDED_WAIT).
   g.oneshot_ll_bytes = g.board_bytes > 0 && !oversubscribed ? kOneShotLLBytes : 0;
